@@ -1,0 +1,132 @@
+# cuscope build. Plain `make` builds build/bin/cuscope and build/lib/cuscope/libcuscope.so.
+# Options: DEBUG=1 (no optimisation), ASAN=1 (sanitized viewer and unit tests), V=1 (echo commands).
+
+CC        ?= gcc
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+BUILD     ?= build
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+OPT := -O2
+ifeq ($(DEBUG),1)
+OPT := -O0
+endif
+
+WARN     := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
+CPPFLAGS := -Iinclude -isystem $(CUDA_HOME)/include -D_GNU_SOURCE
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=gnu11 $(WARN) -fno-omit-frame-pointer
+SAN      :=
+ifeq ($(ASAN),1)
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+endif
+
+NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
+NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.1.0)
+
+# Modules: the collector links only base + wire; the viewer links everything else.
+BASE_SRC      := $(wildcard src/base/*.c)
+WIRE_SRC      := $(wildcard src/wire/*.c)
+COLLECTOR_SRC := $(wildcard src/collector/*.c)
+VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c src/ui/*.c src/dump/*.c)
+CLI_SRC       := $(wildcard src/cli/*.c)
+
+COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(BASE_SRC) $(WIRE_SRC) $(COLLECTOR_SRC))
+VIEWER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(VIEWER_SRC))
+CLI_OBJ       := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLI_SRC))
+
+CLI       := $(BUILD)/bin/cuscope
+COLLECTOR := $(BUILD)/lib/cuscope/libcuscope.so
+VIEWER_LIB := $(BUILD)/obj/libviewer.a
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+PROG_SRC  := $(wildcard tests/progs/*.c)
+PROG_BIN  := $(patsubst tests/progs/%.c,$(BUILD)/tests/progs/%,$(PROG_SRC))
+
+.PHONY: all deps test test-unit demo bench dist install clean format fuzz
+all: $(CLI) $(COLLECTOR) $(BUILD)/share/man/man1/cuscope.1
+
+$(BUILD)/pic/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [collector] $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -DCUSCOPE_COLLECTOR -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -DCUSCOPE_VERSION='"$(VERSION)"' -MMD -MP -c $< -o $@
+
+$(VIEWER_LIB): $(VIEWER_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(COLLECTOR): $(COLLECTOR_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt
+
+# $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
+$(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(NCURSES_LIBS) -lpthread -lm '-Wl,-rpath,$$ORIGIN/../lib'
+
+$(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+
+# Unit tests link the viewer library and, for collector parts, the PIC objects.
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(VIEWER_LIB) \
+		$(filter-out %/inject.o,$(filter $(BUILD)/pic/collector/%,$(COLLECTOR_OBJ))) \
+		-lcmocka $(NCURSES_LIBS) -lpthread -ldl -lm
+
+# Test target programs: plain C with NVTX3 headers (header-only) and threads.
+$(BUILD)/tests/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
+
+deps:
+	$(Q)./tests/install-deps.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all tests-build
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope
+	$(Q)./tests/run.sh
+
+tests-build: $(UNIT_BIN) $(PROG_BIN)
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all tests-build
+	$(Q)./contrib/demo.sh
+
+bench: all tests-build
+	$(Q)./tests/bench/run.sh
+
+dist: all
+	$(Q)./contrib/make-dist.sh $(BUILD) dist/cuscope
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cuscope $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/cuscope
+	install -m 0755 $(COLLECTOR) $(DESTDIR)$(PREFIX)/lib/cuscope/libcuscope.so
+	install -m 0644 contrib/cuscope.1 $(DESTDIR)$(PREFIX)/share/man/man1/cuscope.1
+	install -d $(DESTDIR)$(PREFIX)/share/cuscope/themes
+	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/cuscope/themes/ 2>/dev/null || true
+
+format:
+	clang-format -i $(shell find src include tests -name '*.[ch]')
+
+clean:
+	rm -rf build build-asan dist
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,38 @@
+/*
+ * Sessions: a 0700 directory holding one listening socket per traced process (<pid>.sock, 0600).
+ * The collector listens, viewers connect. Used by both sides, so it never allocates.
+ *
+ * Environment contract between the CLI and the collector:
+ *   CUSCOPE_SESSION      session directory the collector puts its socket in
+ *   CUSCOPE_BUFFER_MB    flight-recorder bound per process (default 64)
+ *   CUSCOPE_WAIT_VIEWER_MS  at exit, how long to wait for a first viewer (launch mode sets it)
+ */
+#ifndef CUSCOPE_SESSION_H
+#define CUSCOPE_SESSION_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SESSION_ENV "CUSCOPE_SESSION"
+#define SESSION_ENV_BUFFER_MB "CUSCOPE_BUFFER_MB"
+#define SESSION_ENV_WAIT_VIEWER_MS "CUSCOPE_WAIT_VIEWER_MS"
+
+/* Writes the per-user base directory ($XDG_RUNTIME_DIR/cuscope or /tmp/cuscope-UID). */
+int session_base_dir(char *out, size_t size);
+/*
+ * Creates (or reuses, if it is ours and 0700) the base directory and a fresh session directory
+ * under it; returns 0 or -errno with *cause a static explanation.
+ */
+int session_create(char *out, size_t size, const char **cause);
+/* Writes DIR/PID.sock; returns 0 or -ENAMETOOLONG. */
+int session_socket_path(char *out, size_t size, const char *dir, pid_t pid);
+/* Creates a non-blocking listening socket at path (mode 0600); returns fd or -errno. */
+int session_listen(const char *path);
+/* Connects to the socket at path (blocking connect, then non-blocking); returns fd or -errno. */
+int session_connect(const char *path);
+/* Returns 1 if the peer on fd runs as our uid or as root, 0 if not, -errno on error. */
+int session_peer_allowed(int fd);
+/* Parses "1234.sock" into a pid; returns 0 if name is not a socket name. */
+pid_t session_socket_pid(const char *name);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * The event store: ingests wire frames from any number of sources (live connections or capture
+ * file chunks, one source per traced process), pairs NVTX push/pop and start/end into ranges, and
+ * answers time-range queries. Opaque: the UI, stats and dump read it only through these calls.
+ *
+ * Layout the store builds:
+ *   process (pid)  -> lanes: one per OS thread (push/pop ranges on rows by nesting depth, marks)
+ *                            + one "nvtx async" lane per process for start/end ranges (rows packed)
+ * Ranges on one row never overlap and are kept sorted by start time, so a query is a binary search.
+ * Strings are global ids (store_string); 0 is the empty string.
+ */
+#ifndef CUSCOPE_STORE_H
+#define CUSCOPE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct store;
+
+enum store_lane_kind {
+	STORE_LANE_THREAD = 1,     /* an OS thread: push/pop ranges and marks */
+	STORE_LANE_NVTX_ASYNC = 2, /* start/end ranges of a process, rows packed greedily */
+};
+
+enum store_range_style {
+	STORE_STYLE_PUSHPOP = 0,
+	STORE_STYLE_STARTEND = 1,
+	STORE_STYLE_MARK = 2,
+};
+
+/* A completed range (or a mark, start == end). */
+struct store_range {
+	uint64_t start_ns;  /* CLOCK_MONOTONIC */
+	uint64_t end_ns;    /* CLOCK_MONOTONIC */
+	uint32_t name_id;   /* global string id */
+	uint32_t domain_id; /* global string id, 0 = default domain */
+};
+_Static_assert(sizeof(struct store_range) == 24, "store_range layout");
+
+struct store_process_info {
+	pid_t pid;
+	pid_t ppid;
+	const char *cmdline;     /* argv joined by spaces */
+	const char *host;
+	uint64_t start_ns;       /* collector start, CLOCK_MONOTONIC */
+	uint64_t anchor_mono_ns; /* clock anchor */
+	uint64_t anchor_real_ns;
+	uint64_t features;       /* WIRE_FEATURE_* */
+	int connected;           /* a live source is attached now */
+	int exited;              /* BYE received */
+	int exit_code;           /* from BYE, -1 if unknown */
+	uint64_t events;         /* events ingested for this process */
+	size_t lane_count;
+};
+
+struct store_lane_info {
+	enum store_lane_kind kind;
+	pid_t pid;
+	pid_t tid;               /* 0 for the async lane */
+	const char *name;        /* current thread name ("" if unknown) */
+	uint64_t first_ns;       /* first time seen */
+	uint64_t end_ns;         /* thread exit time, 0 while alive */
+	size_t row_count;        /* rows of ranges (nesting depth seen so far) */
+	size_t open_count;       /* ranges begun but not ended yet */
+	size_t mark_count;
+};
+
+/* Creates an empty store. */
+struct store *store_new(void);
+void store_free(struct store *store);
+
+/*
+ * Feeds one frame from a source. Sources are small integers chosen by the caller, one per
+ * connection or per process in a file; the first frame of a source must be HELLO. Returns 0, or
+ * -EPROTO with *cause (static) for a malformed or mismatched frame; the source is then unusable.
+ */
+int store_feed(struct store *store, int source, uint32_t type, const void *payload, uint32_t length,
+	       const char **cause);
+/* Marks a source's connection as gone (process exited or collector unreachable). */
+void store_source_closed(struct store *store, int source);
+
+/* Latest event time seen from any source (CLOCK_MONOTONIC), 0 if none. */
+uint64_t store_last_ns(const struct store *store);
+/* Earliest event time seen, 0 if none. */
+uint64_t store_first_ns(const struct store *store);
+/* Events ingested in total. */
+uint64_t store_event_count(const struct store *store);
+/* Sum over processes of all loss counters (collector-reported and store-detected). */
+uint64_t store_loss_total(const struct store *store);
+/* Loss total for one cause (enum wire_loss_cause) summed over processes. */
+uint64_t store_loss_count(const struct store *store, uint32_t cause);
+/* Bumped on every change, so a UI can redraw only when something changed. */
+uint64_t store_generation(const struct store *store);
+
+/* Global string by id ("" for 0 or an unknown id). */
+const char *store_string(const struct store *store, uint32_t id);
+
+size_t store_process_count(const struct store *store);
+/* Processes in order of first appearance. */
+void store_process_get(const struct store *store, size_t index, struct store_process_info *out);
+/* Lanes of a process: the async lane (if any) first, then threads in order of appearance. */
+void store_lane_get(const struct store *store, size_t process, size_t lane, struct store_lane_info *out);
+
+/*
+ * Completed ranges on one row of a lane overlapping [from_ns, to_ns): sets *out to the first and
+ * returns how many follow contiguously (sorted by start). The pointer stays valid until the next
+ * store_feed.
+ */
+size_t store_lane_row_query(const struct store *store, size_t process, size_t lane, size_t row,
+			    uint64_t from_ns, uint64_t to_ns, const struct store_range **out);
+/* All completed ranges of a row (sorted by start). */
+size_t store_lane_row_all(const struct store *store, size_t process, size_t lane, size_t row,
+			  const struct store_range **out);
+/* Open (begun, not ended) range i of a lane: start, name, domain, row; end_ns is 0. */
+void store_lane_open_get(const struct store *store, size_t process, size_t lane, size_t index,
+			 struct store_range *out, size_t *row);
+/* Marks of a thread lane in [from_ns, to_ns) (start_ns == end_ns); returns count, *out first. */
+size_t store_lane_mark_query(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
+			     uint64_t to_ns, const struct store_range **out);
+
+/* Loss counters of one process, by cause (enum wire_loss_cause); 0 for causes never reported. */
+uint64_t store_process_loss(const struct store *store, size_t process, uint32_t cause);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * The cuscope protocol: the one definition of the bytes that travel from the collector to a
+ * viewer over the Unix socket, and that capture files keep (chunks hold the same frames).
+ *
+ * A connection is a byte stream of frames: struct wire_frame_header then `length` payload bytes.
+ * The first frame is always WIRE_FRAME_HELLO. All integers are little-endian host order (the
+ * collector and viewer run on one host; capture files record the byte order in their header).
+ */
+#ifndef CUSCOPE_WIRE_H
+#define CUSCOPE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC "CUSCOPE" /* 8 bytes with the NUL */
+#define WIRE_VERSION 1u
+#define WIRE_MAX_FRAME (1u << 20) /* largest payload a peer may send, bytes */
+#define WIRE_MAX_STRING 4096u     /* longest interned string, bytes (longer ones are cut) */
+
+enum wire_frame_type {
+	WIRE_FRAME_HELLO = 1,  /* struct wire_hello, then cmdline_len bytes of NUL-separated argv */
+	WIRE_FRAME_STRING = 2, /* struct wire_string, then length bytes (no NUL) */
+	WIRE_FRAME_EVENTS = 3, /* an array of struct wire_event */
+	WIRE_FRAME_LOSSES = 4, /* an array of struct wire_loss: cumulative totals, newest wins */
+	WIRE_FRAME_BYE = 5,    /* struct wire_bye: the process is exiting normally */
+	WIRE_FRAME_TYPE_MAX
+};
+
+struct wire_frame_header {
+	uint32_t type;   /* enum wire_frame_type */
+	uint32_t length; /* payload bytes that follow, <= WIRE_MAX_FRAME */
+};
+_Static_assert(sizeof(struct wire_frame_header) == 8, "wire_frame_header layout");
+
+/* Process identity and clock anchor, sent first on every connection. */
+struct wire_hello {
+	char magic[8];           /* WIRE_MAGIC */
+	uint32_t version;        /* WIRE_VERSION of the sender */
+	uint32_t hello_size;     /* sizeof(struct wire_hello) of the sender */
+	int32_t pid;
+	int32_t ppid;
+	uint64_t start_mono_ns;  /* when the collector started in this process, CLOCK_MONOTONIC */
+	uint64_t anchor_mono_ns; /* CLOCK_MONOTONIC half of the clock anchor */
+	uint64_t anchor_real_ns; /* CLOCK_REALTIME read at anchor_mono_ns */
+	uint64_t features;       /* WIRE_FEATURE_* bits the collector runs with */
+	char host[64];           /* NUL-terminated host name */
+	uint32_t cmdline_len;    /* bytes of argv that follow, NUL-separated */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct wire_hello) == 128, "wire_hello layout");
+
+enum wire_feature {
+	WIRE_FEATURE_NVTX = 1u << 0,      /* NVTX injection initialised */
+	WIRE_FEATURE_CUPTI = 1u << 1,     /* GPU activity tracing running */
+	WIRE_FEATURE_THREADS = 1u << 2,   /* thread list scanning */
+};
+
+/* Interned string: ids are per process, 0 is reserved for "no string". */
+struct wire_string {
+	uint32_t id;
+	uint32_t length; /* bytes that follow */
+};
+_Static_assert(sizeof(struct wire_string) == 8, "wire_string layout");
+
+enum wire_event_kind {
+	WIRE_EV_NVTX_PUSH = 1,     /* name_id, domain_id, value = category */
+	WIRE_EV_NVTX_POP = 2,      /* domain_id */
+	WIRE_EV_NVTX_START = 3,    /* name_id, domain_id, value = range id (unique per process) */
+	WIRE_EV_NVTX_END = 4,      /* value = range id; tid is the ending thread */
+	WIRE_EV_NVTX_MARK = 5,     /* name_id, domain_id, value = category */
+	WIRE_EV_NVTX_CATEGORY = 6, /* name_id names category `value` in domain_id */
+	WIRE_EV_THREAD_NAME = 16,  /* thread tid is (now) called name_id; first one = thread seen */
+	WIRE_EV_THREAD_EXIT = 17,  /* thread tid has ended (time is when it was found gone) */
+	WIRE_EV_KIND_MAX
+};
+
+/* One fixed-size event record. */
+struct wire_event {
+	uint64_t time_ns;   /* CLOCK_MONOTONIC */
+	uint64_t value;     /* kind-specific, see enum wire_event_kind */
+	uint32_t tid;       /* OS thread id that produced the event */
+	uint32_t name_id;   /* interned string id, 0 = none */
+	uint32_t domain_id; /* interned NVTX domain name, 0 = the default domain */
+	uint16_t kind;      /* enum wire_event_kind */
+	uint16_t flags;     /* reserved, 0 */
+};
+_Static_assert(sizeof(struct wire_event) == 32, "wire_event layout");
+
+enum wire_loss_cause {
+	WIRE_LOSS_RING_FULL = 1,      /* a thread's buffer was full: the sender fell behind */
+	WIRE_LOSS_NO_VIEWER = 2,      /* evicted from the flight recorder while no viewer read */
+	WIRE_LOSS_VIEWER_SLOW = 3,    /* the viewer did not read fast enough */
+	WIRE_LOSS_STRING_CAP = 4,     /* a name arrived after the string table was full */
+	WIRE_LOSS_NO_MEMORY = 5,      /* the collector could not allocate a buffer */
+	WIRE_LOSS_UNMATCHED_POP = 6,  /* a pop/end without its push/start (counted by the viewer) */
+	WIRE_LOSS_CAUSE_MAX
+};
+
+struct wire_loss {
+	uint32_t cause; /* enum wire_loss_cause */
+	uint32_t reserved;
+	uint64_t count; /* events lost for this cause since the process started */
+};
+_Static_assert(sizeof(struct wire_loss) == 16, "wire_loss layout");
+
+struct wire_bye {
+	uint64_t time_ns; /* CLOCK_MONOTONIC at exit */
+	int32_t exit_code; /* status passed to exit(), or -1 when unknown */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
+
+/* Stable machine-readable name of a loss cause ("ring_full", ...), or NULL. */
+const char *wire_loss_cause_name(uint32_t cause);
+/* Name of a frame type for messages, never NULL. */
+const char *wire_frame_type_name(uint32_t type);
+
+/*
+ * Checks that a HELLO payload is well formed and of our version; on failure returns -EPROTO (or
+ * -EINVAL) and sets *cause to a static one-line explanation.
+ */
+int wire_hello_check(const void *payload, uint32_t length, const char **cause);
+/* Checks a frame's payload length against its type (-EINVAL with *cause on failure). */
+int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const char **cause);
+
+/*
+ * Incremental frame decoder for a byte stream (socket or file). Owned by the viewer side; uses
+ * malloc. Feed bytes with wire_decoder_push, then take whole frames with wire_decoder_next.
+ */
+struct wire_decoder {
+	uint8_t *buf;
+	size_t len; /* bytes held */
+	size_t off; /* bytes already consumed */
+	size_t cap;
+};
+
+void wire_decoder_init(struct wire_decoder *dec);
+void wire_decoder_fini(struct wire_decoder *dec);
+/* Appends bytes; returns 0 or -ENOMEM. */
+int wire_decoder_push(struct wire_decoder *dec, const void *data, size_t len);
+/*
+ * Returns 1 and sets type/payload/length for the next complete frame (valid until the next
+ * push), 0 when more bytes are needed, or -EPROTO with *cause on a malformed stream.
+ */
+int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload,
+		      uint32_t *length, const char **cause);
+
+#endif

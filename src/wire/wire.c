@@ -1,0 +1,147 @@
+#include "cuscope/wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const loss_cause_names[WIRE_LOSS_CAUSE_MAX] = {
+	[WIRE_LOSS_RING_FULL] = "ring_full",
+	[WIRE_LOSS_NO_VIEWER] = "no_viewer_evicted",
+	[WIRE_LOSS_VIEWER_SLOW] = "viewer_slow",
+	[WIRE_LOSS_STRING_CAP] = "string_table_full",
+	[WIRE_LOSS_NO_MEMORY] = "no_memory",
+	[WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
+};
+
+static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
+	[WIRE_FRAME_HELLO] = "hello",   [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
+	[WIRE_FRAME_LOSSES] = "losses", [WIRE_FRAME_BYE] = "bye",
+};
+
+const char *wire_loss_cause_name(uint32_t cause)
+{
+	return cause < WIRE_LOSS_CAUSE_MAX ? loss_cause_names[cause] : NULL;
+}
+
+const char *wire_frame_type_name(uint32_t type)
+{
+	if (type < WIRE_FRAME_TYPE_MAX && frame_type_names[type])
+		return frame_type_names[type];
+	return "unknown";
+}
+
+int wire_hello_check(const void *payload, uint32_t length, const char **cause)
+{
+	struct wire_hello hello;
+	/* Magic and version come first so that any future layout can still be told apart. */
+	if (length < 16 || memcmp(payload, WIRE_MAGIC, 8) != 0) {
+		*cause = "peer is not a cuscope collector (bad handshake magic)";
+		return -EPROTO;
+	}
+	memcpy(&hello, payload, 16);
+	if (hello.version != WIRE_VERSION) {
+		*cause = hello.version > WIRE_VERSION
+				 ? "protocol mismatch: the collector is newer than this viewer"
+				 : "protocol mismatch: the collector is older than this viewer";
+		return -EPROTO;
+	}
+	if (length < sizeof hello) {
+		*cause = "truncated handshake";
+		return -EPROTO;
+	}
+	memcpy(&hello, payload, sizeof hello);
+	if (hello.hello_size != sizeof hello || hello.cmdline_len != length - sizeof hello) {
+		*cause = "malformed handshake";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const char **cause)
+{
+	switch (type) {
+	case WIRE_FRAME_HELLO:
+		return wire_hello_check(payload, length, cause);
+	case WIRE_FRAME_STRING: {
+		struct wire_string s;
+		if (length < sizeof s)
+			break;
+		memcpy(&s, payload, sizeof s);
+		if (s.length != length - sizeof s || s.length > WIRE_MAX_STRING || s.id == 0)
+			break;
+		return 0;
+	}
+	case WIRE_FRAME_EVENTS:
+		if (length % sizeof(struct wire_event) == 0)
+			return 0;
+		break;
+	case WIRE_FRAME_LOSSES:
+		if (length % sizeof(struct wire_loss) == 0)
+			return 0;
+		break;
+	case WIRE_FRAME_BYE:
+		if (length == sizeof(struct wire_bye))
+			return 0;
+		break;
+	default:
+		*cause = "unknown frame type";
+		return -EPROTO;
+	}
+	*cause = "malformed frame";
+	return -EPROTO;
+}
+
+void wire_decoder_init(struct wire_decoder *dec)
+{
+	memset(dec, 0, sizeof *dec);
+}
+
+void wire_decoder_fini(struct wire_decoder *dec)
+{
+	free(dec->buf);
+	memset(dec, 0, sizeof *dec);
+}
+
+int wire_decoder_push(struct wire_decoder *dec, const void *data, size_t len)
+{
+	/* Compact before growing so a long-lived stream keeps a bounded buffer. */
+	if (dec->off > 0 && (dec->off == dec->len || dec->off > dec->cap / 2)) {
+		memmove(dec->buf, dec->buf + dec->off, dec->len - dec->off);
+		dec->len -= dec->off;
+		dec->off = 0;
+	}
+	if (dec->len + len > dec->cap) {
+		size_t cap = dec->cap ? dec->cap : 65536;
+		while (cap < dec->len + len)
+			cap *= 2;
+		uint8_t *buf = realloc(dec->buf, cap);
+		if (!buf)
+			return -ENOMEM;
+		dec->buf = buf;
+		dec->cap = cap;
+	}
+	memcpy(dec->buf + dec->len, data, len);
+	dec->len += len;
+	return 0;
+}
+
+int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload,
+		      uint32_t *length, const char **cause)
+{
+	struct wire_frame_header hdr;
+	size_t avail = dec->len - dec->off;
+	if (avail < sizeof hdr)
+		return 0;
+	memcpy(&hdr, dec->buf + dec->off, sizeof hdr);
+	if (hdr.type == 0 || hdr.type >= WIRE_FRAME_TYPE_MAX || hdr.length > WIRE_MAX_FRAME) {
+		*cause = "malformed frame header";
+		return -EPROTO;
+	}
+	if (avail < sizeof hdr + hdr.length)
+		return 0;
+	*type = hdr.type;
+	*length = hdr.length;
+	*payload = dec->buf + dec->off + sizeof hdr;
+	dec->off += sizeof hdr + hdr.length;
+	return 1;
+}
