@@ -29,7 +29,7 @@ endif
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 
-VERSION := $(shell cat VERSION 2>/dev/null || echo 0.1.0)
+VERSION := 0.1.0
 
 # Modules: the collector links only base + wire; the viewer links everything else.
 BASE_SRC      := $(wildcard src/base/*.c)
