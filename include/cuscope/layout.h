@@ -1,0 +1,61 @@
+/*
+ * The list of timeline rows (process headers, thread rows, NVTX nesting rows, async rows) built from
+ * the store, plus the scroll offset and the selected row. Pure geometry: no curses.
+ */
+#ifndef CUSCOPE_LAYOUT_H
+#define CUSCOPE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct store;
+
+enum layout_row_kind {
+	LAYOUT_ROW_PROCESS = 1, /* "cmdline-basename pid" header of a lane group */
+	LAYOUT_ROW_THREAD = 2,  /* "name tid": marks and thread lifetime */
+	LAYOUT_ROW_NVTX = 3,    /* push/pop ranges at one nesting depth of a thread */
+	LAYOUT_ROW_ASYNC = 4,   /* one packed row of the process's start/end ranges */
+};
+
+struct layout_row {
+	enum layout_row_kind kind;
+	size_t process; /* store process index */
+	size_t lane;    /* store lane index (unused for PROCESS) */
+	size_t row;     /* store row within the lane (NVTX, ASYNC) */
+	pid_t pid;
+	pid_t tid; /* THREAD and NVTX rows */
+};
+
+struct layout {
+	struct layout_row *rows;
+	size_t count;
+	size_t cap;
+	size_t top;      /* first row on screen */
+	size_t selected; /* highlighted row, < count when count > 0 */
+};
+
+void layout_init(struct layout *layout);
+void layout_fini(struct layout *layout);
+/* Empties the row list, keeping scroll and selection for the rebuild. */
+void layout_clear(struct layout *layout);
+/* Appends a process header row. */
+void layout_add_process(struct layout *layout, size_t process, pid_t pid);
+/* Appends a thread row and its nvtx_rows nesting rows beneath. */
+void layout_add_thread(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid,
+                       size_t nvtx_rows);
+/* Appends the async lane's rows (none if rows == 0). */
+void layout_add_async(struct layout *layout, size_t process, size_t lane, pid_t pid, size_t rows);
+/*
+ * Rebuilds the rows from the store: per process a header, its threads in order of appearance with
+ * their NVTX rows, then its async rows. The selection follows the same row across rebuilds.
+ */
+void layout_build(struct layout *layout, const struct store *store);
+/* Moves the selection by delta rows (clamped) and scrolls so that it stays among height rows. */
+void layout_select(struct layout *layout, long delta, size_t height);
+/* Clamps top and selected after a rebuild or a resize, keeping the selection visible. */
+void layout_clamp(struct layout *layout, size_t height);
+/* Index of the row with the same identity as key, or count if gone. */
+size_t layout_find(const struct layout *layout, const struct layout_row *key);
+
+#endif
