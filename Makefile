@@ -38,7 +38,9 @@ COLLECTOR_SRC := $(wildcard src/collector/*.c)
 VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c src/ui/*.c src/dump/*.c)
 CLI_SRC       := $(wildcard src/cli/*.c)
 
-COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(BASE_SRC) $(WIRE_SRC) $(COLLECTOR_SRC))
+# The collector never dies on allocation failure, so it links no dying allocator and no viewer logging.
+COLLECTOR_BASE := src/base/clock.c src/base/crc32.c
+COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(COLLECTOR_BASE) $(WIRE_SRC) $(COLLECTOR_SRC))
 VIEWER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(VIEWER_SRC))
 CLI_OBJ       := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 

@@ -80,6 +80,9 @@ int store_feed(struct store *store, int source, uint32_t type, const void *paylo
 /* Marks a source's connection as gone (process exited or collector unreachable). */
 void store_source_closed(struct store *store, int source);
 
+/* Records the exit status of a process the caller launched (the collector cannot know it). */
+void store_process_set_exit(struct store *store, pid_t pid, int exit_code);
+
 /* Latest event time seen from any source (CLOCK_MONOTONIC), 0 if none. */
 uint64_t store_last_ns(const struct store *store);
 /* Earliest event time seen, 0 if none. */

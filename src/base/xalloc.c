@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "cuscope/xalloc.h"
 
 #include <stdarg.h>

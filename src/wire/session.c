@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "cuscope/session.h"
 
 #include <errno.h>

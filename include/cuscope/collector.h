@@ -1,0 +1,74 @@
+/*
+ * Shared state of the injected collector (libcuscope.so): configuration, per-thread rings and the
+ * emit path application threads call. Application threads only ever write their own ring.
+ */
+#ifndef CUSCOPE_COLLECTOR_H
+#define CUSCOPE_COLLECTOR_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cuscope/ring.h"
+
+#define COLLECTOR_EXPORT __attribute__((visibility("default")))
+
+/* A string an application registered once and refers to by handle (NVTX domain, registered string). */
+struct collector_string {
+	char *text;
+	uint32_t length;
+	uint32_t id;         /* per-process interned id, valid while generation matches (sender only) */
+	uint32_t generation; /* string-table generation the id belongs to */
+	uint32_t reserved;
+};
+
+/* A thread's ring, linked into the global list the sender walks. */
+struct thread_ring {
+	struct ring ring;
+	struct thread_ring *next; /* written before publication; later only by the sender */
+	pid_t tid;
+	_Atomic int dead;         /* the thread ended; the sender frees the ring once drained */
+	int depth;                /* NVTX push/pop nesting depth, owner thread only */
+};
+
+struct collector_config {
+	char session_dir[256];
+	size_t ring_bytes;     /* per-thread ring capacity, power of two */
+	size_t buffer_bytes;   /* flight-recorder / send queue bound */
+	uint32_t wait_viewer_ms; /* at exit, wait this long for a first viewer */
+	uint32_t max_strings;
+};
+
+extern struct collector_config collector_config;
+/* 1 once the collector runs in this process (session found, sender started). */
+extern _Atomic int collector_running;
+/* Head of the list of thread rings (push-only from application threads). */
+extern struct thread_ring *_Atomic collector_rings;
+/* Losses counted on application threads (no ring memory). */
+extern _Atomic uint64_t collector_lost_no_memory;
+
+/* This thread's ring, created on first use; NULL when not running or out of memory. */
+struct thread_ring *collector_thread_ring(void);
+/* Cached OS thread id of the caller. */
+pid_t collector_gettid(void);
+/*
+ * Appends one record to the calling thread's ring; text (may be NULL) is copied inline. Never
+ * blocks; counts a drop when the ring is full.
+ */
+void collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+		    const struct collector_string *domain_ref, const char *text, size_t text_len);
+/* Makes a heap copy of text as a collector_string (NULL on allocation failure). */
+struct collector_string *collector_string_new(const char *text, size_t length);
+
+/* Starts the sender thread and listening socket; 0 or -errno. */
+int sender_start(void);
+/* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
+void sender_stop(void);
+/* In a forked child: forget the parent's sender state (its threads do not exist here). */
+void sender_forget_after_fork(void);
+
+/* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
+int nvtx_inject(void *get_export_table);
+
+#endif

@@ -1,0 +1,374 @@
+/*
+ * Our own NVTX injection: fills the CORE (nvtxRangePushA, ...) and CORE2 (nvtxDomain*, registered
+ * strings) function tables so that torch.cuda.nvtx, the `nvtx` Python package and C/C++ NVTX3
+ * users all reach the collector. Works without any GPU.
+ */
+#include "cuscope/collector.h"
+#include "cuscope/wire.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+static _Atomic uint64_t nvtx_next_range_id = 1;
+
+/* Encodes a wide string (UTF-32 on Linux) as UTF-8 into out; returns bytes written. */
+static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; in && *in; in++) {
+		uint32_t c = (uint32_t)*in;
+		char buf[4];
+		size_t len;
+		if (c < 0x80) {
+			buf[0] = (char)c;
+			len = 1;
+		} else if (c < 0x800) {
+			buf[0] = (char)(0xC0 | (c >> 6));
+			buf[1] = (char)(0x80 | (c & 0x3F));
+			len = 2;
+		} else if (c < 0x10000) {
+			buf[0] = (char)(0xE0 | (c >> 12));
+			buf[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[2] = (char)(0x80 | (c & 0x3F));
+			len = 3;
+		} else if (c < 0x110000) {
+			buf[0] = (char)(0xF0 | (c >> 18));
+			buf[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+			buf[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+			buf[3] = (char)(0x80 | (c & 0x3F));
+			len = 4;
+		} else {
+			continue;
+		}
+		if (n + len > cap)
+			break;
+		memcpy(out + n, buf, len);
+		n += len;
+	}
+	return n;
+}
+
+/* Emits an event whose message is an ASCII C string. */
+static void nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain, const char *msg)
+{
+	collector_emit(kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
+}
+
+/* Emits an event whose message is a wide string (converted to UTF-8 on this thread). */
+static void nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain, const wchar_t *msg)
+{
+	char utf8[1024];
+	size_t len = nvtx_wide_to_utf8(msg, utf8, sizeof utf8);
+	collector_emit(kind, 0, value, NULL, domain, utf8, len);
+}
+
+/* Emits an event described by NVTX event attributes (ASCII, Unicode or registered message). */
+static void nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
+			   const nvtxEventAttributes_t *attr)
+{
+	if (!attr) {
+		collector_emit(kind, 0, value, NULL, domain, NULL, 0);
+		return;
+	}
+	uint64_t category = attr->category;
+	/* Range ids travel in value for start events; category only for push and mark. */
+	if (kind == WIRE_EV_NVTX_PUSH || kind == WIRE_EV_NVTX_MARK)
+		value = category;
+	switch (attr->messageType) {
+	case NVTX_MESSAGE_TYPE_ASCII:
+		nvtx_emit_ascii(kind, value, domain, attr->message.ascii);
+		break;
+	case NVTX_MESSAGE_TYPE_UNICODE:
+		nvtx_emit_wide(kind, value, domain, attr->message.unicode);
+		break;
+	case NVTX_MESSAGE_TYPE_REGISTERED:
+		collector_emit(kind, 0, value, (const struct collector_string *)attr->message.registered, domain, NULL,
+			       0);
+		break;
+	default:
+		collector_emit(kind, 0, value, NULL, domain, NULL, 0);
+		break;
+	}
+}
+
+static int nvtx_push_depth(void)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	return tr ? tr->depth++ : 0;
+}
+
+static int nvtx_pop_depth(void)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr || tr->depth == 0)
+		return -1;
+	return --tr->depth;
+}
+
+/* ---- CORE ---- */
+
+static void nvtx_mark_ex(const nvtxEventAttributes_t *attr)
+{
+	nvtx_emit_attr(WIRE_EV_NVTX_MARK, 0, NULL, attr);
+}
+
+static void nvtx_mark_a(const char *msg)
+{
+	nvtx_emit_ascii(WIRE_EV_NVTX_MARK, 0, NULL, msg);
+}
+
+static void nvtx_mark_w(const wchar_t *msg)
+{
+	nvtx_emit_wide(WIRE_EV_NVTX_MARK, 0, NULL, msg);
+}
+
+static nvtxRangeId_t nvtx_range_start_ex(const nvtxEventAttributes_t *attr)
+{
+	uint64_t id = atomic_fetch_add_explicit(&nvtx_next_range_id, 1, memory_order_relaxed);
+	nvtx_emit_attr(WIRE_EV_NVTX_START, id, NULL, attr);
+	return id;
+}
+
+static nvtxRangeId_t nvtx_range_start_a(const char *msg)
+{
+	uint64_t id = atomic_fetch_add_explicit(&nvtx_next_range_id, 1, memory_order_relaxed);
+	nvtx_emit_ascii(WIRE_EV_NVTX_START, id, NULL, msg);
+	return id;
+}
+
+static nvtxRangeId_t nvtx_range_start_w(const wchar_t *msg)
+{
+	uint64_t id = atomic_fetch_add_explicit(&nvtx_next_range_id, 1, memory_order_relaxed);
+	nvtx_emit_wide(WIRE_EV_NVTX_START, id, NULL, msg);
+	return id;
+}
+
+static void nvtx_range_end(nvtxRangeId_t id)
+{
+	collector_emit(WIRE_EV_NVTX_END, 0, id, NULL, NULL, NULL, 0);
+}
+
+static int nvtx_range_push_ex(const nvtxEventAttributes_t *attr)
+{
+	nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, NULL, attr);
+	return nvtx_push_depth();
+}
+
+static int nvtx_range_push_a(const char *msg)
+{
+	nvtx_emit_ascii(WIRE_EV_NVTX_PUSH, 0, NULL, msg);
+	return nvtx_push_depth();
+}
+
+static int nvtx_range_push_w(const wchar_t *msg)
+{
+	nvtx_emit_wide(WIRE_EV_NVTX_PUSH, 0, NULL, msg);
+	return nvtx_push_depth();
+}
+
+static int nvtx_range_pop(void)
+{
+	collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, NULL, NULL, 0);
+	return nvtx_pop_depth();
+}
+
+static void nvtx_name_category_a(uint32_t category, const char *name)
+{
+	nvtx_emit_ascii(WIRE_EV_NVTX_CATEGORY, category, NULL, name);
+}
+
+static void nvtx_name_category_w(uint32_t category, const wchar_t *name)
+{
+	nvtx_emit_wide(WIRE_EV_NVTX_CATEGORY, category, NULL, name);
+}
+
+static void nvtx_name_os_thread_a(uint32_t tid, const char *name)
+{
+	collector_emit(WIRE_EV_THREAD_NAME, tid, 0, NULL, NULL, name, name ? strlen(name) : 0);
+}
+
+static void nvtx_name_os_thread_w(uint32_t tid, const wchar_t *name)
+{
+	char utf8[256];
+	size_t len = nvtx_wide_to_utf8(name, utf8, sizeof utf8);
+	collector_emit(WIRE_EV_THREAD_NAME, tid, 0, NULL, NULL, utf8, len);
+}
+
+/* ---- CORE2: domains ---- */
+
+static const struct collector_string *nvtx_domain(nvtxDomainHandle_t domain)
+{
+	return (const struct collector_string *)domain;
+}
+
+static void nvtx_domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr)
+{
+	nvtx_emit_attr(WIRE_EV_NVTX_MARK, 0, nvtx_domain(domain), attr);
+}
+
+static nvtxRangeId_t nvtx_domain_range_start_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr)
+{
+	uint64_t id = atomic_fetch_add_explicit(&nvtx_next_range_id, 1, memory_order_relaxed);
+	nvtx_emit_attr(WIRE_EV_NVTX_START, id, nvtx_domain(domain), attr);
+	return id;
+}
+
+static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+{
+	collector_emit(WIRE_EV_NVTX_END, 0, id, NULL, nvtx_domain(domain), NULL, 0);
+}
+
+static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr)
+{
+	nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, nvtx_domain(domain), attr);
+	return nvtx_push_depth();
+}
+
+static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
+{
+	collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, nvtx_domain(domain), NULL, 0);
+	return nvtx_pop_depth();
+}
+
+/* Resources (named pointers/handles) are not shown yet; a unique non-NULL handle keeps callers happy. */
+static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domain, nvtxResourceAttributes_t *attr)
+{
+	(void)domain;
+	(void)attr;
+	static _Atomic uintptr_t next = 1;
+	return (nvtxResourceHandle_t)(atomic_fetch_add(&next, 1) << 4);
+}
+
+static void nvtx_domain_resource_destroy(nvtxResourceHandle_t resource)
+{
+	(void)resource;
+}
+
+static void nvtx_domain_name_category_a(nvtxDomainHandle_t domain, uint32_t category, const char *name)
+{
+	nvtx_emit_ascii(WIRE_EV_NVTX_CATEGORY, category, nvtx_domain(domain), name);
+}
+
+static void nvtx_domain_name_category_w(nvtxDomainHandle_t domain, uint32_t category, const wchar_t *name)
+{
+	nvtx_emit_wide(WIRE_EV_NVTX_CATEGORY, category, nvtx_domain(domain), name);
+}
+
+/* Registered strings and domains are heap copies; the handle is the copy (kept for the process life). */
+static nvtxStringHandle_t nvtx_domain_register_string_a(nvtxDomainHandle_t domain, const char *text)
+{
+	(void)domain;
+	return (nvtxStringHandle_t)collector_string_new(text ? text : "", text ? strlen(text) : 0);
+}
+
+static nvtxStringHandle_t nvtx_domain_register_string_w(nvtxDomainHandle_t domain, const wchar_t *text)
+{
+	char utf8[1024];
+	(void)domain;
+	size_t len = nvtx_wide_to_utf8(text, utf8, sizeof utf8);
+	return (nvtxStringHandle_t)collector_string_new(utf8, len);
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_a(const char *name)
+{
+	return (nvtxDomainHandle_t)collector_string_new(name ? name : "", name ? strlen(name) : 0);
+}
+
+static nvtxDomainHandle_t nvtx_domain_create_w(const wchar_t *name)
+{
+	char utf8[1024];
+	size_t len = nvtx_wide_to_utf8(name, utf8, sizeof utf8);
+	return (nvtxDomainHandle_t)collector_string_new(utf8, len);
+}
+
+/* Domains stay allocated: events naming them may still sit in a ring. */
+static void nvtx_domain_destroy(nvtxDomainHandle_t domain)
+{
+	(void)domain;
+}
+
+static void nvtx_initialize(const void *reserved)
+{
+	(void)reserved;
+}
+
+struct nvtx_slot {
+	unsigned int id;
+	NvtxFunctionPointer fn;
+};
+
+#define NVTX_SLOT(id, fn) {id, (NvtxFunctionPointer)(fn)}
+
+static const struct nvtx_slot nvtx_core_slots[] = {
+	NVTX_SLOT(NVTX_CBID_CORE_MarkEx, nvtx_mark_ex),
+	NVTX_SLOT(NVTX_CBID_CORE_MarkA, nvtx_mark_a),
+	NVTX_SLOT(NVTX_CBID_CORE_MarkW, nvtx_mark_w),
+	NVTX_SLOT(NVTX_CBID_CORE_RangeStartEx, nvtx_range_start_ex),
+	NVTX_SLOT(NVTX_CBID_CORE_RangeStartA, nvtx_range_start_a),
+	NVTX_SLOT(NVTX_CBID_CORE_RangeStartW, nvtx_range_start_w),
+	NVTX_SLOT(NVTX_CBID_CORE_RangeEnd, nvtx_range_end),
+	NVTX_SLOT(NVTX_CBID_CORE_RangePushEx, nvtx_range_push_ex),
+	NVTX_SLOT(NVTX_CBID_CORE_RangePushA, nvtx_range_push_a),
+	NVTX_SLOT(NVTX_CBID_CORE_RangePushW, nvtx_range_push_w),
+	NVTX_SLOT(NVTX_CBID_CORE_RangePop, nvtx_range_pop),
+	NVTX_SLOT(NVTX_CBID_CORE_NameCategoryA, nvtx_name_category_a),
+	NVTX_SLOT(NVTX_CBID_CORE_NameCategoryW, nvtx_name_category_w),
+	NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadA, nvtx_name_os_thread_a),
+	NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadW, nvtx_name_os_thread_w),
+};
+
+static const struct nvtx_slot nvtx_core2_slots[] = {
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainMarkEx, nvtx_domain_mark_ex),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, nvtx_domain_range_start_ex),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeEnd, nvtx_domain_range_end),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePushEx, nvtx_domain_range_push_ex),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePop, nvtx_domain_range_pop),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceCreate, nvtx_domain_resource_create),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceDestroy, nvtx_domain_resource_destroy),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryA, nvtx_domain_name_category_a),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryW, nvtx_domain_name_category_w),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, nvtx_domain_register_string_a),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, nvtx_domain_register_string_w),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateA, nvtx_domain_create_a),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateW, nvtx_domain_create_w),
+	NVTX_SLOT(NVTX_CBID_CORE2_DomainDestroy, nvtx_domain_destroy),
+	NVTX_SLOT(NVTX_CBID_CORE2_Initialize, nvtx_initialize),
+};
+
+/* Points every slot of one module's table at our implementation; returns 0 if the table is missing. */
+static int nvtx_fill_module(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
+			    const struct nvtx_slot *slots, size_t slot_count)
+{
+	NvtxFunctionTable table = NULL;
+	unsigned int size = 0;
+	if (!callbacks->GetModuleFunctionTable(module, &table, &size) || !table)
+		return 0;
+	for (size_t i = 0; i < slot_count; i++) {
+		if (slots[i].id < size && table[slots[i].id])
+			*table[slots[i].id] = slots[i].fn;
+	}
+	return 1;
+}
+
+int nvtx_inject(void *get_export_table)
+{
+	NvtxGetExportTableFunc_t get = (NvtxGetExportTableFunc_t)get_export_table;
+	if (!get)
+		return 0;
+	const NvtxExportTableCallbacks *callbacks = get(NVTX_ETID_CALLBACKS);
+	if (!callbacks || callbacks->struct_size < sizeof *callbacks)
+		return 0;
+	const NvtxExportTableVersionInfo *version = get(NVTX_ETID_VERSIONINFO);
+	if (version && version->struct_size >= sizeof *version && version->SetInjectionNvtxVersion)
+		version->SetInjectionNvtxVersion(NVTX_VERSION);
+	int core = nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE, nvtx_core_slots,
+				    sizeof nvtx_core_slots / sizeof nvtx_core_slots[0]);
+	nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE2, nvtx_core2_slots,
+			 sizeof nvtx_core2_slots / sizeof nvtx_core2_slots[0]);
+	return core;
+}

@@ -1,0 +1,742 @@
+/*
+ * The collector's sender thread: drains every thread's ring, interns strings, tracks the thread
+ * list (/proc/self/task, following renames), keeps a bounded queue of encoded frames that is the
+ * flight recorder while no viewer is connected, and writes it to the viewer's socket without ever
+ * blocking an application thread.
+ */
+#include "cuscope/clock.h"
+#include "cuscope/collector.h"
+#include "cuscope/session.h"
+#include "cuscope/strtab.h"
+#include "cuscope/wire.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_BLOCK_SIZE (128 * 1024)
+#define EVENTS_PER_FRAME 2048
+#define THREAD_SCAN_NS 200000000ull
+#define LOSS_REPORT_NS 250000000ull
+
+/* A block of encoded frames in the send queue. */
+struct out_block {
+	struct out_block *next;
+	size_t len;     /* bytes filled */
+	size_t sent;    /* bytes already written to the viewer */
+	uint64_t events; /* events it carries, for loss accounting when evicted */
+	uint8_t data[OUT_BLOCK_SIZE];
+};
+
+struct known_thread {
+	pid_t tid;
+	char comm[32];      /* kernel thread name */
+	char nvtx_name[64]; /* name given through nvtxNameOsThread, wins over comm */
+	uint64_t first_ns;
+	int seen;           /* found in the latest scan */
+};
+
+static struct sender {
+	pthread_t thread;
+	int started;
+	pid_t tid;
+	int listen_fd;
+	int viewer_fd;
+	int ever_connected;
+	int wake_fd;
+	_Atomic int stop;
+	char socket_path[320];
+
+	struct strtab strings;
+	uint32_t generation;
+
+	struct out_block *head, *tail;
+	size_t queued_bytes;
+
+	struct wire_event events[EVENTS_PER_FRAME];
+	size_t event_count;
+
+	struct known_thread *threads;
+	size_t thread_count, thread_cap;
+
+	uint64_t lost[WIRE_LOSS_CAUSE_MAX];
+	uint64_t ring_drops_freed; /* drops of rings already freed */
+	uint64_t last_loss_total;
+	uint64_t last_scan_ns, last_loss_ns;
+	uint64_t start_mono_ns;
+} snd = {.listen_fd = -1, .viewer_fd = -1, .wake_fd = -1};
+
+/* ---- send queue ---- */
+
+static struct out_block *out_block_new(void)
+{
+	void *mem = mmap(NULL, sizeof(struct out_block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	struct out_block *b = mem;
+	b->next = NULL;
+	b->len = b->sent = 0;
+	b->events = 0;
+	return b;
+}
+
+static void out_block_free(struct out_block *b)
+{
+	munmap(b, sizeof *b);
+}
+
+static void queue_pop_head(void)
+{
+	struct out_block *b = snd.head;
+	snd.head = b->next;
+	if (!snd.head)
+		snd.tail = NULL;
+	snd.queued_bytes -= b->len;
+	out_block_free(b);
+}
+
+/* Evicts the oldest blocks beyond the bound while no viewer reads (the flight-recorder window). */
+static void queue_trim_unwatched(void)
+{
+	while (snd.head && snd.queued_bytes > collector_config.buffer_bytes) {
+		snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
+		queue_pop_head();
+	}
+}
+
+/* Appends one frame to the tail of the queue; returns 0 or -ENOMEM. */
+static int queue_append(uint32_t type, const void *a, size_t a_len, const void *b, size_t b_len, uint64_t events)
+{
+	struct wire_frame_header hdr = {type, (uint32_t)(a_len + b_len)};
+	size_t need = sizeof hdr + a_len + b_len;
+	if (!snd.tail || OUT_BLOCK_SIZE - snd.tail->len < need) {
+		struct out_block *blk = out_block_new();
+		if (!blk)
+			return -ENOMEM;
+		if (snd.tail)
+			snd.tail->next = blk;
+		else
+			snd.head = blk;
+		snd.tail = blk;
+	}
+	uint8_t *dst = snd.tail->data + snd.tail->len;
+	memcpy(dst, &hdr, sizeof hdr);
+	memcpy(dst + sizeof hdr, a, a_len);
+	if (b_len)
+		memcpy(dst + sizeof hdr + a_len, b, b_len);
+	snd.tail->len += need;
+	snd.tail->events += events;
+	snd.queued_bytes += need;
+	return 0;
+}
+
+/* Moves the batched events into the queue as one EVENTS frame, applying the queue bound. */
+static void flush_event_batch(void)
+{
+	if (!snd.event_count)
+		return;
+	size_t count = snd.event_count;
+	snd.event_count = 0;
+	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
+		/* The viewer is connected but behind: drop new events rather than grow. */
+		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
+		return;
+	}
+	if (queue_append(WIRE_FRAME_EVENTS, snd.events, count * sizeof(struct wire_event), NULL, 0, count) != 0) {
+		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
+		return;
+	}
+	if (snd.viewer_fd < 0)
+		queue_trim_unwatched();
+}
+
+static void push_event(const struct wire_event *ev)
+{
+	snd.events[snd.event_count++] = *ev;
+	if (snd.event_count == EVENTS_PER_FRAME)
+		flush_event_batch();
+}
+
+/* ---- strings ---- */
+
+/* Announces a string frame; only needed while a viewer is connected (a new viewer gets the table). */
+static void announce_string(uint32_t id)
+{
+	if (snd.viewer_fd < 0)
+		return;
+	size_t len;
+	const char *text = strtab_text(&snd.strings, id, &len);
+	struct wire_string ws = {id, (uint32_t)len};
+	/* Batched events may refer to earlier strings only, so ordering is kept by flushing first. */
+	flush_event_batch();
+	if (queue_append(WIRE_FRAME_STRING, &ws, sizeof ws, text, len, 0) != 0)
+		snd.lost[WIRE_LOSS_NO_MEMORY]++;
+}
+
+static uint32_t intern(const char *text, size_t len)
+{
+	int is_new;
+	uint32_t id = strtab_intern(&snd.strings, text, len, &is_new);
+	if (id == STRTAB_OVERFLOW_ID && !(len == sizeof STRTAB_OVERFLOW_TEXT - 1))
+		snd.lost[WIRE_LOSS_STRING_CAP]++;
+	if (is_new)
+		announce_string(id);
+	return id;
+}
+
+static uint32_t intern_ref(const struct collector_string *ref)
+{
+	struct collector_string *s = (struct collector_string *)ref;
+	if (!s)
+		return 0;
+	if (s->generation != snd.generation || !s->id) {
+		s->id = intern(s->text, s->length);
+		s->generation = snd.generation;
+	}
+	return s->id;
+}
+
+/* ---- threads ---- */
+
+static struct known_thread *thread_find(pid_t tid)
+{
+	for (size_t i = 0; i < snd.thread_count; i++)
+		if (snd.threads[i].tid == tid)
+			return &snd.threads[i];
+	return NULL;
+}
+
+static struct known_thread *thread_add(pid_t tid, uint64_t now)
+{
+	if (snd.thread_count == snd.thread_cap) {
+		size_t cap = snd.thread_cap ? snd.thread_cap * 2 : 64;
+		struct known_thread *t = realloc(snd.threads, cap * sizeof *t);
+		if (!t)
+			return NULL;
+		snd.threads = t;
+		snd.thread_cap = cap;
+	}
+	struct known_thread *t = &snd.threads[snd.thread_count++];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	t->first_ns = now;
+	return t;
+}
+
+static const char *thread_display_name(const struct known_thread *t)
+{
+	return t->nvtx_name[0] ? t->nvtx_name : t->comm;
+}
+
+static void emit_thread_name(const struct known_thread *t)
+{
+	const char *name = thread_display_name(t);
+	struct wire_event ev = {.time_ns = t->first_ns, .tid = (uint32_t)t->tid, .kind = WIRE_EV_THREAD_NAME};
+	ev.name_id = intern(name, strlen(name));
+	push_event(&ev);
+}
+
+/* Reads /proc/self/task: new threads and renames produce THREAD_NAME, vanished ones THREAD_EXIT. */
+static void scan_threads(uint64_t now)
+{
+	DIR *dir = opendir("/proc/self/task");
+	if (!dir)
+		return;
+	for (size_t i = 0; i < snd.thread_count; i++)
+		snd.threads[i].seen = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid <= 0 || tid == snd.tid)
+			continue;
+		char path[64], comm[32] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, comm, sizeof comm - 1);
+			close(fd);
+			if (n > 0) {
+				comm[n] = '\0';
+				comm[strcspn(comm, "\n")] = '\0';
+			}
+		}
+		struct known_thread *t = thread_find(tid);
+		if (!t) {
+			t = thread_add(tid, now);
+			if (!t)
+				continue;
+			snprintf(t->comm, sizeof t->comm, "%s", comm);
+			t->seen = 1;
+			emit_thread_name(t);
+			continue;
+		}
+		t->seen = 1;
+		if (strcmp(t->comm, comm) != 0) {
+			snprintf(t->comm, sizeof t->comm, "%s", comm);
+			if (!t->nvtx_name[0]) {
+				struct wire_event ev = {.time_ns = now, .tid = (uint32_t)tid, .kind = WIRE_EV_THREAD_NAME};
+				ev.name_id = intern(comm, strlen(comm));
+				push_event(&ev);
+			}
+		}
+	}
+	closedir(dir);
+	for (size_t i = 0; i < snd.thread_count;) {
+		if (snd.threads[i].seen) {
+			i++;
+			continue;
+		}
+		struct wire_event ev = {.time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
+		push_event(&ev);
+		snd.threads[i] = snd.threads[--snd.thread_count];
+	}
+}
+
+/* ---- rings ---- */
+
+static void convert_record(const struct ring_record *rec)
+{
+	if (rec->kind == WIRE_EV_THREAD_NAME) {
+		/* nvtxNameOsThread: the name sticks to that thread and overrides later kernel renames. */
+		struct known_thread *t = thread_find((pid_t)rec->tid);
+		if (!t)
+			t = thread_add((pid_t)rec->tid, rec->time_ns);
+		if (t) {
+			size_t len = rec->text_len < sizeof t->nvtx_name - 1 ? rec->text_len : sizeof t->nvtx_name - 1;
+			memcpy(t->nvtx_name, rec + 1, len);
+			t->nvtx_name[len] = '\0';
+		}
+	}
+	struct wire_event ev = {
+		.time_ns = rec->time_ns,
+		.value = rec->value,
+		.tid = rec->tid,
+		.kind = rec->kind,
+	};
+	if (rec->name_ref)
+		ev.name_id = intern_ref(rec->name_ref);
+	else if (rec->text_len)
+		ev.name_id = intern((const char *)(rec + 1), rec->text_len);
+	ev.domain_id = intern_ref(rec->domain_ref);
+	push_event(&ev);
+}
+
+/* Drains all rings; frees rings of ended threads once empty. Returns records drained. */
+static size_t drain_rings(void)
+{
+	size_t drained = 0;
+	struct thread_ring *prev = NULL;
+	struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire);
+	while (tr) {
+		/* Read dead before draining: a ring found dead and then empty will never be written again. */
+		int dead = atomic_load_explicit(&tr->dead, memory_order_acquire);
+		const struct ring_record *rec;
+		while ((rec = ring_peek(&tr->ring))) {
+			convert_record(rec);
+			ring_release(&tr->ring, rec);
+			drained++;
+		}
+		struct thread_ring *next = tr->next;
+		if (dead) {
+			snd.ring_drops_freed += atomic_load(&tr->ring.dropped);
+			if (prev) {
+				prev->next = next;
+			} else {
+				struct thread_ring *expected = tr;
+				if (!atomic_compare_exchange_strong(&collector_rings, &expected, next)) {
+					/* New rings were pushed in front: find our predecessor among them. */
+					struct thread_ring *p = expected;
+					while (p->next != tr)
+						p = p->next;
+					p->next = next;
+					prev = p;
+				}
+			}
+			munmap(tr, sizeof *tr + collector_config.ring_bytes);
+		} else {
+			prev = tr;
+		}
+		tr = next;
+	}
+	flush_event_batch();
+	return drained;
+}
+
+/* ---- losses ---- */
+
+static void collect_losses(void)
+{
+	uint64_t drops = snd.ring_drops_freed;
+	for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
+		drops += atomic_load_explicit(&tr->ring.dropped, memory_order_relaxed);
+	snd.lost[WIRE_LOSS_RING_FULL] = drops;
+}
+
+static uint64_t loss_total(void)
+{
+	uint64_t total = atomic_load(&collector_lost_no_memory);
+	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
+		total += snd.lost[i];
+	return total;
+}
+
+/* Builds the LOSSES payload; returns its length. */
+static size_t build_losses(struct wire_loss *out)
+{
+	size_t n = 0;
+	collect_losses();
+	for (uint32_t cause = 1; cause < WIRE_LOSS_CAUSE_MAX; cause++) {
+		if (cause == WIRE_LOSS_UNMATCHED_POP)
+			continue; /* counted by the viewer */
+		uint64_t count = snd.lost[cause];
+		if (cause == WIRE_LOSS_NO_MEMORY)
+			count += atomic_load(&collector_lost_no_memory);
+		out[n++] = (struct wire_loss){cause, 0, count};
+	}
+	return n * sizeof *out;
+}
+
+static void queue_losses(void)
+{
+	struct wire_loss losses[WIRE_LOSS_CAUSE_MAX];
+	size_t len = build_losses(losses);
+	flush_event_batch();
+	queue_append(WIRE_FRAME_LOSSES, losses, len, NULL, 0, 0);
+}
+
+/* ---- viewer connection ---- */
+
+static int read_cmdline(char *buf, size_t cap)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	return n > 0 ? (int)n : 0;
+}
+
+/* Frames a new viewer needs before the queued history: HELLO, every string, thread names, losses. */
+static struct out_block *build_intro(void)
+{
+	struct out_block *saved_head = snd.head, *saved_tail = snd.tail;
+	size_t saved_bytes = snd.queued_bytes;
+	snd.head = snd.tail = NULL;
+	snd.queued_bytes = 0;
+
+	struct wire_hello hello;
+	memset(&hello, 0, sizeof hello);
+	memcpy(hello.magic, WIRE_MAGIC, 8);
+	hello.version = WIRE_VERSION;
+	hello.hello_size = sizeof hello;
+	hello.pid = getpid();
+	hello.ppid = getppid();
+	hello.start_mono_ns = snd.start_mono_ns;
+	clock_anchor(&hello.anchor_mono_ns, &hello.anchor_real_ns);
+	hello.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS;
+	gethostname(hello.host, sizeof hello.host - 1);
+	char cmdline[4096];
+	int cmd_len = read_cmdline(cmdline, sizeof cmdline);
+	hello.cmdline_len = (uint32_t)cmd_len;
+	int ok = queue_append(WIRE_FRAME_HELLO, &hello, sizeof hello, cmdline, (size_t)cmd_len, 0) == 0;
+	for (uint32_t id = 1; ok && id < snd.strings.count; id++) {
+		size_t len;
+		const char *text = strtab_text(&snd.strings, id, &len);
+		struct wire_string ws = {id, (uint32_t)len};
+		ok = queue_append(WIRE_FRAME_STRING, &ws, sizeof ws, text, len, 0) == 0;
+	}
+	for (size_t i = 0; ok && i < snd.thread_count; i++) {
+		const struct known_thread *t = &snd.threads[i];
+		const char *name = thread_display_name(t);
+		int is_new;
+		struct wire_event ev = {.time_ns = t->first_ns, .tid = (uint32_t)t->tid, .kind = WIRE_EV_THREAD_NAME};
+		ev.name_id = strtab_intern(&snd.strings, name, strlen(name), &is_new);
+		if (is_new) {
+			struct wire_string ws = {ev.name_id, (uint32_t)strlen(name)};
+			queue_append(WIRE_FRAME_STRING, &ws, sizeof ws, name, strlen(name), 0);
+		}
+		ok = queue_append(WIRE_FRAME_EVENTS, &ev, sizeof ev, NULL, 0, 1) == 0;
+	}
+	if (ok) {
+		struct wire_loss losses[WIRE_LOSS_CAUSE_MAX];
+		size_t len = build_losses(losses);
+		ok = queue_append(WIRE_FRAME_LOSSES, losses, len, NULL, 0, 0) == 0;
+	}
+	struct out_block *intro = snd.head, *intro_tail = snd.tail;
+	size_t intro_bytes = snd.queued_bytes;
+	snd.head = saved_head;
+	snd.tail = saved_tail;
+	snd.queued_bytes = saved_bytes;
+	if (!ok) {
+		while (intro) {
+			struct out_block *next = intro->next;
+			out_block_free(intro);
+			intro = next;
+		}
+		return NULL;
+	}
+	/* Splice the intro in front of the history. */
+	intro_tail->next = snd.head;
+	snd.head = intro;
+	if (!snd.tail)
+		snd.tail = intro_tail;
+	snd.queued_bytes += intro_bytes;
+	return intro;
+}
+
+static void viewer_disconnect(void)
+{
+	close(snd.viewer_fd);
+	snd.viewer_fd = -1;
+	/* A half-sent block cannot be resumed by another viewer: drop it. */
+	if (snd.head && snd.head->sent) {
+		snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
+		queue_pop_head();
+	}
+}
+
+static void accept_viewers(void)
+{
+	for (;;) {
+		int fd = accept4(snd.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		/* One viewer at a time; others and foreign users are turned away. */
+		if (snd.viewer_fd >= 0 || session_peer_allowed(fd) != 1) {
+			close(fd);
+			continue;
+		}
+		snd.viewer_fd = fd;
+		drain_rings();
+		if (!build_intro()) {
+			close(fd);
+			snd.viewer_fd = -1;
+			continue;
+		}
+		snd.ever_connected = 1;
+	}
+}
+
+/* Writes queued blocks until the socket would block. */
+static void send_queue(void)
+{
+	while (snd.viewer_fd >= 0 && snd.head) {
+		struct out_block *b = snd.head;
+		if (b->sent == b->len) {
+			if (b == snd.tail)
+				break; /* keep filling the tail block */
+			queue_pop_head();
+			continue;
+		}
+		ssize_t n = send(snd.viewer_fd, b->data + b->sent, b->len - b->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			viewer_disconnect();
+			return;
+		}
+		b->sent += (size_t)n;
+		if (b->sent == b->len && b == snd.tail) {
+			/* Fully sent tail: recycle it so later frames start a fresh block. */
+			queue_pop_head();
+		}
+	}
+}
+
+static void check_viewer_hangup(short revents)
+{
+	if (snd.viewer_fd < 0)
+		return;
+	if (revents & (POLLHUP | POLLERR)) {
+		viewer_disconnect();
+		return;
+	}
+	if (revents & POLLIN) {
+		char buf[256];
+		ssize_t n = recv(snd.viewer_fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			viewer_disconnect();
+	}
+}
+
+static void poll_once(int timeout_ms)
+{
+	struct pollfd pfd[3] = {
+		{snd.listen_fd, POLLIN, 0},
+		{snd.wake_fd, POLLIN, 0},
+		{snd.viewer_fd, (short)(POLLIN | (snd.head ? POLLOUT : 0)), 0},
+	};
+	int n = poll(pfd, snd.viewer_fd >= 0 ? 3 : 2, timeout_ms);
+	if (n <= 0)
+		return;
+	if (pfd[1].revents & POLLIN) {
+		uint64_t v;
+		if (read(snd.wake_fd, &v, sizeof v) < 0) {
+			/* nothing to do: the wakeup is only a hint */
+		}
+	}
+	if (snd.viewer_fd >= 0)
+		check_viewer_hangup(pfd[2].revents);
+	if (pfd[0].revents & POLLIN)
+		accept_viewers();
+}
+
+static void periodic_work(uint64_t now)
+{
+	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
+		snd.last_scan_ns = now;
+		scan_threads(now);
+	}
+	if (now - snd.last_loss_ns >= LOSS_REPORT_NS) {
+		snd.last_loss_ns = now;
+		collect_losses();
+		uint64_t total = loss_total();
+		if (total != snd.last_loss_total && snd.viewer_fd >= 0) {
+			snd.last_loss_total = total;
+			queue_losses();
+		}
+	}
+}
+
+/* Exit path: last drain, BYE, and a bounded flush (waiting for a first viewer if configured). */
+static void sender_final_flush(void)
+{
+	uint64_t now = clock_mono_ns();
+	scan_threads(now);
+	drain_rings();
+	struct wire_bye bye = {now, -1, 0};
+	uint64_t deadline = now + 2000000000ull;
+	if (!snd.ever_connected && snd.viewer_fd < 0)
+		deadline += (uint64_t)collector_config.wait_viewer_ms * 1000000ull;
+	int bye_queued = 0;
+	while (clock_mono_ns() < deadline) {
+		if (snd.viewer_fd >= 0 && !bye_queued) {
+			queue_losses();
+			queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
+			bye_queued = 1;
+		}
+		send_queue();
+		if (bye_queued && (!snd.head || snd.viewer_fd < 0))
+			break;
+		if (!bye_queued && snd.ever_connected && snd.viewer_fd < 0)
+			break; /* the viewer came and went: nobody to wait for */
+		poll_once(5);
+	}
+}
+
+static void *sender_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "cuscope-sender");
+	snd.tid = collector_gettid();
+	snd.last_scan_ns = 0;
+	while (!atomic_load_explicit(&snd.stop, memory_order_acquire)) {
+		size_t drained = drain_rings();
+		uint64_t now = clock_mono_ns();
+		periodic_work(now);
+		flush_event_batch();
+		send_queue();
+		/* Busy rings are drained every 2 ms so that a 1 MiB ring holds ~20 ms at 1 M events/s. */
+		poll_once(drained > 256 ? 2 : 10);
+	}
+	sender_final_flush();
+	if (snd.viewer_fd >= 0)
+		close(snd.viewer_fd);
+	snd.viewer_fd = -1;
+	close(snd.listen_fd);
+	snd.listen_fd = -1;
+	unlink(snd.socket_path);
+	return NULL;
+}
+
+int sender_start(void)
+{
+	if (strtab_init(&snd.strings, collector_config.max_strings, (size_t)collector_config.max_strings * 64) != 0)
+		return -ENOMEM;
+	snd.generation++;
+	snd.start_mono_ns = clock_mono_ns();
+	if (session_socket_path(snd.socket_path, sizeof snd.socket_path, collector_config.session_dir, getpid()) != 0)
+		return -ENAMETOOLONG;
+	snd.listen_fd = session_listen(snd.socket_path);
+	if (snd.listen_fd < 0) {
+		int err = snd.listen_fd;
+		char msg[512];
+		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n", getpid(),
+				 snd.socket_path, strerror(-err));
+		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+			/* stderr closed: nothing more to say */
+		}
+		snd.listen_fd = -1;
+		return err;
+	}
+	snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	atomic_store(&snd.stop, 0);
+	/* The sender must not inherit signals meant for the application's threads. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&snd.thread, NULL, sender_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		close(snd.listen_fd);
+		snd.listen_fd = -1;
+		unlink(snd.socket_path);
+		return -rc;
+	}
+	snd.started = 1;
+	return 0;
+}
+
+void sender_stop(void)
+{
+	if (!snd.started)
+		return;
+	atomic_store_explicit(&snd.stop, 1, memory_order_release);
+	uint64_t one = 1;
+	if (write(snd.wake_fd, &one, sizeof one) < 0) {
+		/* the sender polls with a timeout anyway */
+	}
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 3 + collector_config.wait_viewer_ms / 1000;
+	/* Bounded: a stuck sender must never hold the application's exit hostage. */
+	if (pthread_timedjoin_np(snd.thread, NULL, &deadline) == 0)
+		snd.started = 0;
+}
+
+void sender_forget_after_fork(void)
+{
+	/* Everything below belonged to the parent; its memory is leaked on purpose (the parent's
+	 * sender may have been mid-update, so nothing is trusted or freed). */
+	snd.started = 0;
+	/* The child must not hold the parent's viewer connection open (the viewer would miss EOF). */
+	if (snd.listen_fd >= 0)
+		close(snd.listen_fd);
+	if (snd.viewer_fd >= 0)
+		close(snd.viewer_fd);
+	if (snd.wake_fd >= 0)
+		close(snd.wake_fd);
+	snd.listen_fd = snd.viewer_fd = snd.wake_fd = -1;
+	snd.ever_connected = 0;
+	snd.head = snd.tail = NULL;
+	snd.queued_bytes = 0;
+	snd.event_count = 0;
+	snd.threads = NULL;
+	snd.thread_count = snd.thread_cap = 0;
+	memset(snd.lost, 0, sizeof snd.lost);
+	snd.ring_drops_freed = 0;
+	snd.last_loss_total = 0;
+	memset(&snd.strings, 0, sizeof snd.strings);
+}

@@ -1,0 +1,679 @@
+/*
+ * Event store: turns wire frames into per-process lanes of completed NVTX ranges, with global
+ * string ids, per-row sorted arrays for binary-searched time queries, and loss counters.
+ */
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PENDING_END_MAX 65536
+
+struct range_row {
+	struct store_range *v;
+	size_t n, cap;
+	uint64_t busy_until; /* async rows: end of the last range, UINT64_MAX while one is open */
+};
+
+struct open_range {
+	struct store_range range; /* end_ns = 0 */
+	size_t row;
+	uint64_t range_id; /* start/end only */
+};
+
+struct lane {
+	enum store_lane_kind kind;
+	pid_t tid;
+	uint32_t name_id;
+	uint64_t first_ns;
+	uint64_t end_ns;
+	struct range_row *rows;
+	size_t row_count, row_cap;
+	struct open_range *open;
+	size_t open_count, open_cap;
+	struct store_range *marks;
+	size_t mark_count, mark_cap;
+};
+
+struct pending_end {
+	uint64_t range_id;
+	uint64_t end_ns;
+};
+
+struct process {
+	struct wire_hello hello;
+	char *cmdline;
+	int connected;
+	int exited;
+	int exit_code;
+	uint64_t events;
+	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
+	size_t lane_count, lane_cap;
+	/* tid -> lane index + 1, open addressing */
+	pid_t *tid_keys;
+	uint32_t *tid_vals;
+	size_t tid_slots;
+	uint64_t losses[WIRE_LOSS_CAUSE_MAX];
+	uint64_t unmatched;
+	struct pending_end *pending;
+	size_t pending_count, pending_cap;
+};
+
+struct source {
+	int active;
+	size_t process;
+	uint32_t *strmap; /* per-process string id -> global id */
+	size_t strmap_cap;
+};
+
+struct store {
+	struct process *procs;
+	size_t proc_count, proc_cap;
+	struct source *sources;
+	size_t source_cap;
+	/* global strings */
+	char **strings;
+	uint32_t *string_len;
+	size_t string_count, string_cap;
+	uint32_t *hash_slots; /* string id, 0 = empty */
+	size_t hash_size;
+	uint64_t first_ns, last_ns;
+	uint64_t events;
+	uint64_t generation;
+};
+
+/* ---- strings ---- */
+
+static uint32_t store_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static void store_rehash(struct store *st)
+{
+	free(st->hash_slots);
+	st->hash_size = st->hash_size ? st->hash_size * 2 : 4096;
+	st->hash_slots = xcalloc(st->hash_size, sizeof *st->hash_slots);
+	for (uint32_t id = 1; id < st->string_count; id++) {
+		size_t slot = store_hash(st->strings[id], st->string_len[id]) & (st->hash_size - 1);
+		while (st->hash_slots[slot])
+			slot = (slot + 1) & (st->hash_size - 1);
+		st->hash_slots[slot] = id;
+	}
+}
+
+/* Global id of text, interning it. */
+static uint32_t store_intern(struct store *st, const char *text, size_t len)
+{
+	if (st->string_count * 2 >= st->hash_size)
+		store_rehash(st);
+	size_t slot = store_hash(text, len) & (st->hash_size - 1);
+	while (st->hash_slots[slot]) {
+		uint32_t id = st->hash_slots[slot];
+		if (st->string_len[id] == len && memcmp(st->strings[id], text, len) == 0)
+			return id;
+		slot = (slot + 1) & (st->hash_size - 1);
+	}
+	if (st->string_count == st->string_cap) {
+		size_t cap = st->string_cap;
+		xgrow((void **)&st->strings, &cap, st->string_count + 1, sizeof *st->strings);
+		st->string_len = xrealloc(st->string_len, cap * sizeof *st->string_len);
+		st->string_cap = cap;
+	}
+	uint32_t id = (uint32_t)st->string_count++;
+	st->strings[id] = xstrndup(text, len);
+	st->string_len[id] = (uint32_t)len;
+	st->hash_slots[slot] = id;
+	return id;
+}
+
+const char *store_string(const struct store *st, uint32_t id)
+{
+	return id && id < st->string_count ? st->strings[id] : "";
+}
+
+struct store *store_new(void)
+{
+	struct store *st = xcalloc(1, sizeof *st);
+	st->string_count = 1; /* id 0 is "" */
+	st->string_cap = 1024;
+	st->strings = xcalloc(st->string_cap, sizeof *st->strings);
+	st->string_len = xcalloc(st->string_cap, sizeof *st->string_len);
+	st->strings[0] = xstrdup("");
+	store_rehash(st);
+	return st;
+}
+
+static void lane_free(struct lane *l)
+{
+	for (size_t r = 0; r < l->row_count; r++)
+		free(l->rows[r].v);
+	free(l->rows);
+	free(l->open);
+	free(l->marks);
+}
+
+void store_free(struct store *st)
+{
+	if (!st)
+		return;
+	for (size_t p = 0; p < st->proc_count; p++) {
+		struct process *pr = &st->procs[p];
+		for (size_t l = 0; l < pr->lane_count; l++)
+			lane_free(&pr->lanes[l]);
+		free(pr->lanes);
+		free(pr->cmdline);
+		free(pr->tid_keys);
+		free(pr->tid_vals);
+		free(pr->pending);
+	}
+	for (size_t s = 0; s < st->source_cap; s++)
+		free(st->sources[s].strmap);
+	for (size_t i = 0; i < st->string_count; i++)
+		free(st->strings[i]);
+	free(st->strings);
+	free(st->string_len);
+	free(st->hash_slots);
+	free(st->sources);
+	free(st->procs);
+	free(st);
+}
+
+/* ---- lanes ---- */
+
+static struct lane *lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t)
+{
+	xgrow((void **)&pr->lanes, &pr->lane_cap, pr->lane_count + 1, sizeof *pr->lanes);
+	struct lane *l = &pr->lanes[pr->lane_count++];
+	memset(l, 0, sizeof *l);
+	l->kind = kind;
+	l->tid = tid;
+	l->first_ns = t;
+	return l;
+}
+
+static void tid_map_insert(struct process *pr, pid_t tid, uint32_t lane_index)
+{
+	if ((pr->lane_count + 1) * 2 >= pr->tid_slots) {
+		size_t old_slots = pr->tid_slots;
+		pid_t *old_keys = pr->tid_keys;
+		uint32_t *old_vals = pr->tid_vals;
+		pr->tid_slots = old_slots ? old_slots * 2 : 64;
+		pr->tid_keys = xcalloc(pr->tid_slots, sizeof *pr->tid_keys);
+		pr->tid_vals = xcalloc(pr->tid_slots, sizeof *pr->tid_vals);
+		for (size_t i = 0; i < old_slots; i++)
+			if (old_keys[i])
+				tid_map_insert(pr, old_keys[i], old_vals[i] - 1);
+		free(old_keys);
+		free(old_vals);
+	}
+	size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
+	while (pr->tid_keys[slot] && pr->tid_keys[slot] != tid)
+		slot = (slot + 1) & (pr->tid_slots - 1);
+	pr->tid_keys[slot] = tid;
+	pr->tid_vals[slot] = lane_index + 1;
+}
+
+static struct lane *thread_lane(struct process *pr, pid_t tid, uint64_t t)
+{
+	if (pr->tid_slots) {
+		size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
+		while (pr->tid_keys[slot]) {
+			if (pr->tid_keys[slot] == tid)
+				return &pr->lanes[pr->tid_vals[slot] - 1];
+			slot = (slot + 1) & (pr->tid_slots - 1);
+		}
+	}
+	tid_map_insert(pr, tid, (uint32_t)pr->lane_count);
+	return lane_append(pr, STORE_LANE_THREAD, tid, t);
+}
+
+static struct range_row *lane_row(struct lane *l, size_t row)
+{
+	if (row >= l->row_count) {
+		xgrow((void **)&l->rows, &l->row_cap, row + 1, sizeof *l->rows);
+		memset(&l->rows[l->row_count], 0, (row + 1 - l->row_count) * sizeof *l->rows);
+		l->row_count = row + 1;
+	}
+	return &l->rows[row];
+}
+
+static void row_append(struct range_row *row, const struct store_range *r)
+{
+	xgrow((void **)&row->v, &row->cap, row->n + 1, sizeof *row->v);
+	row->v[row->n++] = *r;
+}
+
+static struct open_range *open_push(struct lane *l)
+{
+	xgrow((void **)&l->open, &l->open_cap, l->open_count + 1, sizeof *l->open);
+	return &l->open[l->open_count++];
+}
+
+/* Lowest async row that is free from `start` on. */
+static size_t async_pick_row(struct lane *l, uint64_t start)
+{
+	for (size_t r = 0; r < l->row_count; r++)
+		if (l->rows[r].busy_until <= start)
+			return r;
+	return l->row_count;
+}
+
+static void async_complete(struct lane *l, struct store_range *r, size_t row)
+{
+	struct range_row *rr = lane_row(l, row);
+	row_append(rr, r);
+	rr->busy_until = r->end_ns;
+}
+
+/* ---- ingest ---- */
+
+static void process_count_loss(struct process *pr)
+{
+	pr->unmatched++;
+}
+
+static void ingest_event(struct store *st, struct process *pr, struct source *src, const struct wire_event *ev)
+{
+	uint32_t name = ev->name_id < src->strmap_cap ? src->strmap[ev->name_id] : 0;
+	uint32_t domain = ev->domain_id < src->strmap_cap ? src->strmap[ev->domain_id] : 0;
+	uint64_t t = ev->time_ns;
+	if (t) {
+		if (!st->first_ns || t < st->first_ns)
+			st->first_ns = t;
+		if (t > st->last_ns)
+			st->last_ns = t;
+	}
+	pr->events++;
+	st->events++;
+	switch (ev->kind) {
+	case WIRE_EV_THREAD_NAME: {
+		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		l->name_id = name;
+		if (t < l->first_ns)
+			l->first_ns = t;
+		l->end_ns = 0;
+		break;
+	}
+	case WIRE_EV_THREAD_EXIT:
+		thread_lane(pr, (pid_t)ev->tid, t)->end_ns = t;
+		break;
+	case WIRE_EV_NVTX_PUSH: {
+		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		struct open_range *o = open_push(l);
+		o->range = (struct store_range){t, 0, name, domain};
+		o->row = l->open_count - 1;
+		o->range_id = 0;
+		lane_row(l, o->row);
+		break;
+	}
+	case WIRE_EV_NVTX_POP: {
+		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		if (!l->open_count) {
+			process_count_loss(pr);
+			break;
+		}
+		struct open_range *o = &l->open[--l->open_count];
+		o->range.end_ns = t;
+		row_append(lane_row(l, o->row), &o->range);
+		break;
+	}
+	case WIRE_EV_NVTX_MARK: {
+		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		xgrow((void **)&l->marks, &l->mark_cap, l->mark_count + 1, sizeof *l->marks);
+		l->marks[l->mark_count++] = (struct store_range){t, t, name, domain};
+		break;
+	}
+	case WIRE_EV_NVTX_START: {
+		thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = &pr->lanes[0];
+		/* The end may have been drained from another thread's ring first. */
+		for (size_t i = 0; i < pr->pending_count; i++) {
+			if (pr->pending[i].range_id == ev->value) {
+				struct store_range r = {t, pr->pending[i].end_ns, name, domain};
+				pr->pending[i] = pr->pending[--pr->pending_count];
+				async_complete(l, &r, async_pick_row(l, t));
+				return;
+			}
+		}
+		size_t row = async_pick_row(l, t);
+		lane_row(l, row)->busy_until = UINT64_MAX;
+		struct open_range *o = open_push(l);
+		o->range = (struct store_range){t, 0, name, domain};
+		o->row = row;
+		o->range_id = ev->value;
+		break;
+	}
+	case WIRE_EV_NVTX_END: {
+		thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = &pr->lanes[0];
+		for (size_t i = 0; i < l->open_count; i++) {
+			if (l->open[i].range_id == ev->value) {
+				struct open_range o = l->open[i];
+				memmove(&l->open[i], &l->open[i + 1], (l->open_count - i - 1) * sizeof *l->open);
+				l->open_count--;
+				o.range.end_ns = t;
+				async_complete(l, &o.range, o.row);
+				return;
+			}
+		}
+		if (pr->pending_count >= PENDING_END_MAX) {
+			process_count_loss(pr);
+			break;
+		}
+		xgrow((void **)&pr->pending, &pr->pending_cap, pr->pending_count + 1, sizeof *pr->pending);
+		pr->pending[pr->pending_count++] = (struct pending_end){ev->value, t};
+		break;
+	}
+	default:
+		/* Kinds from newer collectors (e.g. categories) carry nothing the store shows yet. */
+		break;
+	}
+}
+
+static struct source *source_get(struct store *st, int source)
+{
+	if ((size_t)source >= st->source_cap) {
+		size_t old = st->source_cap;
+		size_t cap = old;
+		xgrow((void **)&st->sources, &cap, (size_t)source + 1, sizeof *st->sources);
+		memset(&st->sources[old], 0, (cap - old) * sizeof *st->sources);
+		st->source_cap = cap;
+	}
+	return &st->sources[source];
+}
+
+static int ingest_hello(struct store *st, struct source *src, const void *payload, uint32_t length)
+{
+	struct wire_hello hello;
+	memcpy(&hello, payload, sizeof hello);
+	hello.host[sizeof hello.host - 1] = '\0';
+	const char *argv = (const char *)payload + sizeof hello;
+	char *cmdline = xstrndup(argv, hello.cmdline_len);
+	/* argv is NUL-separated: join with spaces, dropping the trailing NUL. */
+	size_t n = hello.cmdline_len;
+	while (n > 0 && cmdline[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (cmdline[i] == '\0')
+			cmdline[i] = ' ';
+	cmdline[n] = '\0';
+
+	/* A pid seen before and no longer connected is the same process after exec (or a reconnect). */
+	size_t index = st->proc_count;
+	for (size_t p = 0; p < st->proc_count; p++) {
+		if (st->procs[p].hello.pid == hello.pid && !st->procs[p].connected && !st->procs[p].exited) {
+			index = p;
+			break;
+		}
+	}
+	if (index == st->proc_count) {
+		xgrow((void **)&st->procs, &st->proc_cap, st->proc_count + 1, sizeof *st->procs);
+		struct process *pr = &st->procs[st->proc_count++];
+		memset(pr, 0, sizeof *pr);
+		pr->exit_code = -1;
+		lane_append(pr, STORE_LANE_NVTX_ASYNC, 0, hello.start_mono_ns);
+	}
+	struct process *pr = &st->procs[index];
+	free(pr->cmdline);
+	pr->cmdline = cmdline;
+	pr->hello = hello;
+	pr->connected = 1;
+	src->active = 1;
+	src->process = index;
+	if (src->strmap)
+		memset(src->strmap, 0, src->strmap_cap * sizeof *src->strmap);
+	(void)length;
+	return 0;
+}
+
+int store_feed(struct store *st, int source, uint32_t type, const void *payload, uint32_t length, const char **cause)
+{
+	if (source < 0) {
+		*cause = "invalid source";
+		return -EINVAL;
+	}
+	int rc = wire_frame_check(type, payload, length, cause);
+	if (rc)
+		return rc;
+	struct source *src = source_get(st, source);
+	st->generation++;
+	if (type == WIRE_FRAME_HELLO)
+		return ingest_hello(st, src, payload, length);
+	if (!src->active) {
+		*cause = "frame before handshake";
+		return -EPROTO;
+	}
+	struct process *pr = &st->procs[src->process];
+	switch (type) {
+	case WIRE_FRAME_STRING: {
+		struct wire_string ws;
+		memcpy(&ws, payload, sizeof ws);
+		size_t cap = src->strmap_cap;
+		if (ws.id >= cap) {
+			xgrow((void **)&src->strmap, &cap, (size_t)ws.id + 1, sizeof *src->strmap);
+			memset(&src->strmap[src->strmap_cap], 0, (cap - src->strmap_cap) * sizeof *src->strmap);
+			src->strmap_cap = cap;
+		}
+		src->strmap[ws.id] = store_intern(st, (const char *)payload + sizeof ws, ws.length);
+		break;
+	}
+	case WIRE_FRAME_EVENTS: {
+		size_t count = length / sizeof(struct wire_event);
+		const struct wire_event *evs = payload;
+		for (size_t i = 0; i < count; i++) {
+			struct wire_event ev;
+			memcpy(&ev, &evs[i], sizeof ev);
+			ingest_event(st, pr, src, &ev);
+		}
+		break;
+	}
+	case WIRE_FRAME_LOSSES: {
+		size_t count = length / sizeof(struct wire_loss);
+		for (size_t i = 0; i < count; i++) {
+			struct wire_loss loss;
+			memcpy(&loss, (const char *)payload + i * sizeof loss, sizeof loss);
+			if (loss.cause > 0 && loss.cause < WIRE_LOSS_CAUSE_MAX)
+				pr->losses[loss.cause] = loss.count;
+		}
+		break;
+	}
+	case WIRE_FRAME_BYE: {
+		struct wire_bye bye;
+		memcpy(&bye, payload, sizeof bye);
+		pr->exited = 1;
+		if (bye.exit_code >= 0)
+			pr->exit_code = bye.exit_code;
+		if (bye.time_ns > st->last_ns)
+			st->last_ns = bye.time_ns;
+		break;
+	}
+	}
+	return 0;
+}
+
+void store_source_closed(struct store *st, int source)
+{
+	if (source < 0 || (size_t)source >= st->source_cap)
+		return;
+	struct source *src = &st->sources[source];
+	if (src->active) {
+		st->procs[src->process].connected = 0;
+		src->active = 0;
+		st->generation++;
+	}
+}
+
+/* Records the exit status of a process the caller launched (the collector cannot know it). */
+void store_process_set_exit(struct store *st, pid_t pid, int exit_code)
+{
+	for (size_t p = 0; p < st->proc_count; p++) {
+		if (st->procs[p].hello.pid == pid) {
+			st->procs[p].exited = 1;
+			st->procs[p].exit_code = exit_code;
+			st->generation++;
+		}
+	}
+}
+
+/* ---- queries ---- */
+
+uint64_t store_last_ns(const struct store *st)
+{
+	return st->last_ns;
+}
+
+uint64_t store_first_ns(const struct store *st)
+{
+	return st->first_ns;
+}
+
+uint64_t store_event_count(const struct store *st)
+{
+	return st->events;
+}
+
+uint64_t store_generation(const struct store *st)
+{
+	return st->generation;
+}
+
+uint64_t store_process_loss(const struct store *st, size_t process, uint32_t cause)
+{
+	const struct process *pr = &st->procs[process];
+	if (cause == WIRE_LOSS_UNMATCHED_POP)
+		return pr->unmatched;
+	return cause < WIRE_LOSS_CAUSE_MAX ? pr->losses[cause] : 0;
+}
+
+uint64_t store_loss_count(const struct store *st, uint32_t cause)
+{
+	uint64_t total = 0;
+	for (size_t p = 0; p < st->proc_count; p++)
+		total += store_process_loss(st, p, cause);
+	return total;
+}
+
+uint64_t store_loss_total(const struct store *st)
+{
+	uint64_t total = 0;
+	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++)
+		total += store_loss_count(st, c);
+	return total;
+}
+
+size_t store_process_count(const struct store *st)
+{
+	return st->proc_count;
+}
+
+void store_process_get(const struct store *st, size_t index, struct store_process_info *out)
+{
+	const struct process *pr = &st->procs[index];
+	out->pid = pr->hello.pid;
+	out->ppid = pr->hello.ppid;
+	out->cmdline = pr->cmdline ? pr->cmdline : "";
+	out->host = pr->hello.host;
+	out->start_ns = pr->hello.start_mono_ns;
+	out->anchor_mono_ns = pr->hello.anchor_mono_ns;
+	out->anchor_real_ns = pr->hello.anchor_real_ns;
+	out->features = pr->hello.features;
+	out->connected = pr->connected;
+	out->exited = pr->exited;
+	out->exit_code = pr->exit_code;
+	out->events = pr->events;
+	out->lane_count = pr->lane_count;
+}
+
+void store_lane_get(const struct store *st, size_t process, size_t lane, struct store_lane_info *out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	out->kind = l->kind;
+	out->pid = st->procs[process].hello.pid;
+	out->tid = l->tid;
+	out->name = store_string(st, l->name_id);
+	out->first_ns = l->first_ns;
+	out->end_ns = l->end_ns;
+	out->row_count = l->row_count;
+	out->open_count = l->open_count;
+	out->mark_count = l->mark_count;
+}
+
+/* First index in v[0..n) whose end_ns > t (ranges on a row are sorted by start and by end). */
+static size_t first_ending_after(const struct store_range *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].end_ns > t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* First index whose start_ns >= t. */
+static size_t first_starting_at(const struct store_range *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start_ns >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+size_t store_lane_row_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
+			    uint64_t to_ns, const struct store_range **out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	if (row >= l->row_count || from_ns >= to_ns) {
+		*out = NULL;
+		return 0;
+	}
+	const struct range_row *r = &l->rows[row];
+	size_t lo = first_ending_after(r->v, r->n, from_ns);
+	size_t hi = first_starting_at(r->v, r->n, to_ns);
+	*out = r->v + lo;
+	return hi > lo ? hi - lo : 0;
+}
+
+size_t store_lane_row_all(const struct store *st, size_t process, size_t lane, size_t row,
+			  const struct store_range **out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	if (row >= l->row_count) {
+		*out = NULL;
+		return 0;
+	}
+	*out = l->rows[row].v;
+	return l->rows[row].n;
+}
+
+void store_lane_open_get(const struct store *st, size_t process, size_t lane, size_t index, struct store_range *out,
+			 size_t *row)
+{
+	const struct open_range *o = &st->procs[process].lanes[lane].open[index];
+	*out = o->range;
+	*row = o->row;
+}
+
+size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane, uint64_t from_ns, uint64_t to_ns,
+			     const struct store_range **out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	size_t lo = first_starting_at(l->marks, l->mark_count, from_ns);
+	size_t hi = first_starting_at(l->marks, l->mark_count, to_ns);
+	*out = l->marks + lo;
+	return hi > lo ? hi - lo : 0;
+}
