@@ -174,8 +174,11 @@ static int ui_clip(const struct ui *ui, const char *s, int maxw, char *out, size
 			continue;
 		}
 		if (ui->g == &ui_glyphs_ascii) {
-			out[o++] = '?';
-			w++;
+			/* One '?' per character: continuation bytes of UTF-8 add nothing. */
+			if ((c & 0xc0) != 0x80) {
+				out[o++] = '?';
+				w++;
+			}
 			s++;
 			continue;
 		}
@@ -583,7 +586,7 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
 	x += ui_put(ui, 0, x, COLS - x, a, line);
-	if (st && st->log_path) {
+	if (st && st->log_path && COLS - x - 8 >= 16) {
 		snprintf(line, sizeof line, "  log %s", st->log_path);
 		x += ui_put(ui, 0, x, COLS - x - 8, a, line);
 	}
@@ -852,7 +855,7 @@ static void ui_draw_log(struct ui *ui, const struct ui_status *st, int y0, int h
 static void ui_draw_help(struct ui *ui)
 {
 	size_t nkeys = sizeof ui_keys / sizeof ui_keys[0];
-	int h = 4, w = 66;
+	int h = 4, w = 74;
 	for (size_t i = 0; i < nkeys; i++)
 		h += ui_keys[i].label != NULL;
 	if (w > COLS)
