@@ -1,0 +1,84 @@
+/*
+ * Capture files: the lasting native format. A 64-byte file header, then chunks, each a 40-byte
+ * header (type, source stream, time range, CRC-32 of payload and of the header) and a payload.
+ * FRAMES chunks hold whole wire frames of one source (a traced process connection) in order, so
+ * reading a capture replays exactly what a live viewer received. A MANIFEST chunk holds
+ * "key=value" lines; an END chunk marks a clean close. A reader needs nothing but the chunks it
+ * can verify: a truncated or partly corrupt file still yields its intact chunks.
+ */
+#ifndef CUSCOPE_CAPTURE_H
+#define CUSCOPE_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAPTURE_MAGIC "\x89" "CUSCAP\n" /* 8 bytes, no NUL; catches text-mode mangling */
+#define CAPTURE_VERSION 1u
+#define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+#define CAPTURE_CHUNK_MAX (64u << 20)
+
+enum capture_chunk_type {
+	CAPTURE_CHUNK_FRAMES = 1,
+	CAPTURE_CHUNK_MANIFEST = 2,
+	CAPTURE_CHUNK_END = 3,
+};
+
+/* Feature bits a reader must understand to read the file (none defined yet). */
+#define CAPTURE_FEATURES_KNOWN 0ull
+
+struct capture_file_header {
+	char magic[8];
+	uint32_t version;      /* CAPTURE_VERSION */
+	uint32_t header_size;  /* sizeof(struct capture_file_header) */
+	uint64_t features;     /* required feature bits */
+	uint64_t created_real_ns;
+	uint32_t wire_version; /* WIRE_VERSION of the frames inside */
+	uint32_t byte_order;   /* 0x01020304 as written by the producer */
+	uint8_t reserved[24];
+};
+_Static_assert(sizeof(struct capture_file_header) == 64, "capture_file_header layout");
+
+struct capture_chunk_header {
+	uint32_t magic;       /* CAPTURE_CHUNK_MAGIC */
+	uint32_t type;        /* enum capture_chunk_type */
+	uint32_t source;      /* stream number of the frames (one per process connection) */
+	uint32_t length;      /* payload bytes */
+	uint64_t first_ns;    /* earliest event time in the chunk, CLOCK_MONOTONIC (0 if none) */
+	uint64_t last_ns;     /* latest event time in the chunk */
+	uint32_t payload_crc; /* CRC-32 of the payload */
+	uint32_t header_crc;  /* CRC-32 of this header with header_crc = 0 */
+};
+_Static_assert(sizeof(struct capture_chunk_header) == 40, "capture_chunk_header layout");
+
+struct store;
+struct capture_writer;
+
+/* Creates path (truncating); returns NULL with errno-style *err and a static *cause. */
+struct capture_writer *capture_writer_open(const char *path, int *err, const char **cause);
+/* Appends one wire frame of a source; chunks are written as they fill. 0 or -errno. */
+int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
+			 uint32_t length);
+/* Writes a MANIFEST chunk (key=value lines). */
+int capture_writer_manifest(struct capture_writer *w, const char *text, size_t length);
+/* Writes out every partly filled chunk (call periodically so a killed recorder loses little). */
+int capture_writer_flush(struct capture_writer *w);
+/* Flushes, writes END, closes and frees; 0 or -errno (the file is still readable up to the error). */
+int capture_writer_close(struct capture_writer *w);
+
+struct capture_read_result {
+	unsigned chunks_total;   /* chunk headers found (including damaged ones) */
+	unsigned chunks_ok;      /* chunks verified and ingested */
+	unsigned chunks_corrupt; /* chunks skipped because a checksum or frame failed */
+	int truncated;           /* the file ends without an END chunk */
+	char *manifest;          /* malloc'd manifest text or NULL */
+};
+
+/*
+ * Reads a capture into store. Returns 0 when at least the header and one chunk were usable
+ * (warnings for truncation/corruption are printed by the caller from *result), or -EPROTO /
+ * -errno with a one-line *cause (static or in msg_buf) for a foreign, newer or unreadable file.
+ */
+int capture_read(const char *path, struct store *store, struct capture_read_result *result, char *msg_buf,
+		 size_t msg_size, const char **cause);
+
+#endif

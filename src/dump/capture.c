@@ -1,0 +1,333 @@
+#include "cuscope/capture.h"
+#include "cuscope/clock.h"
+#include "cuscope/crc32.h"
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK_TARGET (256u * 1024)
+
+struct pending_chunk {
+	uint32_t source;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t first_ns, last_ns;
+};
+
+struct capture_writer {
+	int fd;
+	struct pending_chunk *chunks;
+	size_t chunk_count, chunk_cap;
+	unsigned written;
+	int error;
+};
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source, const void *payload, size_t len,
+		       uint64_t first_ns, uint64_t last_ns)
+{
+	if (w->error)
+		return w->error;
+	struct capture_chunk_header h = {
+		.magic = CAPTURE_CHUNK_MAGIC,
+		.type = type,
+		.source = source,
+		.length = (uint32_t)len,
+		.first_ns = first_ns,
+		.last_ns = last_ns,
+		.payload_crc = crc32_update(0, payload, len),
+	};
+	h.header_crc = crc32_update(0, &h, sizeof h);
+	int rc = write_all(w->fd, &h, sizeof h);
+	if (!rc)
+		rc = write_all(w->fd, payload, len);
+	if (rc)
+		w->error = rc;
+	else
+		w->written++;
+	return rc;
+}
+
+struct capture_writer *capture_writer_open(const char *path, int *err, const char **cause)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		*err = -errno;
+		*cause = "cannot create capture file";
+		return NULL;
+	}
+	struct capture_file_header h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, CAPTURE_MAGIC, 8);
+	h.version = CAPTURE_VERSION;
+	h.header_size = sizeof h;
+	h.features = 0;
+	h.created_real_ns = clock_real_ns();
+	h.wire_version = WIRE_VERSION;
+	h.byte_order = 0x01020304u;
+	int rc = write_all(fd, &h, sizeof h);
+	if (rc) {
+		close(fd);
+		*err = rc;
+		*cause = "cannot write capture file";
+		return NULL;
+	}
+	struct capture_writer *w = xcalloc(1, sizeof *w);
+	w->fd = fd;
+	return w;
+}
+
+static struct pending_chunk *pending_for(struct capture_writer *w, uint32_t source)
+{
+	for (size_t i = 0; i < w->chunk_count; i++)
+		if (w->chunks[i].source == source)
+			return &w->chunks[i];
+	xgrow((void **)&w->chunks, &w->chunk_cap, w->chunk_count + 1, sizeof *w->chunks);
+	struct pending_chunk *c = &w->chunks[w->chunk_count++];
+	memset(c, 0, sizeof *c);
+	c->source = source;
+	return c;
+}
+
+static int pending_write(struct capture_writer *w, struct pending_chunk *c)
+{
+	if (!c->len)
+		return 0;
+	int rc = write_chunk(w, CAPTURE_CHUNK_FRAMES, c->source, c->buf, c->len, c->first_ns, c->last_ns);
+	c->len = 0;
+	c->first_ns = c->last_ns = 0;
+	return rc;
+}
+
+int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
+			 uint32_t length)
+{
+	struct pending_chunk *c = pending_for(w, source);
+	struct wire_frame_header fh = {type, length};
+	size_t need = sizeof fh + length;
+	if (c->len && c->len + need > CHUNK_TARGET) {
+		int rc = pending_write(w, c);
+		if (rc)
+			return rc;
+	}
+	xgrow((void **)&c->buf, &c->cap, c->len + need, 1);
+	memcpy(c->buf + c->len, &fh, sizeof fh);
+	memcpy(c->buf + c->len + sizeof fh, payload, length);
+	c->len += need;
+	if (type == WIRE_FRAME_EVENTS) {
+		const struct wire_event *ev = payload;
+		for (size_t i = 0; i < length / sizeof *ev; i++) {
+			uint64_t t;
+			memcpy(&t, &ev[i].time_ns, sizeof t);
+			if (!t)
+				continue;
+			if (!c->first_ns || t < c->first_ns)
+				c->first_ns = t;
+			if (t > c->last_ns)
+				c->last_ns = t;
+		}
+	}
+	return 0;
+}
+
+int capture_writer_manifest(struct capture_writer *w, const char *text, size_t length)
+{
+	return write_chunk(w, CAPTURE_CHUNK_MANIFEST, 0, text, length, 0, 0);
+}
+
+int capture_writer_flush(struct capture_writer *w)
+{
+	for (size_t i = 0; i < w->chunk_count; i++) {
+		int rc = pending_write(w, &w->chunks[i]);
+		if (rc)
+			return rc;
+	}
+	return w->error;
+}
+
+int capture_writer_close(struct capture_writer *w)
+{
+	int rc = capture_writer_flush(w);
+	if (!rc) {
+		uint32_t count = w->written;
+		rc = write_chunk(w, CAPTURE_CHUNK_END, 0, &count, sizeof count, 0, 0);
+	}
+	if (close(w->fd) != 0 && !rc)
+		rc = -errno;
+	for (size_t i = 0; i < w->chunk_count; i++)
+		free(w->chunks[i].buf);
+	free(w->chunks);
+	free(w);
+	return rc;
+}
+
+/* Ingests the frames of one verified chunk; returns 0 or -EPROTO. */
+static int ingest_chunk(struct store *store, uint32_t source, const uint8_t *p, size_t len, const char **cause)
+{
+	size_t off = 0;
+	while (off < len) {
+		struct wire_frame_header fh;
+		if (len - off < sizeof fh) {
+			*cause = "partial frame in chunk";
+			return -EPROTO;
+		}
+		memcpy(&fh, p + off, sizeof fh);
+		off += sizeof fh;
+		if (fh.length > len - off) {
+			*cause = "frame overruns chunk";
+			return -EPROTO;
+		}
+		int rc = store_feed(store, (int)source, fh.type, p + off, fh.length, cause);
+		if (rc)
+			return rc;
+		off += fh.length;
+	}
+	return 0;
+}
+
+int capture_read(const char *path, struct store *store, struct capture_read_result *res, char *msg_buf,
+		 size_t msg_size, const char **cause)
+{
+	memset(res, 0, sizeof *res);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		int err = errno;
+		snprintf(msg_buf, msg_size, "cannot open %s: %s", path, strerror(err));
+		*cause = msg_buf;
+		return -err;
+	}
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		snprintf(msg_buf, msg_size, "%s is a directory, not a capture file", path);
+		*cause = msg_buf;
+		return -EISDIR;
+	}
+	struct capture_file_header h;
+	if (fread(&h, 1, sizeof h, f) != sizeof h || memcmp(h.magic, CAPTURE_MAGIC, 8) != 0) {
+		fclose(f);
+		snprintf(msg_buf, msg_size, "%s is not a cuscope capture file", path);
+		*cause = msg_buf;
+		return -EPROTO;
+	}
+	if (h.version > CAPTURE_VERSION || (h.features & ~CAPTURE_FEATURES_KNOWN) || h.wire_version > WIRE_VERSION) {
+		fclose(f);
+		snprintf(msg_buf, msg_size, "%s was written by a newer cuscope (capture format %u, this one reads %u)",
+			 path, h.version, CAPTURE_VERSION);
+		*cause = msg_buf;
+		return -EPROTO;
+	}
+	if (h.header_size != sizeof h || h.byte_order != 0x01020304u) {
+		fclose(f);
+		snprintf(msg_buf, msg_size, "%s has an unsupported capture header", path);
+		*cause = msg_buf;
+		return -EPROTO;
+	}
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int ended = 0;
+	/* Sources whose chunk failed are skipped from then on: later frames would lack context. */
+	uint32_t *bad_sources = NULL;
+	size_t bad_count = 0, bad_cap = 0;
+	uint32_t max_source = 0;
+	for (;;) {
+		struct capture_chunk_header ch;
+		size_t n = fread(&ch, 1, sizeof ch, f);
+		if (n == 0)
+			break;
+		res->chunks_total++;
+		if (n != sizeof ch) {
+			res->truncated = 1;
+			break;
+		}
+		uint32_t crc = ch.header_crc;
+		ch.header_crc = 0;
+		if (ch.magic != CAPTURE_CHUNK_MAGIC || crc32_update(0, &ch, sizeof ch) != crc ||
+		    ch.length > CAPTURE_CHUNK_MAX) {
+			/* Without a trustworthy length nothing after this point can be located. */
+			res->chunks_corrupt++;
+			res->truncated = 1;
+			break;
+		}
+		xgrow((void **)&buf, &cap, ch.length ? ch.length : 1, 1);
+		if (fread(buf, 1, ch.length, f) != ch.length) {
+			res->truncated = 1;
+			break;
+		}
+		if (crc32_update(0, buf, ch.length) != ch.payload_crc) {
+			res->chunks_corrupt++;
+			if (ch.type == CAPTURE_CHUNK_FRAMES) {
+				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
+				bad_sources[bad_count++] = ch.source;
+			}
+			continue;
+		}
+		if (ch.type == CAPTURE_CHUNK_END) {
+			res->chunks_ok++;
+			ended = 1;
+			break;
+		}
+		if (ch.type == CAPTURE_CHUNK_MANIFEST) {
+			free(res->manifest);
+			res->manifest = xstrndup((const char *)buf, ch.length);
+			res->chunks_ok++;
+			continue;
+		}
+		if (ch.type != CAPTURE_CHUNK_FRAMES) {
+			res->chunks_ok++; /* unknown optional chunk from a newer writer: skip */
+			continue;
+		}
+		if (ch.source > max_source)
+			max_source = ch.source;
+		int skip = 0;
+		for (size_t i = 0; i < bad_count; i++)
+			skip |= bad_sources[i] == ch.source;
+		const char *why = NULL;
+		if (skip || ingest_chunk(store, ch.source, buf, ch.length, &why) != 0) {
+			res->chunks_corrupt++;
+			if (!skip) {
+				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
+				bad_sources[bad_count++] = ch.source;
+			}
+			continue;
+		}
+		res->chunks_ok++;
+	}
+	free(buf);
+	free(bad_sources);
+	fclose(f);
+	if (!ended)
+		res->truncated = 1;
+	/* A capture is history: no process in it is connected. */
+	for (uint32_t s = 0; s <= max_source; s++)
+		store_source_closed(store, (int)s);
+	if (res->chunks_ok == 0 && store_process_count(store) == 0) {
+		snprintf(msg_buf, msg_size, "%s holds no readable chunk (%u damaged)", path, res->chunks_total);
+		*cause = msg_buf;
+		return -EPROTO;
+	}
+	return 0;
+}
