@@ -314,3 +314,35 @@ file_has()
 {
 	[ -f "$1" ] && grep -qE -- "$2" "$1"
 }
+
+# tm_pids: sets CS_PID (the cuscope process in the pane) and APP_PID (its first child).
+tm_pids()
+{
+	local shpid
+	shpid=$(tm display-message -p -t t '#{pane_pid}')
+	CS_PID=$(pgrep -P "$shpid" | head -n 1)
+	[ -n "$CS_PID" ] || fail "no cuscope process under the tmux pane"
+	wait_until 10 app_child_found || fail "cuscope (pid $CS_PID) has no child process (app not started)"
+}
+
+app_child_found()
+{
+	APP_PID=$(pgrep -P "$CS_PID" | head -n 1)
+	[ -n "$APP_PID" ]
+}
+
+# tm_run_cuscope ARGS...: runs "cuscope ARGS" in a 120x40 pane; its exit status goes to $T/exit.
+tm_run_cuscope()
+{
+	local w=${TM_WIDTH:-120} h=${TM_HEIGHT:-40}
+	tm_start "$w" "$h" "cd $T && $CUSCOPE $*; echo EXIT=\$? >$T/exit; exec sleep 3600"
+}
+
+# tm_wait_exit WANT SECONDS: waits for the pane's cuscope to exit with status WANT.
+tm_wait_exit()
+{
+	wait_until "$2" test -s "$T/exit" || fail "cuscope did not exit within $2 s; screen: $(tm_screen | head -n 2 | tr -s ' ' | tr '\n' '|')"
+	local got
+	got=$(sed -n 's/^EXIT=//p' "$T/exit")
+	[ "$got" = "$1" ] || fail "cuscope exited $got, want $1"
+}

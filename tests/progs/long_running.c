@@ -5,11 +5,11 @@
  *
  *   long_running [-t SECONDS] [-o DONEFILE] [-n LOADERS] [-d]
  *     -t  stop after SECONDS (fractions allowed); exit 0
- *     -o  at the end write "done steps=N loads=M" to DONEFILE (after printing the same line)
+ *     -o  at the end write "done steps=N loads=M code=C" to DONEFILE (after printing it)
  *     -n  number of loader threads (default 2)
  *     -d  leave SIGINT/SIGTERM at their default action (die by the signal)
  * A caught SIGINT/SIGTERM ends the run cleanly with exit code 100 + signal number (102, 115).
- * Prints "pid P" at start (flushed) and "done steps=N loads=M" at the end.
+ * Prints "pid P" at start (flushed) and "done steps=N loads=M code=C" at the end (C: exit code).
  */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 {
 	double seconds = -1, start;
 	const char *done_file = NULL;
-	int nloaders = 2, default_signals = 0, opt;
+	int nloaders = 2, default_signals = 0, opt, code;
 	pthread_t th[MAX_LOADERS];
 	long steps = 0;
 	FILE *f;
@@ -128,11 +128,12 @@ int main(int argc, char **argv)
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nloaders; i++)
 		pthread_join(th[i], NULL);
-	printf("done steps=%ld loads=%ld\n", steps, atomic_load(&loads));
+	code = got_signal ? 100 + got_signal : 0;
+	printf("done steps=%ld loads=%ld code=%d\n", steps, atomic_load(&loads), code);
 	fflush(stdout);
 	if (done_file && (f = fopen(done_file, "w")) != NULL) {
-		fprintf(f, "done steps=%ld loads=%ld\n", steps, atomic_load(&loads));
+		fprintf(f, "done steps=%ld loads=%ld code=%d\n", steps, atomic_load(&loads), code);
 		fclose(f);
 	}
-	return got_signal ? 100 + got_signal : 0;
+	return code;
 }

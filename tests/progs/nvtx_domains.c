@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define HANDOFFS 6
-#define B_ASYNC 2
+#define B_ASYNC  2
 
 static nvtxDomainHandle_t dom_a, dom_b;
 static int handoff_pipe[2];

@@ -25,7 +25,7 @@
 #define W2_OUTER 3
 #define W2_INNER 2
 #define W2_AFTER 4
-#define MARKS 7
+#define MARKS    7
 
 static pthread_barrier_t done_barrier; /* every thread waits here so all are alive together */
 
@@ -35,10 +35,10 @@ struct worker {
 };
 
 static struct worker workers[4] = {
-	{.name = "worker-1"},
-	{.name = "renamed-2"},
-	{.name = "nvtx-named"},
-	{.name = "idle-thread"},
+    {.name = "worker-1"},
+    {.name = "renamed-2"},
+    {.name = "nvtx-named"},
+    {.name = "idle-thread"},
 };
 
 /* Sleeps for ms milliseconds, restarting after signals. */
