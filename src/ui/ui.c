@@ -302,11 +302,32 @@ static void ui_follow_now(struct ui *ui)
 	uint64_t now = ui_now(ui);
 	uint64_t right = (now / npc + 1) * npc;
 	ui->vp.start_ns = right > ui->vp.span_ns ? right - ui->vp.span_ns : 0;
+	/* Until the data fills the window it grows from the left edge: no empty time before it. */
+	uint64_t first = store_first_ns(ui->store), origin = ui_origin(ui);
+	uint64_t floor_ns = first && first < origin ? first : origin;
+	if (ui->vp.start_ns < floor_ns)
+		ui->vp.start_ns = floor_ns;
+}
+
+static int ui_any_connected(const struct ui *ui)
+{
+	size_t n = store_process_count(ui->store);
+	for (size_t i = 0; i < n; i++) {
+		struct store_process_info pi;
+		store_process_get(ui->store, i, &pi);
+		if (pi.connected)
+			return 1;
+	}
+	return 0;
 }
 
 static void ui_update_view(struct ui *ui, const struct ui_status *status)
 {
 	ui->now_ns = status && status->live ? status->now_ns : 0;
+	/* Once nothing can send any more, "now" is the end of the data: following an empty future
+	 * would only scroll the capture off the screen. */
+	if (ui->now_ns && !status->target_alive && !ui_any_connected(ui) && store_last_ns(ui->store))
+		ui->now_ns = store_last_ns(ui->store);
 	ui->vp.cols = ui_timeline_cols();
 	if (!ui->view_ready) {
 		if (status && status->live) {
@@ -743,9 +764,11 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		snprintf(label, sizeof label, "%s%s", name, pid);
 		la = ui_attr(ui, SLOT_PROCESS);
 		ui_fill(y, gx, ui->vp.cols, ui_attr(ui, SLOT_BASELINE), ui->g->hline);
-		if (pi.exited)
+		if (pi.exited && pi.exit_code >= 0)
 			snprintf(tmp, sizeof tmp, " %s  exited (code %d) ", pi.cmdline ? pi.cmdline : "",
 			         pi.exit_code);
+		else if (pi.exited)
+			snprintf(tmp, sizeof tmp, " %s  exited ", pi.cmdline ? pi.cmdline : "");
 		else
 			snprintf(tmp, sizeof tmp, " %s%s ", pi.cmdline ? pi.cmdline : "",
 			         pi.connected ? "" : "  (disconnected)");
