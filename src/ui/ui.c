@@ -746,7 +746,7 @@ static const char *ui_basename(const char *cmdline, char *buf, size_t size)
 static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int selected)
 {
 	int gx = ui_gutter();
-	char label[256], tmp[256];
+	char label[512], tmp[256];
 	attr_t la;
 	struct store_process_info pi;
 	struct store_lane_info li;
@@ -756,24 +756,24 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 
 	switch (row->kind) {
 	case LAYOUT_ROW_PROCESS: {
+		/* A header carries no ranges: it spans the full width, so "name pid" is never cut. */
 		const char *base = ui_basename(pi.cmdline ? pi.cmdline : "?", tmp, sizeof tmp);
-		/* Keep the pid visible: shorten the name instead. */
-		char pid[16], name[128];
-		int pl = snprintf(pid, sizeof pid, " %d", (int)pi.pid);
-		ui_clip(ui, base, gx - 1 - pl > 1 ? gx - 1 - pl : 1, name, sizeof name);
-		snprintf(label, sizeof label, "%s%s", name, pid);
-		la = ui_attr(ui, SLOT_PROCESS);
-		ui_fill(y, gx, ui->vp.cols, ui_attr(ui, SLOT_BASELINE), ui->g->hline);
+		char info[512];
 		if (pi.exited && pi.exit_code >= 0)
-			snprintf(tmp, sizeof tmp, " %s  exited (code %d) ", pi.cmdline ? pi.cmdline : "",
-			         pi.exit_code);
+			snprintf(info, sizeof info, "exited (code %d)", pi.exit_code);
 		else if (pi.exited)
-			snprintf(tmp, sizeof tmp, " %s  exited ", pi.cmdline ? pi.cmdline : "");
+			snprintf(info, sizeof info, "exited");
 		else
-			snprintf(tmp, sizeof tmp, " %s%s ", pi.cmdline ? pi.cmdline : "",
-			         pi.connected ? "" : "  (disconnected)");
-		ui_put(ui, y, gx + 1, ui->vp.cols - 2, ui_attr(ui, SLOT_PROCESS) | A_DIM, tmp);
-		break;
+			snprintf(info, sizeof info, "%s", pi.connected ? "" : "disconnected");
+		snprintf(label, sizeof label, "%s %d ", base, (int)pi.pid);
+		la = ui_attr(ui, SLOT_PROCESS) | (selected ? A_REVERSE : 0);
+		ui_fill(y, 0, COLS, ui_attr(ui, SLOT_BASELINE), ui->g->hline);
+		int x = ui_put(ui, y, 0, COLS, la, label);
+		snprintf(info + strlen(info), sizeof info - strlen(info), "%s%s ", *info ? "  " : "",
+		         pi.cmdline ? pi.cmdline : "");
+		snprintf(tmp, sizeof tmp, " %s", info);
+		ui_put(ui, y, x + 1, COLS - x - 2, ui_attr(ui, SLOT_PROCESS) | A_DIM, tmp);
+		return;
 	}
 	case LAYOUT_ROW_THREAD: {
 		char tid[16], name[128];
