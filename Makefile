@@ -85,11 +85,13 @@ $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 	$(Q)cp $< $@
 
 # Unit tests link the viewer library and, for collector parts, the PIC objects.
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_OBJ)
+# Collector parts that stand alone (no process-wide state) are unit-tested directly.
+COLLECTOR_UNIT_OBJ := $(BUILD)/pic/collector/ring.o $(BUILD)/pic/collector/strtab.o
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(VIEWER_LIB) \
-		$(filter-out %/inject.o,$(filter $(BUILD)/pic/collector/%,$(COLLECTOR_OBJ))) \
+		$(COLLECTOR_UNIT_OBJ) \
 		-lcmocka $(NCURSES_LIBS) -lpthread -ldl -lm
 
 # Test target programs: plain C with NVTX3 headers (header-only) and threads.

@@ -1,0 +1,25 @@
+/* The CLI verbs (one file each under src/cli/) and helpers they share. */
+#ifndef CUSCOPE_CLI_H
+#define CUSCOPE_CLI_H
+
+struct store;
+
+#define CLI_EXIT_USAGE 2 /* bad arguments, unreadable or foreign input */
+
+/* `cuscope [options] -- CMD...`: launch CMD and watch it live. */
+int cli_live(int argc, char **argv);
+/* `cuscope record -o FILE [--duration S] -- CMD...`: headless capture. */
+int cli_record(int argc, char **argv);
+/* `cuscope view FILE`: the live UI on a capture. */
+int cli_view(int argc, char **argv);
+/* `cuscope stats [--format=F] FILE`: summary tables. */
+int cli_stats(int argc, char **argv);
+
+/* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
+int cli_load_capture(const char *path, struct store *store);
+/* Parses a positive number of seconds; returns 0 or -1. */
+int cli_parse_seconds(const char *text, double *out);
+/* Prints the help of a verb ("" for the top level) to stdout. */
+void cli_usage(const char *verb);
+
+#endif

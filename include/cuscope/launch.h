@@ -1,0 +1,43 @@
+/* Starting a target under the collector: session directory, environment contract, process group. */
+#ifndef CUSCOPE_LAUNCH_H
+#define CUSCOPE_LAUNCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct launch_options {
+	int log_output;         /* send the target's stdout/stderr to a log file in the session */
+	unsigned buffer_mb;     /* flight-recorder bound per process, 0 = collector default */
+	unsigned wait_viewer_ms; /* how long an exiting process waits for a first viewer */
+};
+
+struct launch {
+	char session_dir[512];
+	char log_path[600];
+	char collector[4096];
+	pid_t pid;       /* target pid (also its process group id) */
+	int running;
+	int status;      /* waitpid status once !running */
+};
+
+/* Finds libcuscope.so relative to the running binary (or $CUSCOPE_COLLECTOR); 0 or -ENOENT. */
+int launch_find_collector(char *out, size_t size);
+/*
+ * Creates a session, starts argv[0] with the collector injected in its own process group. On
+ * failure returns the exit status cuscope should use (126, 127, 1 or 2) and writes one line to
+ * msg; 0 on success.
+ */
+int launch_start(struct launch *launch, char *const argv[], const struct launch_options *options, char *msg,
+		 size_t msg_size);
+/* Reaps the target if it ended; returns 1 while it runs. */
+int launch_poll(struct launch *launch);
+/* Exit code to pass through: the target's code, or 128+signal. */
+int launch_exit_code(const struct launch *launch);
+/* Sends sig to the target's process group. */
+void launch_signal(const struct launch *launch, int sig);
+/* Removes the session directory and its files (only once the target is gone). */
+void launch_cleanup(struct launch *launch);
+/* Copies the log file to fd (the target's output, replayed after the UI closes). */
+void launch_replay_log(const struct launch *launch, int fd);
+
+#endif

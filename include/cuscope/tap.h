@@ -1,0 +1,38 @@
+/*
+ * The viewer side of a session: follows a session directory, connects to every <pid>.sock that
+ * appears (fork/exec children included), decodes frames and hands them to a callback.
+ */
+#ifndef CUSCOPE_TAP_H
+#define CUSCOPE_TAP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tap;
+
+struct tap_callbacks {
+	void *ctx;
+	/* One decoded frame from a source (a connection); a non-zero return drops the connection. */
+	int (*frame)(void *ctx, int source, uint32_t type, const void *payload, uint32_t length);
+	/* The connection of source ended (EOF, error or dropped). */
+	void (*closed)(void *ctx, int source);
+	/* A protocol error on a source (one line, e.g. a version mismatch). */
+	void (*error)(void *ctx, int source, pid_t pid, const char *message);
+};
+
+/* Follows dir (which must exist); callbacks are copied. */
+struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks);
+/* Closes every connection (the collectors keep running: this is a detach). */
+void tap_free(struct tap *tap);
+/*
+ * Waits up to timeout_ms for data on any connection or on extra_fd (-1 for none), scans the
+ * directory for new sockets, reads and dispatches what arrived. Returns 1 if extra_fd is
+ * readable, 0 otherwise.
+ */
+int tap_pump(struct tap *tap, int timeout_ms, int extra_fd);
+/* Connections open now. */
+int tap_connection_count(const struct tap *tap);
+/* Bytes received in total (for rates). */
+uint64_t tap_bytes(const struct tap *tap);
+
+#endif

@@ -1,0 +1,258 @@
+#include "cuscope/launch.h"
+#include "cuscope/session.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int launch_find_collector(char *out, size_t size)
+{
+	const char *env = getenv("CUSCOPE_COLLECTOR");
+	if (env && *env) {
+		if (!realpath(env, out) || access(out, R_OK) != 0)
+			return -ENOENT;
+		return 0;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	char candidate[PATH_MAX + 64];
+	/* Same relative layout in the build tree, `make install` and `make dist`. */
+	snprintf(candidate, sizeof candidate, "%s/../lib/cuscope/libcuscope.so", exe);
+	if (!realpath(candidate, out) || access(out, R_OK) != 0)
+		return -ENOENT;
+	(void)size;
+	return 0;
+}
+
+/* Resolves a command like execvp would; returns 0, -ENOENT or -EACCES. */
+static int launch_resolve(const char *cmd, char *out, size_t size)
+{
+	struct stat st;
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) != 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode) || access(cmd, X_OK) != 0)
+			return -EACCES;
+		snprintf(out, size, "%s", cmd);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int denied = 0;
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t len = end ? (size_t)(end - path) : strlen(path);
+		snprintf(out, size, "%.*s/%s", (int)len, len ? path : ".", cmd);
+		if (stat(out, &st) == 0) {
+			if (!S_ISDIR(st.st_mode) && access(out, X_OK) == 0)
+				return 0;
+			denied = 1;
+		}
+		path += len + (end ? 1 : 0);
+	}
+	return denied ? -EACCES : -ENOENT;
+}
+
+static void launch_setenv_number(const char *name, unsigned value)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%u", value);
+	setenv(name, buf, 1);
+}
+
+/* Child side, between fork and exec: never returns. */
+static void launch_child(struct launch *launch, char *const argv[], const struct launch_options *options,
+			 int error_pipe)
+{
+	setpgid(0, 0);
+	if (options->log_output) {
+		int log_fd = open(launch->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (log_fd >= 0) {
+			dup2(log_fd, STDOUT_FILENO);
+			dup2(log_fd, STDERR_FILENO);
+		}
+		if (null_fd >= 0)
+			dup2(null_fd, STDIN_FILENO);
+	}
+	/* The environment contract with the collector (see session.h). */
+	const char *old_preload = getenv("LD_PRELOAD");
+	char preload[8192];
+	if (old_preload && *old_preload)
+		snprintf(preload, sizeof preload, "%s:%s", launch->collector, old_preload);
+	else
+		snprintf(preload, sizeof preload, "%s", launch->collector);
+	setenv("LD_PRELOAD", preload, 1);
+	setenv("NVTX_INJECTION64_PATH", launch->collector, 1);
+	setenv("CUDA_INJECTION64_PATH", launch->collector, 1);
+	setenv(SESSION_ENV, launch->session_dir, 1);
+	if (options->buffer_mb)
+		launch_setenv_number(SESSION_ENV_BUFFER_MB, options->buffer_mb);
+	launch_setenv_number(SESSION_ENV_WAIT_VIEWER_MS, options->wait_viewer_ms);
+	/* The target starts with default signal handling, whatever the viewer set up. */
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execvp(argv[0], argv);
+	int err = errno;
+	if (write(error_pipe, &err, sizeof err) < 0) {
+		/* the parent sees EOF and reports a generic failure */
+	}
+	_exit(127);
+}
+
+int launch_start(struct launch *launch, char *const argv[], const struct launch_options *options, char *msg,
+		 size_t msg_size)
+{
+	memset(launch, 0, sizeof *launch);
+	char resolved[PATH_MAX];
+	int rc = launch_resolve(argv[0], resolved, sizeof resolved);
+	if (rc == -ENOENT) {
+		snprintf(msg, msg_size, "cannot run '%s': command not found", argv[0]);
+		return 127;
+	}
+	if (rc) {
+		snprintf(msg, msg_size, "cannot run '%s': %s", argv[0],
+			 rc == -EACCES ? "permission denied (not an executable file)" : strerror(-rc));
+		return 126;
+	}
+	if (launch_find_collector(launch->collector, sizeof launch->collector) != 0) {
+		snprintf(msg, msg_size,
+			 "collector libcuscope.so not found next to this binary (../lib/cuscope/); "
+			 "set CUSCOPE_COLLECTOR to its path");
+		return 2;
+	}
+	const char *cause = NULL;
+	rc = session_create(launch->session_dir, sizeof launch->session_dir, &cause);
+	if (rc) {
+		char base[256] = "";
+		const char *root = getenv("CUSCOPE_SESSION_ROOT");
+		if (root && *root)
+			snprintf(base, sizeof base, "%s", root);
+		else
+			session_base_dir(base, sizeof base);
+		snprintf(msg, msg_size, "%s %s: %s", cause, base, strerror(-rc));
+		return 2;
+	}
+	snprintf(launch->log_path, sizeof launch->log_path, "%s/output.log", launch->session_dir);
+	int pipe_fd[2];
+	if (pipe2(pipe_fd, O_CLOEXEC) != 0) {
+		snprintf(msg, msg_size, "pipe: %s", strerror(errno));
+		return 2;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(msg, msg_size, "fork: %s", strerror(errno));
+		close(pipe_fd[0]);
+		close(pipe_fd[1]);
+		return 2;
+	}
+	if (pid == 0) {
+		close(pipe_fd[0]);
+		launch_child(launch, argv, options, pipe_fd[1]);
+	}
+	close(pipe_fd[1]);
+	/* Set the group from both sides so signals reach it whichever runs first. */
+	setpgid(pid, pid);
+	launch->pid = pid;
+	launch->running = 1;
+	int err = 0;
+	ssize_t n;
+	do
+		n = read(pipe_fd[0], &err, sizeof err);
+	while (n < 0 && errno == EINTR);
+	close(pipe_fd[0]);
+	if (n == (ssize_t)sizeof err) {
+		waitpid(pid, &launch->status, 0);
+		launch->running = 0;
+		snprintf(msg, msg_size, "cannot run '%s': %s", argv[0], strerror(err));
+		launch_cleanup(launch);
+		return err == ENOENT ? 127 : 126;
+	}
+	return 0;
+}
+
+int launch_poll(struct launch *launch)
+{
+	if (!launch->running)
+		return 0;
+	int status;
+	pid_t r = waitpid(launch->pid, &status, WNOHANG);
+	if (r == launch->pid) {
+		launch->status = status;
+		launch->running = 0;
+	} else if (r < 0 && errno == ECHILD) {
+		launch->running = 0;
+	}
+	return launch->running;
+}
+
+int launch_exit_code(const struct launch *launch)
+{
+	if (WIFEXITED(launch->status))
+		return WEXITSTATUS(launch->status);
+	if (WIFSIGNALED(launch->status))
+		return 128 + WTERMSIG(launch->status);
+	return 1;
+}
+
+void launch_signal(const struct launch *launch, int sig)
+{
+	if (launch->pid > 0 && launch->running)
+		kill(-launch->pid, sig);
+}
+
+void launch_cleanup(struct launch *launch)
+{
+	if (!launch->session_dir[0] || launch->running)
+		return;
+	DIR *d = opendir(launch->session_dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			/* Children of the target may still be alive and listening: keep their sockets. */
+			pid_t pid = session_socket_pid(de->d_name);
+			if (pid && kill(pid, 0) == 0)
+				continue;
+			char path[1024];
+			snprintf(path, sizeof path, "%s/%s", launch->session_dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(launch->session_dir);
+}
+
+void launch_replay_log(const struct launch *launch, int fd)
+{
+	int in = open(launch->log_path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0) {
+		if (write(fd, buf, (size_t)n) < 0)
+			break;
+	}
+	close(in);
+}

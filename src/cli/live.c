@@ -1,0 +1,280 @@
+/* Live mode: launch the target, follow its session, feed the store and drive the ncurses UI. */
+#include "cuscope/clock.h"
+#include "cuscope/cli.h"
+#include "cuscope/launch.h"
+#include "cuscope/log.h"
+#include "cuscope/store.h"
+#include "cuscope/tap.h"
+#include "cuscope/ui.h"
+#include "cuscope/xalloc.h"
+
+#include <getopt.h>
+
+#ifndef CUSCOPE_VERSION
+#define CUSCOPE_VERSION "0.0.0"
+#endif
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
+#define LIVE_STOP_KILL_NS 5000000000ull
+
+static volatile sig_atomic_t live_interrupts; /* Ctrl-C presses to forward */
+static volatile sig_atomic_t live_detach_signal; /* SIGHUP/SIGTERM: leave, the target runs on */
+
+static void live_on_sigint(int sig)
+{
+	(void)sig;
+	live_interrupts++;
+}
+
+static void live_on_detach_signal(int sig)
+{
+	live_detach_signal = sig;
+}
+
+static void live_on_crash(int sig)
+{
+	ui_emergency_restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+struct live {
+	struct store *store;
+	struct ui *ui;
+	int protocol_error;
+};
+
+static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
+{
+	struct live *lv = ctx;
+	const char *cause = NULL;
+	if (store_feed(lv->store, source, type, payload, length, &cause) != 0) {
+		char line[256];
+		snprintf(line, sizeof line, "dropped a connection: %s", cause);
+		if (lv->ui)
+			ui_message(lv->ui, line);
+		return -1;
+	}
+	return 0;
+}
+
+static void live_closed(void *ctx, int source)
+{
+	struct live *lv = ctx;
+	store_source_closed(lv->store, source);
+}
+
+static void live_error(void *ctx, int source, pid_t pid, const char *message)
+{
+	struct live *lv = ctx;
+	(void)source;
+	lv->protocol_error = 1;
+	log_error("pid %d: %s", (int)pid, message);
+}
+
+/* Buffer for messages logged while curses owns the screen; shown in the UI. */
+static struct ui *live_log_ui;
+static void live_log_sink(const char *line)
+{
+	if (live_log_ui)
+		ui_message(live_log_ui, line);
+}
+
+static char *live_join(char **argv)
+{
+	char *out = xstrdup("");
+	for (char **a = argv; *a; a++) {
+		char *next = xasprintf("%s%s%s", out, a == argv ? "" : " ", *a);
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
+int cli_live(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{"ascii", no_argument, NULL, 'a'},
+		{"window", required_argument, NULL, 'w'},
+		{"buffer-mb", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct ui_options ui_opts = {0, 10.0};
+	unsigned buffer_mb = 0;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			ui_opts.ascii = 1;
+			break;
+		case 'w':
+			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
+				log_error("--window needs a positive number of seconds, not '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'b': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v == 0 || v > 65536) {
+				log_error("--buffer-mb needs a size in MiB (1-65536), not '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			buffer_mb = (unsigned)v;
+			break;
+		}
+		case 'h':
+			cli_usage("");
+			return 0;
+		case 'V':
+			printf("cuscope %s\n", CUSCOPE_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'cuscope --help'.\n");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		log_error("no command given (usage: cuscope [OPTIONS] -- COMMAND [ARGS...]; cuscope --help)");
+		return CLI_EXIT_USAGE;
+	}
+	char **command = argv + optind;
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		log_error("live mode needs a terminal; use `cuscope record -o FILE -- COMMAND` instead");
+		return CLI_EXIT_USAGE;
+	}
+
+	struct launch launch;
+	struct launch_options lopts = {.log_output = 1, .buffer_mb = buffer_mb, .wait_viewer_ms = 3000};
+	char msg[1024];
+	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
+	if (rc) {
+		log_error("%s", msg);
+		return rc;
+	}
+
+	struct live lv = {0};
+	lv.store = store_new();
+	const char *cause = NULL;
+	lv.ui = ui_new(lv.store, &ui_opts, &cause);
+	if (!lv.ui) {
+		log_error("%s; pid %d keeps running, output in %s", cause ? cause : "cannot start the terminal UI",
+			  (int)launch.pid, launch.log_path);
+		store_free(lv.store);
+		return 1;
+	}
+	live_log_ui = lv.ui;
+	log_set_sink(live_log_sink);
+
+	struct sigaction sa = {0};
+	sa.sa_handler = live_on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = live_on_detach_signal;
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = live_on_crash;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct tap_callbacks cb = {.ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
+	struct tap *tap = tap_new(launch.session_dir, &cb);
+	char *command_line = live_join(command);
+	struct ui_status status = {
+		.command = command_line,
+		.pid = launch.pid,
+		.live = 1,
+		.target_alive = 1,
+		.log_path = launch.log_path,
+	};
+
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0;
+	int forwarded_interrupts = 0, detached = 0, stopping = 0;
+	ui_draw(lv.ui, &status, 1);
+	for (;;) {
+		tap_pump(tap, 15, STDIN_FILENO);
+		uint64_t now = clock_mono_ns();
+		if (status.target_alive && !launch_poll(&launch)) {
+			status.target_alive = 0;
+			status.exit_code = launch_exit_code(&launch);
+			status.exit_signal = status.exit_code > 128 ? status.exit_code - 128 : 0;
+			store_process_set_exit(lv.store, launch.pid, status.exit_code);
+		}
+		while (forwarded_interrupts < live_interrupts) {
+			forwarded_interrupts++;
+			launch_signal(&launch, SIGINT);
+		}
+		if (live_detach_signal) {
+			detached = status.target_alive;
+			break;
+		}
+		int actions = ui_handle_input(lv.ui, &status);
+		if (actions & UI_ACTION_INTERRUPT)
+			launch_signal(&launch, SIGINT);
+		if (actions & UI_ACTION_DETACH) {
+			detached = status.target_alive;
+			break;
+		}
+		if ((actions & UI_ACTION_STOP) && status.target_alive && !stopping) {
+			launch_signal(&launch, SIGTERM);
+			stopping = 1;
+			stop_sent_at = now;
+			ui_message(lv.ui, "stopping the target (SIGTERM to its process group)...");
+		}
+		if (stopping && !status.target_alive)
+			break;
+		if (stopping && now - stop_sent_at > LIVE_STOP_KILL_NS) {
+			launch_signal(&launch, SIGKILL);
+			stop_sent_at = now;
+		}
+		if ((actions & UI_ACTION_QUIT) && !status.target_alive)
+			break;
+		if (now - rate_start >= 1000000000ull) {
+			uint64_t events = store_event_count(lv.store);
+			status.events_per_s = (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			rate_events = events;
+			rate_start = now;
+		}
+		if (now - last_draw >= LIVE_FRAME_NS) {
+			status.now_ns = now;
+			ui_draw(lv.ui, &status, 0);
+			last_draw = now;
+		}
+	}
+	/* On a hangup the terminal is gone: restoring it would only block or fail. */
+	if (live_detach_signal != SIGHUP)
+		ui_free(lv.ui);
+	live_log_ui = NULL;
+	log_set_sink(NULL);
+	tap_free(tap);
+	int exit_code;
+	if (detached) {
+		if (live_detach_signal != SIGHUP)
+			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n", (int)launch.pid,
+				launch.log_path);
+		exit_code = 0;
+	} else {
+		if (live_detach_signal != SIGHUP) {
+			fflush(stdout);
+			launch_replay_log(&launch, STDOUT_FILENO);
+		}
+		launch_cleanup(&launch);
+		exit_code = launch_exit_code(&launch);
+	}
+	free(command_line);
+	store_free(lv.store);
+	if (lv.protocol_error && exit_code == 0)
+		exit_code = CLI_EXIT_USAGE;
+	return exit_code;
+}

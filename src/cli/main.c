@@ -1,0 +1,133 @@
+#include "cuscope/capture.h"
+#include "cuscope/cli.h"
+#include "cuscope/log.h"
+#include "cuscope/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CUSCOPE_VERSION
+#define CUSCOPE_VERSION "0.0.0"
+#endif
+
+struct verb {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+	const char *usage;
+};
+
+static const struct verb verbs[] = {
+	{"record", cli_record, "run a command headless and write a capture file",
+	 "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
+	 "\n"
+	 "Runs COMMAND with the collector injected and writes everything it records to FILE. The\n"
+	 "capture is complete when COMMAND exits, when cuscope gets SIGINT or SIGTERM (forwarded to\n"
+	 "COMMAND's process group first), or after SECONDS (COMMAND is then sent SIGTERM). COMMAND's\n"
+	 "output is not redirected. Exits with COMMAND's exit code (128+N if killed by signal N).\n"
+	 "\n"
+	 "  -o, --output FILE      capture file to write (required)\n"
+	 "  -d, --duration SECONDS stop after this long\n"
+	 "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+	 "  -h, --help             this help\n"},
+	{"view", cli_view, "open a capture file in the timeline UI",
+	 "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
+	 "\n"
+	 "Shows a capture written by `cuscope record` in the same UI as live mode. A truncated capture\n"
+	 "(a killed recorder) shows its intact chunks after a warning.\n"
+	 "\n"
+	 "  --ascii            ASCII glyphs only\n"
+	 "  --window SECONDS   initial visible span (default: the whole capture)\n"
+	 "  -h, --help         this help\n"},
+	{"stats", cli_stats, "print summary statistics of a capture file",
+	 "usage: cuscope stats [--format=table|csv|json] FILE\n"
+	 "\n"
+	 "Prints every section: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
+	 "max in ns), threads, processes and losses (every loss counter by cause). JSON always holds\n"
+	 "every section; table and CSV print each under a heading.\n"
+	 "\n"
+	 "  -f, --format F   table (default), csv or json\n"
+	 "  -h, --help       this help\n"},
+};
+
+static const char *live_usage =
+	"usage: cuscope [--ascii] [--window SECONDS] [--buffer-mb N] [--] COMMAND [ARGS...]\n"
+	"       cuscope VERB [OPTIONS] ...   (cuscope VERB --help for details)\n"
+	"\n"
+	"Runs COMMAND with the cuscope collector injected and shows its CPU threads and NVTX ranges\n"
+	"on a live terminal timeline. COMMAND runs in its own process group; its output goes to a\n"
+	"log file (l in the UI shows it; it is replayed when cuscope exits). Ctrl-C is forwarded to\n"
+	"COMMAND. q quits once COMMAND has exited, or asks whether to detach or stop it. cuscope exits\n"
+	"with COMMAND's exit code.\n"
+	"\n"
+	"  --ascii            ASCII glyphs only (also chosen when the locale is not UTF-8)\n"
+	"  --window SECONDS   visible time span (default 10)\n"
+	"  --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+	"  -h, --help         this help\n"
+	"  -V, --version      print the version\n"
+	"\n"
+	"verbs:\n";
+
+void cli_usage(const char *verb)
+{
+	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+		if (strcmp(verb, verbs[i].name) == 0) {
+			fputs(verbs[i].usage, stdout);
+			return;
+		}
+	}
+	fputs(live_usage, stdout);
+	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+		printf("  %-8s %s\n", verbs[i].name, verbs[i].summary);
+	printf("\nSee cuscope(1).\n");
+}
+
+int cli_parse_seconds(const char *text, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || end == text || *end || !(v > 0) || v > 1e7)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cli_load_capture(const char *path, struct store *store)
+{
+	struct capture_read_result res;
+	char msg[1024];
+	const char *cause = NULL;
+	int rc = capture_read(path, store, &res, msg, sizeof msg, &cause);
+	if (rc) {
+		log_error("%s", cause);
+		free(res.manifest);
+		return CLI_EXIT_USAGE;
+	}
+	if (res.chunks_corrupt)
+		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt, res.chunks_corrupt == 1 ? "" : "s");
+	if (res.truncated)
+		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
+	free(res.manifest);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2) {
+		for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+			if (strcmp(argv[1], verbs[i].name) == 0)
+				return verbs[i].run(argc - 1, argv + 1);
+		if (strcmp(argv[1], "help") == 0) {
+			cli_usage(argc >= 3 ? argv[2] : "");
+			return 0;
+		}
+		if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+			printf("cuscope %s\n", CUSCOPE_VERSION);
+			return 0;
+		}
+	}
+	return cli_live(argc, argv);
+}

@@ -1,0 +1,46 @@
+#include "cuscope/cli.h"
+#include "cuscope/log.h"
+#include "cuscope/stats.h"
+#include "cuscope/store.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+int cli_stats(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	enum stats_format format = STATS_FORMAT_TABLE;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			if (stats_format_parse(optarg, &format) != 0) {
+				log_error("stats: unknown format '%s' (use table, csv or json)", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			cli_usage("stats");
+			return 0;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		log_error("stats: expected one capture file (see cuscope stats --help)");
+		return CLI_EXIT_USAGE;
+	}
+	struct store *store = store_new();
+	int rc = cli_load_capture(argv[optind], store);
+	if (rc == 0 && stats_write(stdout, store, format) != 0) {
+		log_error("stats: cannot write output");
+		rc = 1;
+	}
+	store_free(store);
+	return rc;
+}

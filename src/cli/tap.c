@@ -1,0 +1,220 @@
+#include "cuscope/tap.h"
+#include "cuscope/clock.h"
+#include "cuscope/session.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TAP_SCAN_NS 20000000ull
+#define TAP_READ_BUDGET (8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI */
+
+struct tap_conn {
+	int fd;
+	int source;
+	pid_t pid;
+	ino_t inode;
+	int got_hello;
+	struct wire_decoder dec;
+};
+
+/* Sockets already handled (pid + inode), so a finished process is not reconnected. */
+struct tap_seen {
+	pid_t pid;
+	ino_t inode;
+};
+
+struct tap {
+	char *dir;
+	struct tap_callbacks cb;
+	struct tap_conn *conns;
+	size_t conn_count, conn_cap;
+	struct tap_seen *seen;
+	size_t seen_count, seen_cap;
+	int next_source;
+	uint64_t last_scan_ns;
+	uint64_t bytes;
+};
+
+struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks)
+{
+	struct tap *tap = xcalloc(1, sizeof *tap);
+	tap->dir = xstrdup(dir);
+	tap->cb = *callbacks;
+	return tap;
+}
+
+static void tap_conn_close(struct tap *tap, size_t index)
+{
+	struct tap_conn *c = &tap->conns[index];
+	close(c->fd);
+	wire_decoder_fini(&c->dec);
+	if (tap->cb.closed)
+		tap->cb.closed(tap->cb.ctx, c->source);
+	tap->conns[index] = tap->conns[--tap->conn_count];
+}
+
+void tap_free(struct tap *tap)
+{
+	if (!tap)
+		return;
+	while (tap->conn_count) {
+		struct tap_conn *c = &tap->conns[tap->conn_count - 1];
+		close(c->fd);
+		wire_decoder_fini(&c->dec);
+		tap->conn_count--;
+	}
+	free(tap->conns);
+	free(tap->seen);
+	free(tap->dir);
+	free(tap);
+}
+
+static int tap_seen_has(const struct tap *tap, pid_t pid, ino_t inode)
+{
+	for (size_t i = 0; i < tap->seen_count; i++)
+		if (tap->seen[i].pid == pid && tap->seen[i].inode == inode)
+			return 1;
+	return 0;
+}
+
+static void tap_seen_add(struct tap *tap, pid_t pid, ino_t inode)
+{
+	xgrow((void **)&tap->seen, &tap->seen_cap, tap->seen_count + 1, sizeof *tap->seen);
+	tap->seen[tap->seen_count++] = (struct tap_seen){pid, inode};
+}
+
+/* Connects to sockets not seen before; removes sockets of processes that no longer exist. */
+static void tap_scan(struct tap *tap)
+{
+	DIR *d = opendir(tap->dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t pid = session_socket_pid(de->d_name);
+		if (!pid)
+			continue;
+		char path[512];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", tap->dir, de->d_name);
+		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		if (tap_seen_has(tap, pid, st.st_ino))
+			continue;
+		int fd = session_connect(path);
+		if (fd < 0) {
+			/* A socket left behind by a killed process: nobody will ever answer it. */
+			if (fd == -ECONNREFUSED && kill(pid, 0) != 0 && errno == ESRCH) {
+				unlink(path);
+				tap_seen_add(tap, pid, st.st_ino);
+			}
+			continue;
+		}
+		tap_seen_add(tap, pid, st.st_ino);
+		xgrow((void **)&tap->conns, &tap->conn_cap, tap->conn_count + 1, sizeof *tap->conns);
+		struct tap_conn *c = &tap->conns[tap->conn_count++];
+		memset(c, 0, sizeof *c);
+		c->fd = fd;
+		c->pid = pid;
+		c->inode = st.st_ino;
+		c->source = tap->next_source++;
+		wire_decoder_init(&c->dec);
+	}
+	closedir(d);
+}
+
+/* Reads what is available on one connection; returns 0, or -1 if it must be closed. */
+static int tap_conn_read(struct tap *tap, struct tap_conn *c)
+{
+	char buf[65536];
+	size_t budget = TAP_READ_BUDGET;
+	while (budget) {
+		ssize_t n = read(c->fd, buf, sizeof buf);
+		if (n == 0)
+			return -1;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		tap->bytes += (uint64_t)n;
+		budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+		if (wire_decoder_push(&c->dec, buf, (size_t)n) != 0)
+			return -1;
+		uint32_t type, length;
+		const void *payload;
+		const char *cause = NULL;
+		int rc;
+		while ((rc = wire_decoder_next(&c->dec, &type, &payload, &length, &cause)) == 1) {
+			if (!c->got_hello && type != WIRE_FRAME_HELLO) {
+				cause = "peer did not start with a handshake";
+				rc = -EPROTO;
+				break;
+			}
+			if (type == WIRE_FRAME_HELLO) {
+				const char *why;
+				if (wire_hello_check(payload, length, &why) != 0) {
+					cause = why;
+					rc = -EPROTO;
+					break;
+				}
+				c->got_hello = 1;
+			}
+			if (tap->cb.frame(tap->cb.ctx, c->source, type, payload, length) != 0)
+				return -1;
+		}
+		if (rc < 0) {
+			if (tap->cb.error)
+				tap->cb.error(tap->cb.ctx, c->source, c->pid, cause ? cause : "protocol error");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int tap_pump(struct tap *tap, int timeout_ms, int extra_fd)
+{
+	uint64_t now = clock_mono_ns();
+	if (now - tap->last_scan_ns >= TAP_SCAN_NS) {
+		tap->last_scan_ns = now;
+		tap_scan(tap);
+	}
+	size_t n = tap->conn_count;
+	struct pollfd *pfd = xcalloc(n + 1, sizeof *pfd);
+	for (size_t i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){tap->conns[i].fd, POLLIN, 0};
+	pfd[n] = (struct pollfd){extra_fd, POLLIN, 0};
+	/* New sockets appear without an fd to poll on: cap the wait so scans stay frequent. */
+	if (timeout_ms > 20 || timeout_ms < 0)
+		timeout_ms = 20;
+	int ready = poll(pfd, n + (extra_fd >= 0 ? 1 : 0), timeout_ms);
+	int extra_ready = 0;
+	if (ready > 0) {
+		/* Walk backwards: closing swaps the last connection into the closed slot. */
+		for (size_t i = n; i-- > 0;) {
+			if (!pfd[i].revents)
+				continue;
+			if (tap_conn_read(tap, &tap->conns[i]) != 0)
+				tap_conn_close(tap, i);
+		}
+		extra_ready = extra_fd >= 0 && (pfd[n].revents & (POLLIN | POLLHUP | POLLERR));
+	}
+	free(pfd);
+	return extra_ready;
+}
+
+int tap_connection_count(const struct tap *tap)
+{
+	return (int)tap->conn_count;
+}
+
+uint64_t tap_bytes(const struct tap *tap)
+{
+	return tap->bytes;
+}

@@ -1,0 +1,89 @@
+#include "cuscope/cli.h"
+#include "cuscope/log.h"
+#include "cuscope/store.h"
+#include "cuscope/ui.h"
+
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t view_quit;
+
+static void view_on_signal(int sig)
+{
+	(void)sig;
+	view_quit = 1;
+}
+
+int cli_view(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{"ascii", no_argument, NULL, 'a'},
+		{"window", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	struct ui_options ui_opts = {0, 0};
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			ui_opts.ascii = 1;
+			break;
+		case 'w':
+			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
+				log_error("view: --window needs a positive number of seconds, not '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			cli_usage("view");
+			return 0;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		log_error("view: expected one capture file (see cuscope view --help)");
+		return CLI_EXIT_USAGE;
+	}
+	const char *path = argv[optind];
+	struct store *store = store_new();
+	int rc = cli_load_capture(path, store);
+	if (rc) {
+		store_free(store);
+		return rc;
+	}
+	if (!ui_opts.window_s) {
+		uint64_t span = store_last_ns(store) - store_first_ns(store);
+		ui_opts.window_s = span ? (double)span * 1.05e-9 : 10.0;
+	}
+	const char *cause = NULL;
+	struct ui *ui = ui_new(store, &ui_opts, &cause);
+	if (!ui) {
+		log_error("view: %s", cause ? cause : "cannot start the terminal UI");
+		store_free(store);
+		return 1;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = view_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	struct ui_status status = {.command = path, .live = 0};
+	ui_draw(ui, &status, 1);
+	while (!view_quit) {
+		struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};
+		poll(&pfd, 1, 100);
+		int actions = ui_handle_input(ui, &status);
+		if (actions & (UI_ACTION_QUIT | UI_ACTION_DETACH | UI_ACTION_STOP | UI_ACTION_INTERRUPT))
+			break;
+		ui_draw(ui, &status, 0);
+	}
+	ui_free(ui);
+	store_free(store);
+	return 0;
+}
