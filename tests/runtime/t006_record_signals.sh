@@ -14,7 +14,8 @@ record_then_signal()
 {
 	local sig=$1 name=$2
 	shift 2
-	"$CUSCOPE" record -o "$T/$name.cap" -- "$PROGS/long_running" "$@" \
+	# Background jobs of a script start with SIGINT ignored; give cuscope a terminal's default.
+	env --default-signal=INT "$CUSCOPE" record -o "$T/$name.cap" -- "$PROGS/long_running" "$@" \
 		>"$T/$name.out" 2>"$T/$name.err" </dev/null &
 	CS_PID=$!
 	BG_PIDS+=("$CS_PID")

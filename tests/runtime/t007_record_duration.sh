@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cuscope record --duration 2` on an app that would run 60 s: the capture is written after about
-# 2 s, cuscope returns, and the capture holds about 2 s of steps.
+# 2 s, the app is ended, cuscope returns, and the capture holds about 2 s of steps.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -24,4 +24,9 @@ if not 50 <= n <= 600:
     fail("capture of --duration 2 holds %d steps, want about 200" % n)
 process(app("pid"))
 PY
+app_pid=$(sed -n 's/^pid //p' "$T/app.out")
+if ! wait_until 10 pid_gone "$app_pid"; then
+	kill -KILL "$app_pid" 2>/dev/null
+	fail "app still running 10 s after record --duration returned (exit code $RC is not the app's)"
+fi
 exit 0

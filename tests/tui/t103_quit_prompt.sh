@@ -29,7 +29,7 @@ rm -f "$T/exit" "$T/done"
 
 # detach
 TMUX_SOCK="$TMUX_SOCK-b"
-tm_run_cuscope -- "$PROGS/long_running" -t 4 -o "$T/done"
+tm_run_cuscope -- "$PROGS/long_running" -t 6 -o "$T/done"
 tm_wait 'LIVE' 20 "live UI"
 tm_pids
 tm_keys q

@@ -6,7 +6,7 @@
 need_cuscope
 need_prog long_running
 
-TM_WIDTH=220 tm_run_cuscope -- "$PROGS/long_running" -t 3 -o "$T/done"
+TM_WIDTH=220 tm_run_cuscope -- "$PROGS/long_running" -t 5 -o "$T/done"
 tm_wait 'LIVE' 20 "live UI"
 tm_pids
 tm_screen >"$T/screen"
