@@ -19,6 +19,8 @@ int cli_stats(int argc, char **argv);
 int cli_load_capture(const char *path, struct store *store);
 /* Parses a positive number of seconds; returns 0 or -1. */
 int cli_parse_seconds(const char *text, double *out);
+/* Reports the option getopt_long just rejected in one line; returns CLI_EXIT_USAGE. */
+int cli_bad_option(const char *verb, char **argv);
 /* Prints the help of a verb ("" for the top level) to stdout. */
 void cli_usage(const char *verb);
 

@@ -30,6 +30,7 @@ struct thread_ring {
 	pid_t tid;
 	_Atomic int dead;         /* the thread ended; the sender frees the ring once drained */
 	int depth;                /* NVTX push/pop nesting depth, owner thread only */
+	int dropped_depth;        /* pushes dropped for lack of room whose pops must be dropped too */
 };
 
 struct collector_config {
@@ -56,8 +57,21 @@ pid_t collector_gettid(void);
  * Appends one record to the calling thread's ring; text (may be NULL) is copied inline. Never
  * blocks; counts a drop when the ring is full.
  */
-void collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-		    const struct collector_string *domain_ref, const char *text, size_t text_len);
+int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+		   const struct collector_string *domain_ref, const char *text, size_t text_len);
+/*
+ * Like collector_emit, but refuses unless `headroom` bytes stay free afterwards: pushes leave room
+ * for the pops that close already-open ranges, so nesting survives a full ring. Returns 1 if
+ * written, 0 if dropped (counted).
+ */
+int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
+			    const struct collector_string *name_ref, const struct collector_string *domain_ref,
+			    const char *text, size_t text_len);
+/* Marks the calling thread as one of the collector's own (never traced). */
+void collector_mark_own_thread(void);
+
+/* Record flag on WIRE_EV_THREAD_NAME: the kernel name changed (pthread_setname_np/prctl), not NVTX. */
+#define COLLECTOR_NAME_FROM_KERNEL 1u
 /* Makes a heap copy of text as a collector_string (NULL on allocation failure). */
 struct collector_string *collector_string_new(const char *text, size_t length);
 

@@ -44,6 +44,8 @@ void ring_init(struct ring *ring, void *storage, size_t capacity);
  * Fill it, then ring_commit. Producer side only.
  */
 struct ring_record *ring_reserve(struct ring *ring, size_t text_len);
+/* Like ring_reserve but fails unless headroom bytes remain free after the record. */
+struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, size_t headroom);
 /* Publishes the record returned by the last ring_reserve. */
 void ring_commit(struct ring *ring, struct ring_record *record);
 /* Returns the next record or NULL when empty. Consumer side only. */

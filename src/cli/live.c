@@ -110,6 +110,7 @@ int cli_live(int argc, char **argv)
 	unsigned buffer_mb = 0;
 	int opt;
 	optind = 1;
+	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
@@ -138,8 +139,7 @@ int cli_live(int argc, char **argv)
 			printf("cuscope %s\n", CUSCOPE_VERSION);
 			return 0;
 		default:
-			fprintf(stderr, "Try 'cuscope --help'.\n");
-			return CLI_EXIT_USAGE;
+			return cli_bad_option("", argv);
 		}
 	}
 	if (optind >= argc) {

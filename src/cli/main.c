@@ -4,6 +4,7 @@
 #include "cuscope/store.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,14 @@ void cli_usage(const char *verb)
 	printf("\nSee cuscope(1).\n");
 }
 
+int cli_bad_option(const char *verb, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	log_error("%s%sunknown option or missing value: '%s' (see cuscope %s%s--help)", verb, *verb ? ": " : "", arg,
+		  verb, *verb ? " " : "");
+	return CLI_EXIT_USAGE;
+}
+
 int cli_parse_seconds(const char *text, double *out)
 {
 	char *end;
@@ -116,6 +125,8 @@ int cli_load_capture(const char *path, struct store *store)
 
 int main(int argc, char **argv)
 {
+	/* Options errors are reported by cli_bad_option in one line. */
+	opterr = 0;
 	if (argc >= 2) {
 		for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
 			if (strcmp(argv[1], verbs[i].name) == 0)

@@ -99,6 +99,7 @@ int cli_record(int argc, char **argv)
 	unsigned buffer_mb = 0;
 	int opt;
 	optind = 1;
+	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+o:d:h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'o':
@@ -124,7 +125,7 @@ int cli_record(int argc, char **argv)
 			cli_usage("record");
 			return 0;
 		default:
-			return CLI_EXIT_USAGE;
+			return cli_bad_option("record", argv);
 		}
 	}
 	if (!output) {

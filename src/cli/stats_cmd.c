@@ -16,6 +16,7 @@ int cli_stats(int argc, char **argv)
 	enum stats_format format = STATS_FORMAT_TABLE;
 	int opt;
 	optind = 1;
+	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -28,7 +29,7 @@ int cli_stats(int argc, char **argv)
 			cli_usage("stats");
 			return 0;
 		default:
-			return CLI_EXIT_USAGE;
+			return cli_bad_option("stats", argv);
 		}
 	}
 	if (optind != argc - 1) {

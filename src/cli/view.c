@@ -28,6 +28,7 @@ int cli_view(int argc, char **argv)
 	struct ui_options ui_opts = {0, 0};
 	int opt;
 	optind = 1;
+	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
@@ -43,7 +44,7 @@ int cli_view(int argc, char **argv)
 			cli_usage("view");
 			return 0;
 		default:
-			return CLI_EXIT_USAGE;
+			return cli_bad_option("view", argv);
 		}
 	}
 	if (optind != argc - 1) {

@@ -6,12 +6,17 @@
 #include "cuscope/collector.h"
 #include "cuscope/clock.h"
 #include "cuscope/session.h"
+#include "cuscope/wire.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,11 +37,24 @@ pid_t collector_gettid(void)
 	return thread_tid_self;
 }
 
+static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags, uint32_t subject_tid,
+		      uint64_t value, const struct collector_string *name_ref, const struct collector_string *domain_ref,
+		      const char *text, size_t text_len);
+
 /* pthread key destructor: the thread is ending; the sender frees its ring after draining it. */
 static void thread_ring_release(void *arg)
 {
 	struct thread_ring *tr = arg;
+	/* The exact end of a traced thread; untraced threads are found gone by the sender's scan. */
+	ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
+}
+
+static __thread int thread_is_collector;
+
+void collector_mark_own_thread(void)
+{
+	thread_is_collector = 1;
 }
 
 struct thread_ring *collector_thread_ring(void)
@@ -44,7 +62,7 @@ struct thread_ring *collector_thread_ring(void)
 	struct thread_ring *tr = thread_ring_self;
 	if (tr)
 		return tr;
-	if (!atomic_load_explicit(&collector_running, memory_order_acquire))
+	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
 		return NULL;
 	/* mmap rather than malloc: safe even if the app replaced malloc, and never touches its heap locks. */
 	size_t bytes = sizeof *tr + collector_config.ring_bytes;
@@ -63,22 +81,25 @@ struct thread_ring *collector_thread_ring(void)
 							 memory_order_relaxed));
 	thread_ring_self = tr;
 	pthread_setspecific(thread_ring_key, tr);
+	/* Name the thread now: it may end before the sender's next scan of /proc. */
+	char comm[17] = "";
+	prctl(PR_GET_NAME, comm);
+	ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm, strlen(comm));
 	return tr;
 }
 
-void collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-		    const struct collector_string *domain_ref, const char *text, size_t text_len)
+/* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
+static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags, uint32_t subject_tid,
+		      uint64_t value, const struct collector_string *name_ref, const struct collector_string *domain_ref,
+		      const char *text, size_t text_len)
 {
-	struct thread_ring *tr = collector_thread_ring();
-	if (!tr)
-		return;
 	if (text_len > 4096)
 		text_len = 4096;
-	struct ring_record *rec = ring_reserve(&tr->ring, text_len);
+	struct ring_record *rec = ring_reserve_headroom(&tr->ring, text_len, headroom);
 	if (!rec)
-		return;
+		return 0;
 	rec->kind = kind;
-	rec->flags = 0;
+	rec->flags = flags;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
 	rec->reserved = 0;
 	rec->time_ns = clock_mono_ns();
@@ -88,6 +109,23 @@ void collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const s
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
 	ring_commit(&tr->ring, rec);
+	return 1;
+}
+
+int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
+			    const struct collector_string *name_ref, const struct collector_string *domain_ref,
+			    const char *text, size_t text_len)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr)
+		return 0;
+	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
+}
+
+int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+		   const struct collector_string *domain_ref, const char *text, size_t text_len)
+{
+	return collector_emit_reserved(0, kind, subject_tid, value, name_ref, domain_ref, text, text_len);
 }
 
 struct collector_string *collector_string_new(const char *text, size_t length)
@@ -198,4 +236,50 @@ COLLECTOR_EXPORT int InitializeInjection(void)
 {
 	collector_init();
 	return 1;
+}
+
+/*
+ * Thread renames, seen the moment they happen (LD_PRELOAD interposition): a short-lived thread
+ * may be renamed and gone between two scans of /proc. The real function always runs first.
+ */
+static void collector_note_rename(pid_t tid, const char *name)
+{
+	if (!name || thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+		return;
+	struct thread_ring *tr = collector_thread_ring();
+	if (tr)
+		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL, NULL, name,
+			   strnlen(name, 15));
+}
+
+COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+{
+	static int (*real)(pthread_t, const char *);
+	if (!real)
+		real = (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
+	if (!real)
+		return ENOSYS;
+	int rc = real(thread, name);
+	/* Another thread's tid is not portably known; the sender's scan picks that rename up. */
+	if (rc == 0 && pthread_equal(thread, pthread_self()))
+		collector_note_rename(collector_gettid(), name);
+	return rc;
+}
+
+COLLECTOR_EXPORT int prctl(int option, ...)
+{
+	static int (*real)(int, ...);
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (!real)
+		real = (int (*)(int, ...))dlsym(RTLD_NEXT, "prctl");
+	if (!real)
+		return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+	int rc = real(option, a2, a3, a4, a5);
+	if (rc == 0 && option == PR_SET_NAME)
+		collector_note_rename(collector_gettid(), (const char *)a2);
+	return rc;
 }

@@ -16,6 +16,9 @@
 
 static _Atomic uint64_t nvtx_next_range_id = 1;
 
+/* Room a push leaves free so that the pops of open ranges still fit in a nearly full ring. */
+#define NVTX_POP_HEADROOM (16u * 1024)
+
 /* Encodes a wide string (UTF-32 on Linux) as UTF-8 into out; returns bytes written. */
 static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
 {
@@ -54,58 +57,71 @@ static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
 }
 
 /* Emits an event whose message is an ASCII C string. */
-static void nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain, const char *msg)
+static int nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain, const char *msg)
 {
-	collector_emit(kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
+	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
+	return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
 }
 
 /* Emits an event whose message is a wide string (converted to UTF-8 on this thread). */
-static void nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain, const wchar_t *msg)
+static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain, const wchar_t *msg)
 {
 	char utf8[1024];
 	size_t len = nvtx_wide_to_utf8(msg, utf8, sizeof utf8);
-	collector_emit(kind, 0, value, NULL, domain, utf8, len);
+	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
+	return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, utf8, len);
 }
 
 /* Emits an event described by NVTX event attributes (ASCII, Unicode or registered message). */
-static void nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
-			   const nvtxEventAttributes_t *attr)
+static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
+			  const nvtxEventAttributes_t *attr)
 {
-	if (!attr) {
-		collector_emit(kind, 0, value, NULL, domain, NULL, 0);
-		return;
-	}
+	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
+	if (!attr)
+		return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, NULL, 0);
 	uint64_t category = attr->category;
 	/* Range ids travel in value for start events; category only for push and mark. */
 	if (kind == WIRE_EV_NVTX_PUSH || kind == WIRE_EV_NVTX_MARK)
 		value = category;
 	switch (attr->messageType) {
 	case NVTX_MESSAGE_TYPE_ASCII:
-		nvtx_emit_ascii(kind, value, domain, attr->message.ascii);
-		break;
+		return nvtx_emit_ascii(kind, value, domain, attr->message.ascii);
 	case NVTX_MESSAGE_TYPE_UNICODE:
-		nvtx_emit_wide(kind, value, domain, attr->message.unicode);
-		break;
+		return nvtx_emit_wide(kind, value, domain, attr->message.unicode);
 	case NVTX_MESSAGE_TYPE_REGISTERED:
-		collector_emit(kind, 0, value, (const struct collector_string *)attr->message.registered, domain, NULL,
-			       0);
-		break;
+		return collector_emit_reserved(headroom, kind, 0, value,
+					       (const struct collector_string *)attr->message.registered, domain, NULL, 0);
 	default:
-		collector_emit(kind, 0, value, NULL, domain, NULL, 0);
-		break;
+		return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, NULL, 0);
 	}
 }
 
-static int nvtx_push_depth(void)
+
+/* Records a push whose event was written (or not): a dropped push drops its pop too. */
+static int nvtx_push_depth(int written)
 {
 	struct thread_ring *tr = collector_thread_ring();
-	return tr ? tr->depth++ : 0;
+	if (!tr)
+		return 0;
+	if (!written)
+		tr->dropped_depth++;
+	return tr->depth++;
 }
 
-static int nvtx_pop_depth(void)
+/* Emits a pop unless it closes a dropped push; returns the NVTX depth result. */
+static int nvtx_pop(const struct collector_string *domain)
 {
 	struct thread_ring *tr = collector_thread_ring();
-	if (!tr || tr->depth == 0)
+	if (!tr)
+		return -1;
+	if (tr->dropped_depth > 0) {
+		/* Its push was never recorded: keep the nesting whole by dropping the pop as well. */
+		tr->dropped_depth--;
+		atomic_fetch_add_explicit(&tr->ring.dropped, 1, memory_order_relaxed);
+	} else {
+		collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, domain, NULL, 0);
+	}
+	if (tr->depth == 0)
 		return -1;
 	return --tr->depth;
 }
@@ -155,26 +171,22 @@ static void nvtx_range_end(nvtxRangeId_t id)
 
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *attr)
 {
-	nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, NULL, attr);
-	return nvtx_push_depth();
+	return nvtx_push_depth(nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, NULL, attr));
 }
 
 static int nvtx_range_push_a(const char *msg)
 {
-	nvtx_emit_ascii(WIRE_EV_NVTX_PUSH, 0, NULL, msg);
-	return nvtx_push_depth();
+	return nvtx_push_depth(nvtx_emit_ascii(WIRE_EV_NVTX_PUSH, 0, NULL, msg));
 }
 
 static int nvtx_range_push_w(const wchar_t *msg)
 {
-	nvtx_emit_wide(WIRE_EV_NVTX_PUSH, 0, NULL, msg);
-	return nvtx_push_depth();
+	return nvtx_push_depth(nvtx_emit_wide(WIRE_EV_NVTX_PUSH, 0, NULL, msg));
 }
 
 static int nvtx_range_pop(void)
 {
-	collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, NULL, NULL, 0);
-	return nvtx_pop_depth();
+	return nvtx_pop(NULL);
 }
 
 static void nvtx_name_category_a(uint32_t category, const char *name)
@@ -225,14 +237,12 @@ static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr)
 {
-	nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, nvtx_domain(domain), attr);
-	return nvtx_push_depth();
+	return nvtx_push_depth(nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, nvtx_domain(domain), attr));
 }
 
 static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
 {
-	collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, nvtx_domain(domain), NULL, 0);
-	return nvtx_pop_depth();
+	return nvtx_pop(nvtx_domain(domain));
 }
 
 /* Resources (named pointers/handles) are not shown yet; a unique non-NULL handle keeps callers happy. */

@@ -16,6 +16,11 @@ static size_t ring_record_size(size_t text_len)
 
 struct ring_record *ring_reserve(struct ring *ring, size_t text_len)
 {
+	return ring_reserve_headroom(ring, text_len, 0);
+}
+
+struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, size_t headroom)
+{
 	size_t need = ring_record_size(text_len);
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
@@ -24,7 +29,7 @@ struct ring_record *ring_reserve(struct ring *ring, size_t text_len)
 	size_t to_end = capacity - offset;
 	/* Records never wrap: if the end is too short, pad it and start again at offset 0. */
 	size_t total = need <= to_end ? need : to_end + need;
-	if (need > UINT16_MAX || head + total - tail > capacity) {
+	if (need > UINT16_MAX || head + total + headroom - tail > capacity) {
 		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 		return NULL;
 	}

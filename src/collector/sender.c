@@ -46,6 +46,7 @@ struct known_thread {
 	char nvtx_name[64]; /* name given through nvtxNameOsThread, wins over comm */
 	uint64_t first_ns;
 	int seen;           /* found in the latest scan */
+	int exited;         /* its exit was reported by the thread itself; forget it once /proc does */
 };
 
 static struct sender {
@@ -283,6 +284,8 @@ static void scan_threads(uint64_t now)
 			continue;
 		}
 		t->seen = 1;
+		if (t->exited)
+			continue;
 		if (strcmp(t->comm, comm) != 0) {
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			if (!t->nvtx_name[0]) {
@@ -298,26 +301,59 @@ static void scan_threads(uint64_t now)
 			i++;
 			continue;
 		}
-		struct wire_event ev = {.time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
-		push_event(&ev);
+		if (!snd.threads[i].exited) {
+			struct wire_event ev = {.time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
+			push_event(&ev);
+		}
 		snd.threads[i] = snd.threads[--snd.thread_count];
 	}
 }
 
 /* ---- rings ---- */
 
+/* Applies a thread naming record to the thread table; returns 0 if it changes nothing visible. */
+static int apply_thread_name(const struct ring_record *rec)
+{
+	struct known_thread *t = thread_find((pid_t)rec->tid);
+	int is_new = !t;
+	if (!t)
+		t = thread_add((pid_t)rec->tid, rec->time_ns);
+	if (!t)
+		return 1;
+	t->exited = 0;
+	if (rec->flags & COLLECTOR_NAME_FROM_KERNEL) {
+		size_t len = rec->text_len < sizeof t->comm - 1 ? rec->text_len : sizeof t->comm - 1;
+		memcpy(t->comm, rec + 1, len);
+		t->comm[len] = '\0';
+		/* An NVTX name, once given, wins over kernel renames. */
+		return is_new || !t->nvtx_name[0];
+	}
+	size_t len = rec->text_len < sizeof t->nvtx_name - 1 ? rec->text_len : sizeof t->nvtx_name - 1;
+	memcpy(t->nvtx_name, rec + 1, len);
+	t->nvtx_name[len] = '\0';
+	return 1;
+}
+
 static void convert_record(const struct ring_record *rec)
 {
 	if (rec->kind == WIRE_EV_THREAD_NAME) {
-		/* nvtxNameOsThread: the name sticks to that thread and overrides later kernel renames. */
 		struct known_thread *t = thread_find((pid_t)rec->tid);
-		if (!t)
-			t = thread_add((pid_t)rec->tid, rec->time_ns);
-		if (t) {
-			size_t len = rec->text_len < sizeof t->nvtx_name - 1 ? rec->text_len : sizeof t->nvtx_name - 1;
-			memcpy(t->nvtx_name, rec + 1, len);
-			t->nvtx_name[len] = '\0';
-		}
+		uint64_t first_ns = t ? t->first_ns : rec->time_ns;
+		if (!apply_thread_name(rec))
+			return;
+		t = thread_find((pid_t)rec->tid);
+		const char *name = t ? thread_display_name(t) : "";
+		struct wire_event ev = {.time_ns = first_ns < rec->time_ns ? rec->time_ns : first_ns,
+					.tid = rec->tid,
+					.kind = WIRE_EV_THREAD_NAME};
+		ev.name_id = intern(name, strlen(name));
+		push_event(&ev);
+		return;
+	}
+	if (rec->kind == WIRE_EV_THREAD_EXIT) {
+		struct known_thread *t = thread_find((pid_t)rec->tid);
+		if (t)
+			t->exited = 1;
 	}
 	struct wire_event ev = {
 		.time_ns = rec->time_ns,
@@ -639,6 +675,7 @@ static void sender_final_flush(void)
 static void *sender_main(void *arg)
 {
 	(void)arg;
+	collector_mark_own_thread();
 	prctl(PR_SET_NAME, "cuscope-sender");
 	snd.tid = collector_gettid();
 	snd.last_scan_ns = 0;

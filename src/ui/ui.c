@@ -27,7 +27,7 @@
 #include "cuscope/viewport.h"
 #include "cuscope/xalloc.h"
 
-#define UI_GUTTER       16 /* label cells plus the separator */
+#define UI_GUTTER       24 /* label cells plus the separator */
 #define UI_MESSAGE_NS   (3ull * 1000000000ull)
 #define UI_LOG_TAIL     (64 * 1024) /* bytes of the log read per draw */
 #define UI_DEFAULT_SPAN (10ull * 1000000000ull)
