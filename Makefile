@@ -99,6 +99,15 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
+# Benchmarks: a producer target and the in-process pipeline harness (uses the CLI's launch and tap).
+BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline
+$(BUILD)/tests/bench/nvtx_producer: tests/bench/nvtx_producer.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread -ldl
+$(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/cli/launch.o $(BUILD)/obj/cli/tap.o $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(NCURSES_LIBS) -lpthread -lm
+
 deps:
 	$(Q)./tests/install-deps.sh
 
@@ -113,7 +122,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build
 	$(Q)./contrib/demo.sh
 
-bench: all tests-build
+bench: all tests-build $(BENCH_BIN)
 	$(Q)./tests/bench/run.sh
 
 dist: all

@@ -31,6 +31,7 @@ struct thread_ring {
 	_Atomic int dead;         /* the thread ended; the sender frees the ring once drained */
 	int depth;                /* NVTX push/pop nesting depth, owner thread only */
 	int dropped_depth;        /* pushes dropped for lack of room whose pops must be dropped too */
+	_Atomic int wake_sent;    /* the sender was woken for this ring and has not drained it yet */
 };
 
 struct collector_config {
@@ -46,6 +47,8 @@ extern struct collector_config collector_config;
 extern _Atomic int collector_running;
 /* Head of the list of thread rings (push-only from application threads). */
 extern struct thread_ring *_Atomic collector_rings;
+/* eventfd the sender polls; application threads write it when their ring is half full. */
+extern _Atomic int collector_wake_fd;
 /* Losses counted on application threads (no ring memory). */
 extern _Atomic uint64_t collector_lost_no_memory;
 

@@ -29,7 +29,8 @@ _Static_assert(sizeof(struct ring_record) == 48, "ring_record layout");
 
 struct ring {
 	_Atomic uint64_t head; /* bytes ever written (producer) */
-	char pad0[56];
+	uint64_t tail_seen;    /* producer's last read of tail: avoids touching the consumer's line per record */
+	char pad0[48];
 	_Atomic uint64_t tail; /* bytes ever consumed (consumer) */
 	char pad1[56];
 	_Atomic uint64_t dropped; /* records refused because the ring was full */
@@ -54,5 +55,9 @@ const struct ring_record *ring_peek(struct ring *ring);
 void ring_release(struct ring *ring, const struct ring_record *record);
 /* Bytes currently queued. */
 size_t ring_used(struct ring *ring);
+/* Producer side: bytes queued as of the producer's last look at the consumer (an upper bound). */
+size_t ring_used_upper_bound(const struct ring *ring);
+/* Producer side: re-reads the consumer's position and returns the bytes queued. */
+size_t ring_refresh_used(struct ring *ring);
 
 #endif

@@ -93,6 +93,8 @@ uint64_t store_event_count(const struct store *store);
 uint64_t store_loss_total(const struct store *store);
 /* Loss total for one cause (enum wire_loss_cause) summed over processes. */
 uint64_t store_loss_count(const struct store *store, uint32_t cause);
+/* Bytes of memory the store holds for events, strings and indexes (capacity, not just use). */
+size_t store_memory_bytes(const struct store *store);
 /* Bumped on every change, so a UI can redraw only when something changed. */
 uint64_t store_generation(const struct store *store);
 

@@ -24,6 +24,7 @@ struct collector_config collector_config;
 _Atomic int collector_running;
 struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
+_Atomic int collector_wake_fd = -1;
 
 static __thread struct thread_ring *thread_ring_self;
 static __thread pid_t thread_tid_self;
@@ -109,6 +110,18 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
 	ring_commit(&tr->ring, rec);
+	/* A burst must not wait for the sender's next timer: one non-blocking eventfd write per half ring. */
+	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
+	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) && ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
+		int fd = atomic_load_explicit(&collector_wake_fd, memory_order_relaxed);
+		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
+		if (fd >= 0) {
+			uint64_t one = 1;
+			if (write(fd, &one, sizeof one) < 0) {
+				/* the counter is saturated: the sender is awake anyway */
+			}
+		}
+	}
 	return 1;
 }
 

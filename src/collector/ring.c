@@ -23,15 +23,18 @@ struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, si
 {
 	size_t need = ring_record_size(text_len);
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
 	size_t capacity = ring->mask + 1;
 	size_t offset = head & ring->mask;
 	size_t to_end = capacity - offset;
 	/* Records never wrap: if the end is too short, pad it and start again at offset 0. */
 	size_t total = need <= to_end ? need : to_end + need;
-	if (need > UINT16_MAX || head + total + headroom - tail > capacity) {
-		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
-		return NULL;
+	if (head + total + headroom - ring->tail_seen > capacity) {
+		/* Only now look at the consumer's progress (a shared cache line). */
+		ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
+		if (need > UINT16_MAX || head + total + headroom - ring->tail_seen > capacity) {
+			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+			return NULL;
+		}
 	}
 	if (need > to_end) {
 		struct ring_record *pad = (struct ring_record *)(ring->data + offset);
@@ -80,4 +83,15 @@ size_t ring_used(struct ring *ring)
 {
 	return (size_t)(atomic_load_explicit(&ring->head, memory_order_acquire) -
 			atomic_load_explicit(&ring->tail, memory_order_acquire));
+}
+
+size_t ring_used_upper_bound(const struct ring *ring)
+{
+	return (size_t)(atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->tail_seen);
+}
+
+size_t ring_refresh_used(struct ring *ring)
+{
+	ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	return ring_used_upper_bound(ring);
 }

@@ -81,8 +81,22 @@ static struct sender {
 
 /* ---- send queue ---- */
 
+/* Recycled blocks: mapping and faulting in fresh pages for every block costs more than the copy. */
+#define OUT_BLOCK_SPARE_MAX 16
+static struct out_block *spare_blocks;
+static unsigned spare_count;
+
 static struct out_block *out_block_new(void)
 {
+	if (spare_blocks) {
+		struct out_block *b = spare_blocks;
+		spare_blocks = b->next;
+		spare_count--;
+		b->next = NULL;
+		b->len = b->sent = 0;
+		b->events = 0;
+		return b;
+	}
 	void *mem = mmap(NULL, sizeof(struct out_block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
@@ -95,6 +109,12 @@ static struct out_block *out_block_new(void)
 
 static void out_block_free(struct out_block *b)
 {
+	if (spare_count < OUT_BLOCK_SPARE_MAX) {
+		b->next = spare_blocks;
+		spare_blocks = b;
+		spare_count++;
+		return;
+	}
 	munmap(b, sizeof *b);
 }
 
@@ -384,6 +404,9 @@ static size_t drain_rings(void)
 			ring_release(&tr->ring, rec);
 			drained++;
 		}
+		/* Write only when set: the flag shares a cache line with fields the producer updates. */
+		if (atomic_load_explicit(&tr->wake_sent, memory_order_relaxed))
+			atomic_store_explicit(&tr->wake_sent, 0, memory_order_relaxed);
 		struct thread_ring *next = tr->next;
 		if (dead) {
 			snd.ring_drops_freed += atomic_load(&tr->ring.dropped);
@@ -719,6 +742,7 @@ int sender_start(void)
 		return err;
 	}
 	snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	atomic_store(&collector_wake_fd, snd.wake_fd);
 	atomic_store(&snd.stop, 0);
 	/* The sender must not inherit signals meant for the application's threads. */
 	sigset_t all, old;
@@ -766,10 +790,13 @@ void sender_forget_after_fork(void)
 	if (snd.wake_fd >= 0)
 		close(snd.wake_fd);
 	snd.listen_fd = snd.viewer_fd = snd.wake_fd = -1;
+	atomic_store(&collector_wake_fd, -1);
 	snd.ever_connected = 0;
 	snd.head = snd.tail = NULL;
 	snd.queued_bytes = 0;
 	snd.event_count = 0;
+	spare_blocks = NULL;
+	spare_count = 0;
 	snd.threads = NULL;
 	snd.thread_count = snd.thread_cap = 0;
 	memset(snd.lost, 0, sizeof snd.lost);

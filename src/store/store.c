@@ -677,3 +677,26 @@ size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane
 	*out = l->marks + lo;
 	return hi > lo ? hi - lo : 0;
 }
+
+size_t store_memory_bytes(const struct store *st)
+{
+	size_t bytes = sizeof *st + st->proc_cap * sizeof *st->procs + st->source_cap * sizeof *st->sources;
+	bytes += st->string_cap * (sizeof *st->strings + sizeof *st->string_len) + st->hash_size * sizeof *st->hash_slots;
+	for (size_t i = 0; i < st->string_count; i++)
+		bytes += st->string_len[i] + 1;
+	for (size_t s = 0; s < st->source_cap; s++)
+		bytes += st->sources[s].strmap_cap * sizeof *st->sources[s].strmap;
+	for (size_t p = 0; p < st->proc_count; p++) {
+		const struct process *pr = &st->procs[p];
+		bytes += pr->lane_cap * sizeof *pr->lanes + pr->tid_slots * (sizeof *pr->tid_keys + sizeof *pr->tid_vals);
+		bytes += pr->pending_cap * sizeof *pr->pending;
+		for (size_t l = 0; l < pr->lane_count; l++) {
+			const struct lane *ln = &pr->lanes[l];
+			bytes += ln->row_cap * sizeof *ln->rows + ln->open_cap * sizeof *ln->open;
+			bytes += ln->mark_cap * sizeof *ln->marks;
+			for (size_t r = 0; r < ln->row_count; r++)
+				bytes += ln->rows[r].cap * sizeof *ln->rows[r].v;
+		}
+	}
+	return bytes;
+}
