@@ -6,6 +6,7 @@
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,10 +139,11 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	memcpy(c->buf + c->len + sizeof fh, payload, length);
 	c->len += need;
 	if (type == WIRE_FRAME_EVENTS) {
-		const struct wire_event *ev = payload;
-		for (size_t i = 0; i < length / sizeof *ev; i++) {
+		/* Frames inside a socket stream or chunk are not 8-byte aligned: copy, never dereference. */
+		const char *bytes = payload;
+		for (size_t i = 0; i < length / sizeof(struct wire_event); i++) {
 			uint64_t t;
-			memcpy(&t, &ev[i].time_ns, sizeof t);
+			memcpy(&t, bytes + i * sizeof(struct wire_event) + offsetof(struct wire_event, time_ns), sizeof t);
 			if (!t)
 				continue;
 			if (!c->first_ns || t < c->first_ns)

@@ -176,7 +176,8 @@ static void section_nvtx(const struct store *st, struct table *t)
 				group_add(&g, &m[i], 2);
 		}
 	}
-	qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
+	if (g.n)
+		qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
 		qsort(e->durations, e->n, sizeof *e->durations, cmp_u64);

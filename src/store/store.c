@@ -466,10 +466,11 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 	}
 	case WIRE_FRAME_EVENTS: {
 		size_t count = length / sizeof(struct wire_event);
-		const struct wire_event *evs = payload;
+		/* Frames are not aligned in the byte stream: copy each record out. */
+		const char *bytes = payload;
 		for (size_t i = 0; i < count; i++) {
 			struct wire_event ev;
-			memcpy(&ev, &evs[i], sizeof ev);
+			memcpy(&ev, bytes + i * sizeof ev, sizeof ev);
 			ingest_event(st, pr, src, &ev);
 		}
 		break;
