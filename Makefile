@@ -78,7 +78,7 @@ $(COLLECTOR): $(COLLECTOR_OBJ)
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
-	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(NCURSES_LIBS) -lpthread -lm '-Wl,-rpath,$$ORIGIN/../lib'
+	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(NCURSES_LIBS) -lpthread -lm '-Wl,-rpath,$$ORIGIN/../lib' -Wl,--disable-new-dtags
 
 $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 	@mkdir -p $(dir $@)

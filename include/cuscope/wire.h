@@ -23,6 +23,9 @@ enum wire_frame_type {
 	WIRE_FRAME_EVENTS = 3, /* an array of struct wire_event */
 	WIRE_FRAME_LOSSES = 4, /* an array of struct wire_loss: cumulative totals, newest wins */
 	WIRE_FRAME_BYE = 5,    /* struct wire_bye: the process is exiting normally */
+	WIRE_FRAME_GPU = 6,    /* an array of struct wire_gpu_event (CUPTI activity, decoded) */
+	WIRE_FRAME_GPU_DEVICE = 7, /* struct wire_gpu_device */
+	WIRE_FRAME_NOTICE = 8, /* struct wire_notice, then length bytes of one-line text for the user */
 	WIRE_FRAME_TYPE_MAX
 };
 
@@ -93,6 +96,8 @@ enum wire_loss_cause {
 	WIRE_LOSS_STRING_CAP = 4,     /* a name arrived after the string table was full */
 	WIRE_LOSS_NO_MEMORY = 5,      /* the collector could not allocate a buffer */
 	WIRE_LOSS_UNMATCHED_POP = 6,  /* a pop/end without its push/start (counted by the viewer) */
+	WIRE_LOSS_CUPTI_DROPPED = 7,  /* GPU records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
+	WIRE_LOSS_GPU_BUFFER = 8,     /* CUPTI buffers refused because the collector's buffer bound was reached */
 	WIRE_LOSS_CAUSE_MAX
 };
 
@@ -109,6 +114,113 @@ struct wire_bye {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
+
+/* ---- GPU activity (CUPTI), decoded by the collector into one fixed-size record ---- */
+
+enum wire_gpu_kind {
+	WIRE_GPU_KERNEL = 1,      /* a kernel on a stream; name_id = mangled kernel name (the viewer demangles) */
+	WIRE_GPU_MEMCPY = 2,      /* subkind = enum wire_memcpy_kind, src_mem/dst_mem = enum wire_mem_kind */
+	WIRE_GPU_MEMSET = 3,      /* dst_mem = memory kind, bytes */
+	WIRE_GPU_SYNC = 4,        /* a host wait: subkind = enum wire_sync_type; stream valid for stream syncs */
+	WIRE_GPU_API_RUNTIME = 5, /* CUDA runtime call on thread tid: subkind = cbid, name_id = function name */
+	WIRE_GPU_API_DRIVER = 6,  /* CUDA driver call on thread tid: subkind = cbid, name_id = function name */
+	WIRE_GPU_CONTEXT = 7,     /* context `context` lives on `device`; stream = its legacy default (NULL) stream */
+	WIRE_GPU_STREAM = 8,      /* stream `stream` of `context` exists; subkind 1 = non-blocking */
+	WIRE_GPU_OVERHEAD = 9,    /* CUPTI/driver overhead interval; subkind = CUPTI overhead kind */
+	WIRE_GPU_KIND_MAX
+};
+
+enum wire_memcpy_kind {
+	WIRE_MEMCPY_UNKNOWN = 0,
+	WIRE_MEMCPY_HTOD = 1,
+	WIRE_MEMCPY_DTOH = 2,
+	WIRE_MEMCPY_HTOA = 3,
+	WIRE_MEMCPY_ATOH = 4,
+	WIRE_MEMCPY_ATOA = 5,
+	WIRE_MEMCPY_ATOD = 6,
+	WIRE_MEMCPY_DTOA = 7,
+	WIRE_MEMCPY_DTOD = 8,
+	WIRE_MEMCPY_HTOH = 9,
+	WIRE_MEMCPY_PTOP = 10,
+	WIRE_MEMCPY_KIND_MAX
+};
+
+enum wire_mem_kind {
+	WIRE_MEM_UNKNOWN = 0,
+	WIRE_MEM_PAGEABLE = 1,
+	WIRE_MEM_PINNED = 2,
+	WIRE_MEM_DEVICE = 3,
+	WIRE_MEM_ARRAY = 4,
+	WIRE_MEM_MANAGED = 5,
+	WIRE_MEM_DEVICE_STATIC = 6,
+	WIRE_MEM_MANAGED_STATIC = 7,
+	WIRE_MEM_KIND_MAX
+};
+
+enum wire_sync_type {
+	WIRE_SYNC_UNKNOWN = 0,
+	WIRE_SYNC_EVENT = 1,         /* cudaEventSynchronize */
+	WIRE_SYNC_STREAM_WAIT_EVENT = 2,
+	WIRE_SYNC_STREAM = 3,        /* cudaStreamSynchronize */
+	WIRE_SYNC_CONTEXT = 4,       /* cudaDeviceSynchronize / context sync */
+	WIRE_SYNC_TYPE_MAX
+};
+
+#define WIRE_GPU_FLAG_ASYNC 1u       /* memcpy/memset issued asynchronously */
+#define WIRE_GPU_FLAG_DEVICE_LAUNCH 2u /* launched from the device (CDP) */
+
+struct wire_gpu_event {
+	uint64_t start_ns;       /* CLOCK_MONOTONIC (CUPTI timestamp callback) */
+	uint64_t end_ns;         /* CLOCK_MONOTONIC */
+	uint64_t bytes;          /* memcpy / memset size */
+	uint32_t correlation_id; /* joins a kernel/copy to the API call that issued it (0 = none, e.g. graphs) */
+	uint32_t name_id;        /* interned: kernel name or API function name */
+	uint32_t device;
+	uint32_t context;
+	uint32_t stream;
+	uint16_t kind;           /* enum wire_gpu_kind */
+	uint16_t subkind;        /* see enum wire_gpu_kind */
+	uint32_t tid;            /* API records: calling OS thread */
+	int32_t grid[3];         /* kernel launch grid */
+	int32_t block[3];        /* kernel block */
+	uint32_t registers;      /* per thread */
+	uint32_t shared_static;  /* bytes */
+	uint32_t shared_dynamic; /* bytes */
+	uint8_t src_mem;         /* enum wire_mem_kind */
+	uint8_t dst_mem;         /* enum wire_mem_kind */
+	uint8_t flags;           /* WIRE_GPU_FLAG_* */
+	uint8_t reserved;
+	uint32_t graph_id;       /* CUDA graph the work belongs to, 0 = none */
+};
+_Static_assert(sizeof(struct wire_gpu_event) == 96, "wire_gpu_event layout");
+
+struct wire_gpu_device {
+	uint32_t device;      /* CUDA device ordinal as CUPTI reports it */
+	uint32_t name_id;     /* interned device name */
+	uint8_t uuid[16];
+	uint64_t global_memory_bytes;
+	uint32_t sm_count;
+	uint32_t cc_major;
+	uint32_t cc_minor;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct wire_gpu_device) == 48, "wire_gpu_device layout");
+
+enum wire_notice_level {
+	WIRE_NOTICE_INFO = 0,
+	WIRE_NOTICE_WARNING = 1, /* part of the job cannot be done (e.g. GPU tracing unavailable) */
+};
+
+struct wire_notice {
+	uint32_t level;  /* enum wire_notice_level */
+	uint32_t length; /* bytes of text that follow */
+};
+_Static_assert(sizeof(struct wire_notice) == 8, "wire_notice layout");
+
+/* Names for stats and the UI ("HtoD", "pageable", "stream", ...); never NULL. */
+const char *wire_memcpy_kind_name(uint32_t kind);
+const char *wire_mem_kind_name(uint32_t kind);
+const char *wire_sync_type_name(uint32_t type);
 
 /* Stable machine-readable name of a loss cause ("ring_full", ...), or NULL. */
 const char *wire_loss_cause_name(uint32_t cause);

@@ -11,11 +11,51 @@ static const char *const loss_cause_names[WIRE_LOSS_CAUSE_MAX] = {
 	[WIRE_LOSS_STRING_CAP] = "string_table_full",
 	[WIRE_LOSS_NO_MEMORY] = "no_memory",
 	[WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
+	[WIRE_LOSS_CUPTI_DROPPED] = "cupti_dropped",
+	[WIRE_LOSS_GPU_BUFFER] = "gpu_buffer_refused",
 };
+
+static const char *const memcpy_kind_names[WIRE_MEMCPY_KIND_MAX] = {
+	[WIRE_MEMCPY_UNKNOWN] = "unknown", [WIRE_MEMCPY_HTOD] = "HtoD", [WIRE_MEMCPY_DTOH] = "DtoH",
+	[WIRE_MEMCPY_HTOA] = "HtoA",       [WIRE_MEMCPY_ATOH] = "AtoH", [WIRE_MEMCPY_ATOA] = "AtoA",
+	[WIRE_MEMCPY_ATOD] = "AtoD",       [WIRE_MEMCPY_DTOA] = "DtoA", [WIRE_MEMCPY_DTOD] = "DtoD",
+	[WIRE_MEMCPY_HTOH] = "HtoH",       [WIRE_MEMCPY_PTOP] = "PtoP",
+};
+
+static const char *const mem_kind_names[WIRE_MEM_KIND_MAX] = {
+	[WIRE_MEM_UNKNOWN] = "unknown",	  [WIRE_MEM_PAGEABLE] = "pageable",
+	[WIRE_MEM_PINNED] = "pinned",	  [WIRE_MEM_DEVICE] = "device",
+	[WIRE_MEM_ARRAY] = "array",	  [WIRE_MEM_MANAGED] = "managed",
+	[WIRE_MEM_DEVICE_STATIC] = "device_static", [WIRE_MEM_MANAGED_STATIC] = "managed_static",
+};
+
+static const char *const sync_type_names[WIRE_SYNC_TYPE_MAX] = {
+	[WIRE_SYNC_UNKNOWN] = "unknown",
+	[WIRE_SYNC_EVENT] = "event",
+	[WIRE_SYNC_STREAM_WAIT_EVENT] = "stream_wait_event",
+	[WIRE_SYNC_STREAM] = "stream",
+	[WIRE_SYNC_CONTEXT] = "context",
+};
+
+const char *wire_memcpy_kind_name(uint32_t kind)
+{
+	return kind < WIRE_MEMCPY_KIND_MAX ? memcpy_kind_names[kind] : "unknown";
+}
+
+const char *wire_mem_kind_name(uint32_t kind)
+{
+	return kind < WIRE_MEM_KIND_MAX ? mem_kind_names[kind] : "unknown";
+}
+
+const char *wire_sync_type_name(uint32_t type)
+{
+	return type < WIRE_SYNC_TYPE_MAX ? sync_type_names[type] : "unknown";
+}
 
 static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
 	[WIRE_FRAME_HELLO] = "hello",   [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
-	[WIRE_FRAME_LOSSES] = "losses", [WIRE_FRAME_BYE] = "bye",
+	[WIRE_FRAME_LOSSES] = "losses", [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
+	[WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice",
 };
 
 const char *wire_loss_cause_name(uint32_t cause)
@@ -83,6 +123,23 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 		if (length == sizeof(struct wire_bye))
 			return 0;
 		break;
+	case WIRE_FRAME_GPU:
+		if (length % sizeof(struct wire_gpu_event) == 0)
+			return 0;
+		break;
+	case WIRE_FRAME_GPU_DEVICE:
+		if (length == sizeof(struct wire_gpu_device))
+			return 0;
+		break;
+	case WIRE_FRAME_NOTICE: {
+		struct wire_notice n;
+		if (length < sizeof n)
+			break;
+		memcpy(&n, payload, sizeof n);
+		if (n.length == length - sizeof n && n.length <= WIRE_MAX_STRING)
+			return 0;
+		break;
+	}
 	default:
 		*cause = "unknown frame type";
 		return -EPROTO;
