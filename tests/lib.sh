@@ -189,9 +189,9 @@ for r in J["nvtx"]:
 for r in J["losses"]:
     if set(r) < {"cause", "count"}:
         fail("losses row lacks cause/count: %r" % r)
-got_causes = sorted(r["cause"] for r in J["losses"])
-if got_causes != sorted(CAUSES):
-    fail("losses causes %r, want one row each of %r" % (got_causes, CAUSES))
+got_causes = [r["cause"] for r in J["losses"]]
+if len(set(got_causes)) != len(got_causes) or not set(CAUSES) <= set(got_causes):
+    fail("losses causes %r, want one row each of %r (more causes allowed)" % (sorted(got_causes), CAUSES))
 
 def app(key):
     """Integer after `key` on the app's stdout line starting with key (first match)."""
