@@ -1,0 +1,689 @@
+/* Capture file unit tests: write and read back, truncation, corruption, foreign and newer files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cuscope/capture.h"
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+
+#define BATCHES 10
+#define PAIRS   20 /* push/pop pairs per batch */
+
+static const char manifest_text[] = "cuscope_version=test\ncommand=app --flag\ncwd=/tmp\n";
+
+struct fixture {
+	char dir[64];
+	char path[128];  /* the good capture */
+	char other[128]; /* scratch file for damaged copies */
+	uint8_t *bytes;  /* contents of path */
+	size_t size;
+};
+
+/* ---- writing ---- */
+
+static void write_hello(struct capture_writer *w, uint32_t source, int32_t pid)
+{
+	uint8_t buf[sizeof(struct wire_hello) + 16];
+	static const char argv[] = "app\0--flag";
+	struct wire_hello h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, WIRE_MAGIC, 8);
+	h.version = WIRE_VERSION;
+	h.hello_size = sizeof h;
+	h.pid = pid;
+	h.ppid = 1;
+	strcpy(h.host, "cap-host");
+	h.cmdline_len = sizeof argv;
+	memcpy(buf, &h, sizeof h);
+	memcpy(buf + sizeof h, argv, sizeof argv);
+	assert_int_equal(
+	    capture_writer_frame(w, source, WIRE_FRAME_HELLO, buf, (uint32_t)(sizeof h + sizeof argv)), 0);
+}
+
+static void write_string(struct capture_writer *w, uint32_t source, uint32_t id, const char *text)
+{
+	uint8_t buf[sizeof(struct wire_string) + 64];
+	struct wire_string s = {id, (uint32_t)strlen(text)};
+	memcpy(buf, &s, sizeof s);
+	memcpy(buf + sizeof s, text, s.length);
+	assert_int_equal(
+	    capture_writer_frame(w, source, WIRE_FRAME_STRING, buf, (uint32_t)(sizeof s + s.length)), 0);
+}
+
+static struct wire_event ev(uint16_t kind, uint64_t t, uint32_t tid, uint32_t name, uint64_t value)
+{
+	struct wire_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = kind;
+	e.time_ns = t;
+	e.tid = tid;
+	e.name_id = name;
+	e.value = value;
+	return e;
+}
+
+/* Event time of batch b, pair i, edge (0 push, 1 pop) for a source. */
+static uint64_t event_time(uint32_t source, int b, int i, int edge)
+{
+	return 1000000ull + (uint64_t)b * 100000 + (uint64_t)i * 100 + (uint64_t)edge * 50 + source;
+}
+
+/* Writes the standard capture: manifest, then BATCHES flushes of two sources, losses, BYE, END. */
+static void write_capture(const char *path)
+{
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(path, &err, &cause);
+	assert_non_null(w);
+	assert_int_equal(capture_writer_manifest(w, manifest_text, strlen(manifest_text)), 0);
+	for (uint32_t s = 0; s < 2; s++) {
+		write_hello(w, s, 100 + (int32_t)s);
+		write_string(w, s, 2, s ? "work-one" : "work-zero");
+	}
+	for (int b = 0; b < BATCHES; b++) {
+		for (uint32_t s = 0; s < 2; s++) {
+			struct wire_event e[2 * PAIRS + 2];
+			size_t n = 0;
+			for (int i = 0; i < PAIRS; i++) {
+				e[n++] = ev(WIRE_EV_NVTX_PUSH, event_time(s, b, i, 0), 1000 + s, 2, 0);
+				e[n++] = ev(WIRE_EV_NVTX_POP, event_time(s, b, i, 1), 1000 + s, 0, 0);
+			}
+			/* One async range per batch, started and ended on different threads. */
+			e[n++] =
+			    ev(WIRE_EV_NVTX_START, event_time(s, b, 0, 0) + 1, 1000 + s, 2, (uint64_t)b + 1);
+			e[n++] =
+			    ev(WIRE_EV_NVTX_END, event_time(s, b, PAIRS, 0), 2000 + s, 0, (uint64_t)b + 1);
+			assert_int_equal(
+			    capture_writer_frame(w, s, WIRE_FRAME_EVENTS, e, (uint32_t)(n * sizeof *e)), 0);
+		}
+		assert_int_equal(capture_writer_flush(w), 0);
+	}
+	struct wire_loss loss = {WIRE_LOSS_RING_FULL, 0, 42};
+	assert_int_equal(capture_writer_frame(w, 1, WIRE_FRAME_LOSSES, &loss, sizeof loss), 0);
+	struct wire_bye bye = {.time_ns = 9000000, .exit_code = 0};
+	assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_BYE, &bye, sizeof bye), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+}
+
+static uint8_t *read_all(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*size = (size_t)n;
+	return buf;
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	if (len)
+		assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof *fx);
+	if (!fx)
+		return -1;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(fx->dir, sizeof fx->dir, "%s/cuscope-cap-XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+	if (!mkdtemp(fx->dir))
+		return -1;
+	snprintf(fx->path, sizeof fx->path, "%s/good.cuscope", fx->dir);
+	snprintf(fx->other, sizeof fx->other, "%s/damaged.cuscope", fx->dir);
+	write_capture(fx->path);
+	fx->bytes = read_all(fx->path, &fx->size);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	unlink(fx->path);
+	unlink(fx->other);
+	rmdir(fx->dir);
+	free(fx->bytes);
+	free(fx);
+	return 0;
+}
+
+/* ---- reading helpers ---- */
+
+struct chunk_pos {
+	size_t offset; /* of the chunk header */
+	size_t end;    /* one past the payload */
+	struct capture_chunk_header h;
+};
+
+/* Splits the file into chunks by their headers; returns the count. */
+static size_t parse_chunks(const uint8_t *bytes, size_t size, struct chunk_pos *out, size_t max)
+{
+	size_t n = 0, off = sizeof(struct capture_file_header);
+	while (off + sizeof(struct capture_chunk_header) <= size && n < max) {
+		memcpy(&out[n].h, bytes + off, sizeof out[n].h);
+		out[n].offset = off;
+		out[n].end = off + sizeof out[n].h + out[n].h.length;
+		assert_true(out[n].end <= size);
+		off = out[n].end;
+		n++;
+	}
+	assert_int_equal(off, size);
+	return n;
+}
+
+struct summary {
+	size_t processes;
+	size_t lanes;
+	size_t ranges[2]; /* push/pop ranges of each process */
+	size_t async[2];  /* start/end ranges of each process */
+};
+
+static void summarize(const struct store *st, struct summary *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	sum->processes = store_process_count(st);
+	for (size_t p = 0; p < sum->processes; p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		sum->lanes += pi.lane_count;
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(st, p, l, &li);
+			for (size_t r = 0; r < li.row_count; r++) {
+				const struct store_range *v;
+				size_t n = store_lane_row_all(st, p, l, r, &v);
+				size_t idx = pi.pid == 101 ? 1 : 0;
+				if (li.kind == STORE_LANE_NVTX_ASYNC)
+					sum->async[idx] += n;
+				else
+					sum->ranges[idx] += n;
+			}
+		}
+	}
+}
+
+static int read_file(const char *path, struct store **out, struct capture_read_result *res, char *msg,
+                     size_t msg_size, const char **cause)
+{
+	*out = store_new();
+	*cause = NULL;
+	return capture_read(path, *out, res, msg, msg_size, cause);
+}
+
+/* ---- tests ---- */
+
+static void test_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	const char *cause;
+	assert_int_equal(read_file(fx->path, &st, &res, msg, sizeof msg, &cause), 0);
+	struct chunk_pos chunks[64];
+	size_t nchunks = parse_chunks(fx->bytes, fx->size, chunks, 64);
+	/* manifest + BATCHES x 2 sources + final flush (losses, bye: 2 chunks) + END */
+	assert_int_equal(nchunks, 1 + BATCHES * 2 + 2 + 1);
+	assert_int_equal(res.chunks_total, nchunks);
+	assert_int_equal(res.chunks_ok, nchunks);
+	assert_int_equal(res.chunks_corrupt, 0);
+	assert_int_equal(res.truncated, 0);
+	assert_non_null(res.manifest);
+	assert_string_equal(res.manifest, manifest_text);
+
+	struct summary sum;
+	summarize(st, &sum);
+	assert_int_equal(sum.processes, 2);
+	/* Each process: async lane, thread 100x, thread 200x (the ending thread). */
+	assert_int_equal(sum.lanes, 6);
+	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
+	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
+	assert_int_equal(sum.async[0], BATCHES);
+	assert_int_equal(sum.async[1], BATCHES);
+	assert_int_equal(store_event_count(st), 2 * BATCHES * (2 * PAIRS + 2));
+	assert_int_equal(store_loss_count(st, WIRE_LOSS_RING_FULL), 42);
+	assert_int_equal(store_loss_total(st), 42);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.pid, 100);
+	assert_string_equal(pi.cmdline, "app --flag");
+	assert_string_equal(pi.host, "cap-host");
+	assert_int_equal(pi.exited, 1);
+	assert_int_equal(pi.exit_code, 0);
+	/* A capture is history: nothing is connected. */
+	assert_int_equal(pi.connected, 0);
+	store_process_get(st, 1, &pi);
+	assert_int_equal(pi.pid, 101);
+	assert_int_equal(pi.connected, 0);
+	assert_int_equal(pi.exited, 0);
+	/* Names made it through the per-source string maps. */
+	const struct store_range *r;
+	assert_int_equal(store_lane_row_all(st, 1, 1, 0, &r), BATCHES * PAIRS);
+	assert_string_equal(store_string(st, r[0].name_id), "work-one");
+	assert_int_equal(r[0].start_ns, event_time(1, 0, 0, 0));
+	assert_int_equal(r[0].end_ns, event_time(1, 0, 0, 1));
+	assert_int_equal(store_first_ns(st), event_time(0, 0, 0, 0));
+	assert_int_equal(store_last_ns(st), 9000000);
+
+	/* Chunk headers carry the source and the time range of their events. */
+	assert_int_equal(chunks[0].h.type, CAPTURE_CHUNK_MANIFEST);
+	assert_int_equal(chunks[nchunks - 1].h.type, CAPTURE_CHUNK_END);
+	for (size_t i = 1; i <= BATCHES * 2; i++) {
+		uint32_t s = (uint32_t)((i - 1) % 2);
+		int b = (int)((i - 1) / 2);
+		assert_int_equal(chunks[i].h.magic, CAPTURE_CHUNK_MAGIC);
+		assert_int_equal(chunks[i].h.type, CAPTURE_CHUNK_FRAMES);
+		assert_int_equal(chunks[i].h.source, s);
+		assert_int_equal(chunks[i].h.first_ns, event_time(s, b, 0, 0));
+		assert_int_equal(chunks[i].h.last_ns, event_time(s, b, PAIRS, 0));
+	}
+	struct capture_file_header fh;
+	memcpy(&fh, fx->bytes, sizeof fh);
+	assert_memory_equal(fh.magic, CAPTURE_MAGIC, 8);
+	assert_int_equal(fh.version, CAPTURE_VERSION);
+	assert_int_equal(fh.header_size, sizeof fh);
+	assert_int_equal(fh.wire_version, WIRE_VERSION);
+	free(res.manifest);
+	store_free(st);
+}
+
+static void test_truncation_everywhere(void **state)
+{
+	struct fixture *fx = *state;
+	struct chunk_pos chunks[64];
+	size_t nchunks = parse_chunks(fx->bytes, fx->size, chunks, 64);
+	struct summary full;
+	{
+		struct store *st;
+		struct capture_read_result res;
+		char msg[256];
+		const char *cause;
+		assert_int_equal(read_file(fx->path, &st, &res, msg, sizeof msg, &cause), 0);
+		summarize(st, &full);
+		free(res.manifest);
+		store_free(st);
+	}
+	size_t tried = 0;
+	for (size_t cut = 0; cut < fx->size; cut += 7) {
+		write_bytes(fx->other, fx->bytes, cut);
+		/* What survives: whole chunks before the cut, and whether a part of one follows. */
+		size_t whole = 0;
+		while (whole < nchunks && chunks[whole].end <= cut)
+			whole++;
+		size_t partial =
+		    cut > (whole ? chunks[whole - 1].end : sizeof(struct capture_file_header)) ? 1 : 0;
+		struct store *st;
+		struct capture_read_result res;
+		char msg[256];
+		const char *cause;
+		int rc = read_file(fx->other, &st, &res, msg, sizeof msg, &cause);
+		if (cut < sizeof(struct capture_file_header) || whole == 0) {
+			if (rc != -EPROTO)
+				fail_msg("cut at %zu: rc %d, want -EPROTO", cut, rc);
+			assert_non_null(cause);
+			assert_true(strlen(cause) > 0);
+			assert_non_null(strstr(cause, fx->other));
+		} else {
+			if (rc != 0)
+				fail_msg("cut at %zu (%zu whole chunks): rc %d (%s)", cut, whole, rc,
+				         cause ? cause : "");
+			assert_int_equal(res.truncated, 1);
+			assert_int_equal(res.chunks_ok, whole);
+			assert_int_equal(res.chunks_total, whole + partial);
+			assert_true(res.chunks_ok <= res.chunks_total);
+			assert_int_equal(res.chunks_corrupt, 0);
+			/* The manifest is the first chunk, so it always survives here. */
+			assert_non_null(res.manifest);
+			assert_string_equal(res.manifest, manifest_text);
+			struct summary sum;
+			summarize(st, &sum);
+			assert_true(sum.processes <= full.processes);
+			/* Exactly the ranges of the whole FRAMES chunks of each source. */
+			size_t want[2] = {0, 0};
+			for (size_t i = 1; i < whole && i <= BATCHES * 2; i++)
+				want[(i - 1) % 2] += PAIRS;
+			assert_int_equal(sum.ranges[0], want[0]);
+			assert_int_equal(sum.ranges[1], want[1]);
+		}
+		free(res.manifest);
+		store_free(st);
+		tried++;
+	}
+	assert_true(tried > 100);
+}
+
+/* Flips one byte at offset in a copy of the good file and reads it. */
+static int read_flipped(struct fixture *fx, size_t offset, struct store **st, struct capture_read_result *res)
+{
+	uint8_t *copy = malloc(fx->size);
+	assert_non_null(copy);
+	memcpy(copy, fx->bytes, fx->size);
+	copy[offset] ^= 0x5a;
+	write_bytes(fx->other, copy, fx->size);
+	free(copy);
+	char msg[256];
+	const char *cause;
+	return read_file(fx->other, st, res, msg, sizeof msg, &cause);
+}
+
+static void test_corrupt_payload(void **state)
+{
+	struct fixture *fx = *state;
+	struct chunk_pos chunks[64];
+	size_t nchunks = parse_chunks(fx->bytes, fx->size, chunks, 64);
+	struct store *st;
+	struct capture_read_result res;
+	struct summary sum;
+
+	/* The last FRAMES chunk of source 0 from the batches (chunk 19): only it is lost. */
+	size_t k = 1 + (BATCHES - 1) * 2;
+	assert_int_equal(chunks[k].h.source, 0);
+	assert_int_equal(
+	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + 100, &st, &res), 0);
+	assert_int_equal(res.chunks_total, nchunks);
+	/* The later chunk of source 0 (the BYE) is skipped too: it would lack context. */
+	assert_int_equal(res.chunks_corrupt, 2);
+	assert_int_equal(res.chunks_ok, nchunks - 2);
+	assert_int_equal(res.truncated, 0);
+	summarize(st, &sum);
+	assert_int_equal(sum.processes, 2);
+	assert_int_equal(sum.ranges[0], (BATCHES - 1) * PAIRS);
+	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
+	assert_int_equal(sum.async[1], BATCHES);
+	assert_int_equal(store_loss_count(st, WIRE_LOSS_RING_FULL), 42);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.exited, 0);
+	free(res.manifest);
+	store_free(st);
+
+	/* The last chunk of source 1 (its LOSSES, after source 0's BYE): source 0 is read entirely. */
+	k = nchunks - 2;
+	assert_int_equal(chunks[k].h.source, 1);
+	assert_int_equal(read_flipped(fx, chunks[k].end - 1, &st, &res), 0);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, nchunks - 1);
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
+	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
+	assert_int_equal(store_loss_count(st, WIRE_LOSS_RING_FULL), 0);
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.exited, 1);
+	free(res.manifest);
+	store_free(st);
+
+	/* A middle chunk of source 1: it and the later source-1 chunks are skipped, source 0 is whole. */
+	k = 1 + 4 * 2 + 1; /* batch 4, source 1 */
+	assert_int_equal(chunks[k].h.source, 1);
+	assert_int_equal(read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header), &st, &res),
+	                 0);
+	size_t later_source1 = 0;
+	for (size_t i = k; i < nchunks; i++)
+		if (chunks[i].h.type == CAPTURE_CHUNK_FRAMES && chunks[i].h.source == 1)
+			later_source1++;
+	assert_int_equal(res.chunks_corrupt, later_source1);
+	assert_int_equal(res.chunks_ok + res.chunks_corrupt, nchunks);
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
+	assert_int_equal(sum.ranges[1], 4 * PAIRS);
+	free(res.manifest);
+	store_free(st);
+
+	/* The manifest: lost, everything else read. */
+	assert_int_equal(
+	    read_flipped(fx, chunks[0].offset + sizeof(struct capture_chunk_header) + 3, &st, &res), 0);
+	assert_null(res.manifest);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, nchunks - 1);
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
+	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
+	store_free(st);
+
+	/* A chunk header: nothing after it can be located; what came before is kept. */
+	k = 5;
+	assert_int_equal(read_flipped(fx, chunks[k].offset + 12, &st, &res), 0);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, k);
+	assert_int_equal(res.chunks_total, k + 1);
+	assert_int_equal(res.truncated, 1);
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0], 2 * PAIRS);
+	assert_int_equal(sum.ranges[1], 2 * PAIRS);
+	free(res.manifest);
+	store_free(st);
+}
+
+static void test_every_byte_flipped_no_crash(void **state)
+{
+	/* Flip each byte of the file in turn: the reader must never crash or leak, whatever it returns. */
+	struct fixture *fx = *state;
+	for (size_t off = 0; off < fx->size; off += 13) {
+		struct store *st;
+		struct capture_read_result res;
+		int rc = read_flipped(fx, off, &st, &res);
+		if (off < sizeof(struct capture_file_header)) {
+			/* Header bytes: magic, version, sizes are checked; created time and reserved are not.
+			 */
+			assert_true(rc == 0 || rc == -EPROTO);
+		} else {
+			/* Only a damaged first chunk header leaves nothing readable. */
+			if (off < sizeof(struct capture_file_header) + sizeof(struct capture_chunk_header))
+				assert_true(rc == 0 || rc == -EPROTO);
+			else
+				assert_int_equal(rc, 0);
+			assert_true(res.chunks_ok + res.chunks_corrupt <= res.chunks_total);
+			assert_true(res.chunks_corrupt >= 1);
+		}
+		free(res.manifest);
+		store_free(st);
+	}
+}
+
+static void test_foreign_files(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	const char *cause;
+	/* Random bytes. */
+	uint8_t junk[4096];
+	uint64_t x = 12345;
+	for (size_t i = 0; i < sizeof junk; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		junk[i] = (uint8_t)(x >> 56);
+	}
+	write_bytes(fx->other, junk, sizeof junk);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	assert_non_null(strstr(cause, "not a cuscope capture"));
+	assert_int_equal(store_process_count(st), 0);
+	store_free(st);
+	/* A text file, longer than the header. */
+	const char *text = "This is a plain text file.\nIt has several lines of text in it,\n"
+	                   "more than sixty-four bytes, so the whole header is read.\n";
+	write_bytes(fx->other, text, strlen(text));
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(strstr(cause, "not a cuscope capture"));
+	store_free(st);
+	/* The capture mangled by text-mode conversion (\n -> \r\n in the magic). */
+	uint8_t *mangled = malloc(fx->size + 1);
+	assert_non_null(mangled);
+	memcpy(mangled, fx->bytes, 7);
+	mangled[7] = '\r';
+	memcpy(mangled + 8, fx->bytes + 7, fx->size - 7);
+	write_bytes(fx->other, mangled, fx->size + 1);
+	free(mangled);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(strstr(cause, "not a cuscope capture"));
+	store_free(st);
+	/* Empty file. */
+	write_bytes(fx->other, "", 0);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	store_free(st);
+	/* Missing file and a directory. */
+	char missing[160];
+	snprintf(missing, sizeof missing, "%s/missing.cuscope", fx->dir);
+	assert_int_equal(read_file(missing, &st, &res, msg, sizeof msg, &cause), -ENOENT);
+	assert_non_null(strstr(cause, "missing.cuscope"));
+	store_free(st);
+	assert_int_equal(read_file(fx->dir, &st, &res, msg, sizeof msg, &cause), -EISDIR);
+	assert_non_null(cause);
+	store_free(st);
+	/* A header alone, valid: no chunk at all. */
+	write_bytes(fx->other, fx->bytes, sizeof(struct capture_file_header));
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	assert_int_equal(res.truncated, 1);
+	store_free(st);
+}
+
+/* Writes the good file with its header replaced by h. */
+static void write_with_header(struct fixture *fx, struct capture_file_header *h)
+{
+	uint8_t *copy = malloc(fx->size);
+	assert_non_null(copy);
+	memcpy(copy, fx->bytes, fx->size);
+	memcpy(copy, h, sizeof *h);
+	write_bytes(fx->other, copy, fx->size);
+	free(copy);
+}
+
+static void test_newer_version(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	const char *cause;
+	struct capture_file_header h;
+	memcpy(&h, fx->bytes, sizeof h);
+	h.version = CAPTURE_VERSION + 1;
+	write_with_header(fx, &h);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	assert_non_null(strstr(cause, "newer"));
+	char want[64];
+	snprintf(want, sizeof want, "capture format %u", CAPTURE_VERSION + 1);
+	assert_non_null(strstr(cause, want));
+	assert_int_equal(store_process_count(st), 0);
+	store_free(st);
+	/* A required feature this reader does not know is also "newer". */
+	memcpy(&h, fx->bytes, sizeof h);
+	h.features = 1ull << 40;
+	write_with_header(fx, &h);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(strstr(cause, "newer"));
+	store_free(st);
+	/* Frames of a newer wire protocol. */
+	memcpy(&h, fx->bytes, sizeof h);
+	h.wire_version = WIRE_VERSION + 1;
+	write_with_header(fx, &h);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(strstr(cause, "newer"));
+	store_free(st);
+	/* Foreign byte order or header size. */
+	memcpy(&h, fx->bytes, sizeof h);
+	h.byte_order = 0x04030201u;
+	write_with_header(fx, &h);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	store_free(st);
+	memcpy(&h, fx->bytes, sizeof h);
+	h.header_size = 128;
+	write_with_header(fx, &h);
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), -EPROTO);
+	assert_non_null(cause);
+	store_free(st);
+}
+
+/*
+ * KNOWN BUG (run with CUSCOPE_KNOWN_BUGS=1): a file refused for its wire version (or an unknown
+ * feature bit) is reported as "capture format 1, this one reads 1", naming a version that is fine.
+ */
+static void test_newer_wire_version_message(void **state)
+{
+	const char *env = getenv("CUSCOPE_KNOWN_BUGS");
+	if (!env || strcmp(env, "1") != 0)
+		skip();
+	struct fixture *fx = *state;
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	const char *cause;
+	struct capture_file_header h;
+	memcpy(&h, fx->bytes, sizeof h);
+	h.wire_version = WIRE_VERSION + 1;
+	write_with_header(fx, &h);
+	int rc = read_file(fx->other, &st, &res, msg, sizeof msg, &cause);
+	store_free(st);
+	assert_int_equal(rc, -EPROTO);
+	char want[64];
+	snprintf(want, sizeof want, "%u", WIRE_VERSION + 1);
+	if (!strstr(cause, want))
+		fail_msg("message does not name the wire version %u: %s", WIRE_VERSION + 1, cause);
+}
+
+static void test_writer_errors(void **state)
+{
+	struct fixture *fx = *state;
+	int err = 0;
+	const char *cause = NULL;
+	char path[200];
+	snprintf(path, sizeof path, "%s/no/such/dir/x.cuscope", fx->dir);
+	assert_null(capture_writer_open(path, &err, &cause));
+	assert_int_equal(err, -ENOENT);
+	assert_non_null(cause);
+	/* An empty capture (no frames) closes cleanly and reads back as empty... */
+	struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+	assert_non_null(w);
+	assert_int_equal(capture_writer_close(w), 0);
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
+	/* ...because its END chunk is a verified chunk. */
+	assert_int_equal(res.chunks_total, 1);
+	assert_int_equal(res.chunks_ok, 1);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(store_process_count(st), 0);
+	store_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_truncation_everywhere),
+	    cmocka_unit_test(test_corrupt_payload),
+	    cmocka_unit_test(test_every_byte_flipped_no_crash),
+	    cmocka_unit_test(test_foreign_files),
+	    cmocka_unit_test(test_newer_version),
+	    cmocka_unit_test(test_newer_wire_version_message),
+	    cmocka_unit_test(test_writer_errors),
+	};
+	return cmocka_run_group_tests_name("capture", tests, setup, teardown);
+}
