@@ -40,6 +40,7 @@ struct collector_config {
 	size_t buffer_bytes;   /* flight-recorder / send queue bound */
 	uint32_t wait_viewer_ms; /* at exit, wait this long for a first viewer */
 	uint32_t max_strings;
+	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
 };
 
 extern struct collector_config collector_config;
@@ -72,6 +73,10 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 			    const char *text, size_t text_len);
 /* Marks the calling thread as one of the collector's own (never traced). */
 void collector_mark_own_thread(void);
+/* Records a tid of the collector's own threads so thread scans leave it out. */
+void collector_register_own_tid(pid_t tid);
+/* 1 if tid is one of the collector's own threads. */
+int collector_is_own_tid(pid_t tid);
 
 /* Record flag on WIRE_EV_THREAD_NAME: the kernel name changed (pthread_setname_np/prctl), not NVTX. */
 #define COLLECTOR_NAME_FROM_KERNEL 1u
@@ -84,6 +89,31 @@ int sender_start(void);
 void sender_stop(void);
 /* In a forked child: forget the parent's sender state (its threads do not exist here). */
 void sender_forget_after_fork(void);
+
+struct wire_gpu_event;
+struct wire_gpu_device;
+
+/* Queues a one-line message for the user (any thread; the first 8 are kept and shown to viewers). */
+void collector_notice(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sender-thread services for the GPU decoder. */
+uint32_t sender_intern(const char *text, size_t length);
+/* Changes whenever interned ids are reset (after fork), so caches of ids can be dropped. */
+uint32_t sender_string_generation(void);
+void sender_gpu_event(const struct wire_gpu_event *ev);
+void sender_gpu_device(const struct wire_gpu_device *dev);
+void sender_gpu_context(const struct wire_gpu_event *ev);
+
+/* CUPTI: start on the first CUDA call (InitializeInjection); 0 or -1 (a notice says why). */
+int cupti_start(void);
+/* Exit: stop the flush thread and force out every record (bounded). */
+void cupti_stop(void);
+/* Sender thread: decodes completed CUPTI buffers; returns records decoded. */
+size_t cupti_drain(void);
+int cupti_running(void);
+/* GPU-side loss counters by wire cause. */
+uint64_t cupti_loss(uint32_t cause);
+void cupti_forget_after_fork(void);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

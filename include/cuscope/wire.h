@@ -125,7 +125,7 @@ enum wire_gpu_kind {
 	WIRE_GPU_API_RUNTIME = 5, /* CUDA runtime call on thread tid: subkind = cbid, name_id = function name */
 	WIRE_GPU_API_DRIVER = 6,  /* CUDA driver call on thread tid: subkind = cbid, name_id = function name */
 	WIRE_GPU_CONTEXT = 7,     /* context `context` lives on `device`; stream = its legacy default (NULL) stream */
-	WIRE_GPU_STREAM = 8,      /* stream `stream` of `context` exists; subkind 1 = non-blocking */
+	WIRE_GPU_STREAM = 8,      /* stream `stream` of `context` exists; subkind 1 = non-blocking, 2 = NULL stream */
 	WIRE_GPU_OVERHEAD = 9,    /* CUPTI/driver overhead interval; subkind = CUPTI overhead kind */
 	WIRE_GPU_KIND_MAX
 };

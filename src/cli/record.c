@@ -37,11 +37,28 @@ struct recorder {
 	struct capture_writer *writer;
 	int write_error;
 	int protocol_error;
+	pid_t source_pid[4096]; /* pid behind each source, for messages */
 };
+
+/* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
+static void record_notice(const struct recorder *rec, int source, const void *payload)
+{
+	struct wire_notice n;
+	memcpy(&n, payload, sizeof n);
+	pid_t pid = source >= 0 && source < 4096 ? rec->source_pid[source] : 0;
+	log_warn("pid %d: %.*s", (int)pid, (int)n.length, (const char *)payload + sizeof n);
+}
 
 static int record_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
 	struct recorder *rec = ctx;
+	if (type == WIRE_FRAME_HELLO && source >= 0 && source < 4096) {
+		struct wire_hello hello;
+		memcpy(&hello, payload, sizeof hello);
+		rec->source_pid[source] = hello.pid;
+	}
+	if (type == WIRE_FRAME_NOTICE)
+		record_notice(rec, source, payload);
 	if (rec->write_error)
 		return 0;
 	int rc = capture_writer_frame(rec->writer, (uint32_t)source, type, payload, length);
@@ -140,7 +157,7 @@ int cli_record(int argc, char **argv)
 
 	int err = 0;
 	const char *cause = NULL;
-	struct recorder rec = {0};
+	static struct recorder rec;
 	rec.writer = capture_writer_open(output, &err, &cause);
 	if (!rec.writer) {
 		log_error("record: %s %s: %s", cause, output, strerror(-err));

@@ -58,6 +58,25 @@ void collector_mark_own_thread(void)
 	thread_is_collector = 1;
 }
 
+static _Atomic pid_t own_tids[8];
+
+void collector_register_own_tid(pid_t tid)
+{
+	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++) {
+		pid_t expected = 0;
+		if (atomic_compare_exchange_strong(&own_tids[i], &expected, tid))
+			return;
+	}
+}
+
+int collector_is_own_tid(pid_t tid)
+{
+	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++)
+		if (atomic_load(&own_tids[i]) == tid)
+			return 1;
+	return 0;
+}
+
 struct thread_ring *collector_thread_ring(void)
 {
 	struct thread_ring *tr = thread_ring_self;
@@ -190,8 +209,11 @@ static void collector_atfork_child(void)
 	atomic_store(&collector_rings, NULL);
 	thread_ring_self = NULL;
 	thread_tid_self = 0;
+	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++)
+		atomic_store(&own_tids[i], 0);
 	pthread_setspecific(thread_ring_key, NULL);
 	sender_forget_after_fork();
+	cupti_forget_after_fork();
 	collector_pid = getpid();
 	if (sender_start() == 0)
 		atomic_store_explicit(&collector_running, 1, memory_order_release);
@@ -201,6 +223,7 @@ static void collector_at_exit(void)
 {
 	if (!atomic_load(&collector_running) || collector_pid != getpid())
 		return;
+	cupti_stop();
 	sender_stop();
 	atomic_store(&collector_running, 0);
 }
@@ -221,6 +244,7 @@ __attribute__((constructor)) static void collector_init(void)
 	collector_config.buffer_bytes = env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
 	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
 	collector_config.max_strings = (uint32_t)env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
+	collector_config.gpu_buffer_bytes = env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
 		return;
 	collector_pid = getpid();
@@ -241,13 +265,15 @@ COLLECTOR_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
 }
 
 /*
- * CUDA driver entry point, found through CUDA_INJECTION64_PATH. GPU activity tracing (CUPTI) is
- * added by the GPU half of the collector; until then the driver is told injection succeeded so
- * the application runs unchanged.
+ * CUDA driver entry point, found through CUDA_INJECTION64_PATH: called at the first CUDA call.
+ * GPU tracing failing (no CUPTI, another subscriber) is reported through a notice; the driver is
+ * always told injection succeeded so the application runs unchanged.
  */
 COLLECTOR_EXPORT int InitializeInjection(void)
 {
 	collector_init();
+	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU"))
+		cupti_start();
 	return 1;
 }
 

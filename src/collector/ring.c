@@ -22,6 +22,11 @@ struct ring_record *ring_reserve(struct ring *ring, size_t text_len)
 struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, size_t headroom)
 {
 	size_t need = ring_record_size(text_len);
+	if (need > UINT16_MAX) {
+		/* The size field is 16 bits: a larger record can never be represented. */
+		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	size_t capacity = ring->mask + 1;
 	size_t offset = head & ring->mask;
@@ -31,7 +36,7 @@ struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, si
 	if (head + total + headroom - ring->tail_seen > capacity) {
 		/* Only now look at the consumer's progress (a shared cache line). */
 		ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
-		if (need > UINT16_MAX || head + total + headroom - ring->tail_seen > capacity) {
+		if (head + total + headroom - ring->tail_seen > capacity) {
 			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 			return NULL;
 		}

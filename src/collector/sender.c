@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 #include <unistd.h>
 
 #define OUT_BLOCK_SIZE (128 * 1024)
+#define GPU_EVENTS_PER_FRAME 512
+#define MAX_GPU_DEVICES 64
+#define MAX_GPU_CONTEXTS 256
+#define MAX_NOTICES 8
 #define EVENTS_PER_FRAME 2048
 #define THREAD_SCAN_NS 200000000ull
 #define LOSS_REPORT_NS 250000000ull
@@ -68,6 +73,14 @@ static struct sender {
 
 	struct wire_event events[EVENTS_PER_FRAME];
 	size_t event_count;
+	struct wire_gpu_event gpu_events[GPU_EVENTS_PER_FRAME];
+	size_t gpu_event_count;
+	/* Kept for viewers that connect later: they need these to label GPU lanes. */
+	struct wire_gpu_device devices[MAX_GPU_DEVICES];
+	size_t device_count;
+	struct wire_gpu_event contexts[MAX_GPU_CONTEXTS];
+	size_t context_count;
+	unsigned notices_sent; /* notices already queued for the current viewer */
 
 	struct known_thread *threads;
 	size_t thread_count, thread_cap;
@@ -183,6 +196,52 @@ static void flush_event_batch(void)
 		queue_trim_unwatched();
 }
 
+static void flush_gpu_batch(void)
+{
+	if (!snd.gpu_event_count)
+		return;
+	size_t count = snd.gpu_event_count;
+	snd.gpu_event_count = 0;
+	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
+		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
+		return;
+	}
+	if (queue_append(WIRE_FRAME_GPU, snd.gpu_events, count * sizeof(struct wire_gpu_event), NULL, 0, count) != 0) {
+		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
+		return;
+	}
+	if (snd.viewer_fd < 0)
+		queue_trim_unwatched();
+}
+
+void sender_gpu_event(const struct wire_gpu_event *ev)
+{
+	snd.gpu_events[snd.gpu_event_count++] = *ev;
+	if (snd.gpu_event_count == GPU_EVENTS_PER_FRAME)
+		flush_gpu_batch();
+}
+
+void sender_gpu_context(const struct wire_gpu_event *ev)
+{
+	if (snd.context_count < MAX_GPU_CONTEXTS)
+		snd.contexts[snd.context_count++] = *ev;
+	sender_gpu_event(ev);
+}
+
+void sender_gpu_device(const struct wire_gpu_device *dev)
+{
+	if (snd.device_count < MAX_GPU_DEVICES)
+		snd.devices[snd.device_count++] = *dev;
+	flush_gpu_batch();
+	if (queue_append(WIRE_FRAME_GPU_DEVICE, dev, sizeof *dev, NULL, 0, 0) != 0)
+		snd.lost[WIRE_LOSS_NO_MEMORY]++;
+}
+
+uint32_t sender_string_generation(void)
+{
+	return snd.generation;
+}
+
 static void push_event(const struct wire_event *ev)
 {
 	snd.events[snd.event_count++] = *ev;
@@ -191,6 +250,8 @@ static void push_event(const struct wire_event *ev)
 }
 
 /* ---- strings ---- */
+
+static uint32_t intern(const char *text, size_t len);
 
 /* Announces a string frame; only needed while a viewer is connected (a new viewer gets the table). */
 static void announce_string(uint32_t id)
@@ -204,6 +265,11 @@ static void announce_string(uint32_t id)
 	flush_event_batch();
 	if (queue_append(WIRE_FRAME_STRING, &ws, sizeof ws, text, len, 0) != 0)
 		snd.lost[WIRE_LOSS_NO_MEMORY]++;
+}
+
+uint32_t sender_intern(const char *text, size_t length)
+{
+	return intern(text, length);
 }
 
 static uint32_t intern(const char *text, size_t len)
@@ -227,6 +293,43 @@ static uint32_t intern_ref(const struct collector_string *ref)
 		s->generation = snd.generation;
 	}
 	return s->id;
+}
+
+/* ---- notices ---- */
+
+static struct {
+	_Atomic int ready;
+	uint32_t level;
+	char text[WIRE_MAX_STRING / 4];
+} notices[MAX_NOTICES];
+static _Atomic unsigned notice_count;
+
+void collector_notice(uint32_t level, const char *fmt, ...)
+{
+	unsigned slot = atomic_fetch_add(&notice_count, 1);
+	if (slot >= MAX_NOTICES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(notices[slot].text, sizeof notices[slot].text, fmt, ap);
+	va_end(ap);
+	notices[slot].level = level;
+	atomic_store_explicit(&notices[slot].ready, 1, memory_order_release);
+}
+
+/* Queues notices the current viewer has not seen (a new viewer starts from the first). */
+static void queue_notices(void)
+{
+	unsigned count = atomic_load(&notice_count);
+	if (count > MAX_NOTICES)
+		count = MAX_NOTICES;
+	while (snd.notices_sent < count && atomic_load_explicit(&notices[snd.notices_sent].ready, memory_order_acquire)) {
+		const char *text = notices[snd.notices_sent].text;
+		struct wire_notice n = {notices[snd.notices_sent].level, (uint32_t)strlen(text)};
+		if (queue_append(WIRE_FRAME_NOTICE, &n, sizeof n, text, n.length, 0) != 0)
+			break;
+		snd.notices_sent++;
+	}
 }
 
 /* ---- threads ---- */
@@ -280,7 +383,7 @@ static void scan_threads(uint64_t now)
 	struct dirent *de;
 	while ((de = readdir(dir))) {
 		pid_t tid = (pid_t)atoi(de->d_name);
-		if (tid <= 0 || tid == snd.tid)
+		if (tid <= 0 || tid == snd.tid || collector_is_own_tid(tid))
 			continue;
 		char path[64], comm[32] = "";
 		snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
@@ -430,6 +533,8 @@ static size_t drain_rings(void)
 		tr = next;
 	}
 	flush_event_batch();
+	drained += cupti_drain();
+	flush_gpu_batch();
 	return drained;
 }
 
@@ -447,7 +552,7 @@ static uint64_t loss_total(void)
 {
 	uint64_t total = atomic_load(&collector_lost_no_memory);
 	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
-		total += snd.lost[i];
+		total += snd.lost[i] + cupti_loss((uint32_t)i);
 	return total;
 }
 
@@ -459,7 +564,7 @@ static size_t build_losses(struct wire_loss *out)
 	for (uint32_t cause = 1; cause < WIRE_LOSS_CAUSE_MAX; cause++) {
 		if (cause == WIRE_LOSS_UNMATCHED_POP)
 			continue; /* counted by the viewer */
-		uint64_t count = snd.lost[cause];
+		uint64_t count = snd.lost[cause] + cupti_loss(cause);
 		if (cause == WIRE_LOSS_NO_MEMORY)
 			count += atomic_load(&collector_lost_no_memory);
 		out[n++] = (struct wire_loss){cause, 0, count};
@@ -528,6 +633,13 @@ static struct out_block *build_intro(void)
 		}
 		ok = queue_append(WIRE_FRAME_EVENTS, &ev, sizeof ev, NULL, 0, 1) == 0;
 	}
+	for (size_t i = 0; ok && i < snd.device_count; i++)
+		ok = queue_append(WIRE_FRAME_GPU_DEVICE, &snd.devices[i], sizeof snd.devices[i], NULL, 0, 0) == 0;
+	if (ok && snd.context_count)
+		ok = queue_append(WIRE_FRAME_GPU, snd.contexts, snd.context_count * sizeof snd.contexts[0], NULL, 0, 0) == 0;
+	snd.notices_sent = 0;
+	if (ok)
+		queue_notices();
 	if (ok) {
 		struct wire_loss losses[WIRE_LOSS_CAUSE_MAX];
 		size_t len = build_losses(losses);
@@ -654,6 +766,8 @@ static void poll_once(int timeout_ms)
 
 static void periodic_work(uint64_t now)
 {
+	if (snd.viewer_fd >= 0)
+		queue_notices();
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -701,6 +815,7 @@ static void *sender_main(void *arg)
 	collector_mark_own_thread();
 	prctl(PR_SET_NAME, "cuscope-sender");
 	snd.tid = collector_gettid();
+	collector_register_own_tid(snd.tid);
 	snd.last_scan_ns = 0;
 	while (!atomic_load_explicit(&snd.stop, memory_order_acquire)) {
 		size_t drained = drain_rings();
@@ -797,6 +912,9 @@ void sender_forget_after_fork(void)
 	snd.event_count = 0;
 	spare_blocks = NULL;
 	spare_count = 0;
+	snd.gpu_event_count = 0;
+	snd.device_count = snd.context_count = 0;
+	snd.notices_sent = 0;
 	snd.threads = NULL;
 	snd.thread_count = snd.thread_cap = 0;
 	memset(snd.lost, 0, sizeof snd.lost);

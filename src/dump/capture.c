@@ -237,8 +237,11 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 	}
 	if (h.version > CAPTURE_VERSION || (h.features & ~CAPTURE_FEATURES_KNOWN) || h.wire_version > WIRE_VERSION) {
 		fclose(f);
-		snprintf(msg_buf, msg_size, "%s was written by a newer cuscope (capture format %u, this one reads %u)",
-			 path, h.version, CAPTURE_VERSION);
+		snprintf(msg_buf, msg_size,
+			 "%s was written by a newer cuscope (capture format %u, wire %u, features 0x%llx; this one reads "
+			 "format %u, wire %u, features 0x%llx)",
+			 path, h.version, h.wire_version, (unsigned long long)h.features, CAPTURE_VERSION, WIRE_VERSION,
+			 (unsigned long long)CAPTURE_FEATURES_KNOWN);
 		*cause = msg_buf;
 		return -EPROTO;
 	}

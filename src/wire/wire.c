@@ -161,6 +161,8 @@ void wire_decoder_fini(struct wire_decoder *dec)
 
 int wire_decoder_push(struct wire_decoder *dec, const void *data, size_t len)
 {
+	if (len == 0)
+		return 0;
 	/* Compact before growing so a long-lived stream keeps a bounded buffer. */
 	if (dec->off > 0 && (dec->off == dec->len || dec->off > dec->cap / 2)) {
 		memmove(dec->buf, dec->buf + dec->off, dec->len - dec->off);

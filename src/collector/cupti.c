@@ -1,0 +1,592 @@
+/*
+ * GPU activity through CUPTI, loaded with dlopen (the collector never links libcupti, so it runs
+ * where CUDA is missing). CUPTI's callbacks only hand buffers over; a flush thread calls
+ * cuptiActivityFlushAll every 20 ms (delivery of partly filled buffers otherwise takes up to
+ * seconds); decoding happens on the sender thread (cupti_drain).
+ */
+#include "cuscope/clock.h"
+#include "cuscope/collector.h"
+#include "cuscope/wire.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#define CUPTI_BUFFER_BYTES (4u << 20)
+#define CUPTI_FLUSH_PERIOD_NS 20000000L
+#define CUPTI_NAME_CACHE 4096
+
+/* The CUPTI entry points we use, resolved from whichever libcupti is loaded. */
+struct cupti_fns {
+	CUptiResult (*get_version)(uint32_t *);
+	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *);
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+	CUptiResult (*activity_enable)(CUpti_ActivityKind);
+	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+	CUptiResult (*flush_all)(uint32_t);
+	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*dropped_records)(CUcontext, uint32_t, size_t *);
+	CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
+	CUptiResult (*result_string)(CUptiResult, const char **);
+	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType);
+};
+
+/* A buffer CUPTI filled, queued for the sender (Treiber stack; the sender reverses it to FIFO). */
+struct cupti_buffer {
+	struct cupti_buffer *next;
+	size_t valid;
+	uint8_t *data; /* CUPTI_BUFFER_BYTES, 8-byte aligned */
+};
+
+static struct {
+	void *lib;
+	struct cupti_fns fn;
+	_Atomic int active;  /* tracing runs in this process */
+	pid_t pid;           /* the process CUPTI was initialised in (a forked child must not touch it) */
+	CUpti_SubscriberHandle subscriber;
+	pthread_t flush_thread;
+	int flush_started;
+	_Atomic int flush_stop;
+	struct cupti_buffer *_Atomic completed;
+	struct cupti_buffer *_Atomic spare;
+	_Atomic size_t buffers_allocated;
+	size_t buffers_max;
+	_Atomic uint64_t buffers_refused;
+	uint64_t dropped_records;
+	/* API function name ids by domain and cbid (sender thread only) */
+	uint32_t runtime_names[CUPTI_NAME_CACHE];
+	uint32_t driver_names[CUPTI_NAME_CACHE];
+	uint32_t names_generation;
+} cu;
+
+static uint64_t CUPTIAPI cupti_timestamp(void)
+{
+	return clock_mono_ns();
+}
+
+/* Buffer bookkeeping lives in a header in front of the data so completion can find it. */
+static struct cupti_buffer *cupti_buffer_of(uint8_t *data)
+{
+	return (struct cupti_buffer *)(data - 64);
+}
+
+static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*max_records = 0;
+	struct cupti_buffer *b = atomic_load(&cu.spare);
+	while (b && !atomic_compare_exchange_weak(&cu.spare, &b, b->next))
+		;
+	if (!b) {
+		if (atomic_fetch_add(&cu.buffers_allocated, 1) >= cu.buffers_max) {
+			atomic_fetch_sub(&cu.buffers_allocated, 1);
+			atomic_fetch_add(&cu.buffers_refused, 1);
+			*buffer = NULL;
+			*size = 0; /* CUPTI drops the records and counts them */
+			return;
+		}
+		void *mem = mmap(NULL, CUPTI_BUFFER_BYTES + 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+		if (mem == MAP_FAILED) {
+			atomic_fetch_sub(&cu.buffers_allocated, 1);
+			atomic_fetch_add(&cu.buffers_refused, 1);
+			*buffer = NULL;
+			*size = 0;
+			return;
+		}
+		b = mem;
+		b->data = (uint8_t *)mem + 64;
+	}
+	b->next = NULL;
+	b->valid = 0;
+	*buffer = b->data;
+	*size = CUPTI_BUFFER_BYTES;
+}
+
+static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer, size_t size,
+					    size_t valid)
+{
+	(void)context;
+	(void)stream;
+	(void)size;
+	if (!buffer)
+		return;
+	struct cupti_buffer *b = cupti_buffer_of(buffer);
+	b->valid = valid;
+	struct cupti_buffer *head = atomic_load(&cu.completed);
+	do
+		b->next = head;
+	while (!atomic_compare_exchange_weak(&cu.completed, &head, b));
+}
+
+/* Resource callback: flush before a context goes away, or its last records are lost. */
+static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+				   const void *data)
+{
+	(void)userdata;
+	(void)data;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING &&
+	    atomic_load(&cu.active) && cu.pid == getpid())
+		cu.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+static void *cupti_flush_main(void *arg)
+{
+	(void)arg;
+	collector_mark_own_thread();
+	collector_register_own_tid(collector_gettid());
+	prctl(PR_SET_NAME, "cuscope-flush");
+	struct timespec period = {0, CUPTI_FLUSH_PERIOD_NS};
+	while (!atomic_load(&cu.flush_stop)) {
+		nanosleep(&period, NULL);
+		if (atomic_load(&cu.active))
+			cu.fn.flush_all(0);
+	}
+	return NULL;
+}
+
+static const char *cupti_error(CUptiResult rc)
+{
+	const char *text = NULL;
+	if (cu.fn.result_string && cu.fn.result_string(rc, &text) == CUPTI_SUCCESS && text)
+		return text;
+	return "unknown CUPTI error";
+}
+
+/* Opens libcupti, preferring a copy already in the process (PyTorch ships its own). */
+static void *cupti_open(char *why, size_t why_size)
+{
+	static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+	const char *override = getenv("CUSCOPE_CUPTI_PATH");
+	if (override && *override) {
+		void *h = dlopen(override, RTLD_NOW | RTLD_GLOBAL);
+		if (!h)
+			snprintf(why, why_size, "cannot load CUSCOPE_CUPTI_PATH=%s: %s", override, dlerror());
+		return h;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+		if (h)
+			return h;
+	}
+	const char *cuda_home = getenv("CUDA_HOME");
+	char path[512];
+	const char *const dirs[] = {cuda_home, "/usr/local/cuda"};
+	for (size_t d = 0; d < 2; d++) {
+		if (!dirs[d])
+			continue;
+		snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/libcupti.so", dirs[d]);
+		void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+		if (h)
+			return h;
+		snprintf(path, sizeof path, "%s/lib64/libcupti.so", dirs[d]);
+		h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+		if (h)
+			return h;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+		if (h)
+			return h;
+	}
+	snprintf(why, why_size, "libcupti not found (install the CUDA toolkit's CUPTI or set CUSCOPE_CUPTI_PATH)");
+	return NULL;
+}
+
+static int cupti_resolve(char *why, size_t why_size)
+{
+	struct {
+		void **slot;
+		const char *name;
+		int optional;
+	} table[] = {
+		{(void **)&cu.fn.get_version, "cuptiGetVersion", 0},
+		{(void **)&cu.fn.subscribe_v2, "cuptiSubscribe_v2", 1},
+		{(void **)&cu.fn.subscribe, "cuptiSubscribe", 0},
+		{(void **)&cu.fn.enable_callback, "cuptiEnableCallback", 0},
+		{(void **)&cu.fn.activity_enable, "cuptiActivityEnable", 0},
+		{(void **)&cu.fn.enable_runtime_api, "cuptiActivityEnableRuntimeApi", 1},
+		{(void **)&cu.fn.enable_driver_api, "cuptiActivityEnableDriverApi", 1},
+		{(void **)&cu.fn.register_callbacks, "cuptiActivityRegisterCallbacks", 0},
+		{(void **)&cu.fn.register_timestamp, "cuptiActivityRegisterTimestampCallback", 1},
+		{(void **)&cu.fn.flush_all, "cuptiActivityFlushAll", 0},
+		{(void **)&cu.fn.next_record, "cuptiActivityGetNextRecord", 0},
+		{(void **)&cu.fn.dropped_records, "cuptiActivityGetNumDroppedRecords", 0},
+		{(void **)&cu.fn.callback_name, "cuptiGetCallbackName", 1},
+		{(void **)&cu.fn.result_string, "cuptiGetResultString", 1},
+		{(void **)&cu.fn.set_thread_id_type, "cuptiSetThreadIdType", 1},
+	};
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		*table[i].slot = dlsym(cu.lib, table[i].name);
+		if (!*table[i].slot && !table[i].optional) {
+			snprintf(why, why_size, "libcupti lacks %s (too old for this collector)", table[i].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* API calls worth a record: launches, copies, memsets, synchronisation, graph launches, allocation. */
+static int cupti_api_wanted(const char *name)
+{
+	static const char *const prefixes[] = {
+		"cudaLaunch",	      "cudaMemcpy",	  "cudaMemset",	       "cudaDeviceSynchronize",
+		"cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaGraphLaunch",
+		"cudaMalloc",	      "cudaFree",	  "cudaHostAlloc",	       "cuLaunch",
+		"cuGraphLaunch",
+	};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Enables API records for the wanted calls only (≈11 API records per kernel otherwise). */
+static void cupti_enable_api_subset(void)
+{
+	if (!cu.fn.callback_name || !cu.fn.enable_runtime_api || !cu.fn.enable_driver_api) {
+		cu.fn.activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
+		return;
+	}
+	for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
+		const char *name = NULL;
+		if (cu.fn.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name &&
+		    cupti_api_wanted(name))
+			cu.fn.enable_runtime_api(cbid, 1);
+	}
+	/* Driver launches only: Triton and other JITs launch through the driver directly. */
+	for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++) {
+		const char *name = NULL;
+		if (cu.fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&
+		    (strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0))
+			cu.fn.enable_driver_api(cbid, 1);
+	}
+}
+
+int cupti_start(void)
+{
+	char why[512] = "";
+	if (atomic_load(&cu.active))
+		return 0;
+	cu.lib = cupti_open(why, sizeof why);
+	if (!cu.lib || cupti_resolve(why, sizeof why) != 0) {
+		collector_notice(WIRE_NOTICE_WARNING, "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
+		return -1;
+	}
+	uint32_t version = 0;
+	cu.fn.get_version(&version);
+	if (version && version < CUPTI_API_VERSION / 10000 * 10000) {
+		collector_notice(WIRE_NOTICE_WARNING,
+				 "GPU tracing unavailable: CUPTI API %u is older than the %u this collector was built for; "
+				 "CPU and NVTX lanes continue",
+				 version, (unsigned)CUPTI_API_VERSION);
+		return -1;
+	}
+	CUptiResult rc;
+	char incumbent[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
+	if (cu.fn.subscribe_v2) {
+		CUpti_SubscriberParams params;
+		memset(&params, 0, sizeof params);
+		params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+		params.subscriberName = "cuscope";
+		params.oldSubscriberName = incumbent;
+		params.oldSubscriberSize = sizeof incumbent;
+		rc = cu.fn.subscribe_v2(&cu.subscriber, cupti_callback, NULL, &params);
+	} else {
+		rc = cu.fn.subscribe(&cu.subscriber, cupti_callback, NULL);
+	}
+	if (rc != CUPTI_SUCCESS) {
+		if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+			collector_notice(WIRE_NOTICE_WARNING,
+					 "GPU tracing unavailable: another CUPTI client is active (%s); only one can trace "
+					 "at a time before CUDA 13.3; CPU and NVTX lanes continue",
+					 incumbent[0] ? incumbent : "e.g. Nsight Systems or torch.profiler");
+		else
+			collector_notice(WIRE_NOTICE_WARNING,
+					 "GPU tracing unavailable: CUPTI subscribe failed (%s); CPU and NVTX lanes continue",
+					 cupti_error(rc));
+		return -1;
+	}
+	cu.pid = getpid();
+	cu.buffers_max = collector_config.gpu_buffer_bytes / CUPTI_BUFFER_BYTES;
+	if (cu.buffers_max < 4)
+		cu.buffers_max = 4;
+	cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	/* API records must name OS thread ids (gettid), like every other lane, not pthread_t values. */
+	if (cu.fn.set_thread_id_type)
+		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC. */
+	if (cu.fn.register_timestamp)
+		cu.fn.register_timestamp(cupti_timestamp);
+	rc = cu.fn.register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
+	if (rc != CUPTI_SUCCESS) {
+		collector_notice(WIRE_NOTICE_WARNING, "GPU tracing unavailable: %s; CPU and NVTX lanes continue",
+				 cupti_error(rc));
+		return -1;
+	}
+	static const CUpti_ActivityKind kinds[] = {
+		CUPTI_ACTIVITY_KIND_DEVICE,	      CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
+		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET,
+		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_OVERHEAD,
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		rc = cu.fn.activity_enable(kinds[i]);
+		if (rc != CUPTI_SUCCESS && kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+			collector_notice(WIRE_NOTICE_WARNING,
+					 "GPU tracing unavailable: cannot enable kernel tracing (%s); CPU and NVTX lanes "
+					 "continue",
+					 cupti_error(rc));
+			return -1;
+		}
+	}
+	cupti_enable_api_subset();
+	atomic_store(&cu.active, 1);
+	atomic_store(&cu.flush_stop, 0);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	cu.flush_started = pthread_create(&cu.flush_thread, NULL, cupti_flush_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+void cupti_stop(void)
+{
+	if (!atomic_load(&cu.active) || cu.pid != getpid())
+		return;
+	if (cu.flush_started) {
+		atomic_store(&cu.flush_stop, 1);
+		pthread_join(cu.flush_thread, NULL);
+		cu.flush_started = 0;
+	}
+	/* Forced: also delivers buffers with records still in flight. */
+	cu.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void cupti_forget_after_fork(void)
+{
+	/* CUPTI's threads and state belong to the parent; a flush here could hang. */
+	atomic_store(&cu.active, 0);
+	cu.flush_started = 0;
+	atomic_store(&cu.completed, NULL);
+}
+
+int cupti_running(void)
+{
+	return atomic_load(&cu.active) && cu.pid == getpid();
+}
+
+uint64_t cupti_loss(uint32_t cause)
+{
+	if (cause == WIRE_LOSS_GPU_BUFFER)
+		return atomic_load(&cu.buffers_refused);
+	if (cause == WIRE_LOSS_CUPTI_DROPPED)
+		return cu.dropped_records;
+	return 0;
+}
+
+/* ---- decoding (sender thread) ---- */
+
+static uint32_t cupti_api_name(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	uint32_t *cache = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cu.runtime_names : cu.driver_names;
+	uint32_t generation = sender_string_generation();
+	if (cu.names_generation != generation) {
+		memset(cu.runtime_names, 0, sizeof cu.runtime_names);
+		memset(cu.driver_names, 0, sizeof cu.driver_names);
+		cu.names_generation = generation;
+	}
+	if (cbid < CUPTI_NAME_CACHE && cache[cbid])
+		return cache[cbid];
+	const char *name = NULL;
+	char fallback[32];
+	if (!cu.fn.callback_name || cu.fn.callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name) {
+		snprintf(fallback, sizeof fallback, "cbid %u", cbid);
+		name = fallback;
+	}
+	uint32_t id = sender_intern(name, strlen(name));
+	if (cbid < CUPTI_NAME_CACHE)
+		cache[cbid] = id;
+	return id;
+}
+
+static void cupti_decode(const CUpti_Activity *record)
+{
+	struct wire_gpu_event ev;
+	memset(&ev, 0, sizeof ev);
+	switch (record->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+		const CUpti_ActivityKernel10 *k = (const void *)record;
+		ev.kind = WIRE_GPU_KERNEL;
+		ev.start_ns = k->start;
+		ev.end_ns = k->end;
+		ev.correlation_id = k->correlationId;
+		ev.name_id = k->name ? sender_intern(k->name, strlen(k->name)) : 0;
+		ev.device = k->deviceId;
+		ev.context = k->contextId;
+		ev.stream = k->streamId;
+		ev.grid[0] = k->gridX;
+		ev.grid[1] = k->gridY;
+		ev.grid[2] = k->gridZ;
+		ev.block[0] = k->blockX;
+		ev.block[1] = k->blockY;
+		ev.block[2] = k->blockZ;
+		ev.registers = k->registersPerThread;
+		ev.shared_static = (uint32_t)k->staticSharedMemory;
+		ev.shared_dynamic = (uint32_t)k->dynamicSharedMemory;
+		ev.graph_id = k->graphId;
+		ev.flags = k->isDeviceLaunched ? WIRE_GPU_FLAG_DEVICE_LAUNCH : 0;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		const CUpti_ActivityMemcpy6 *m = (const void *)record;
+		ev.kind = WIRE_GPU_MEMCPY;
+		ev.start_ns = m->start;
+		ev.end_ns = m->end;
+		ev.bytes = m->bytes;
+		ev.correlation_id = m->correlationId;
+		ev.device = m->deviceId;
+		ev.context = m->contextId;
+		ev.stream = m->streamId;
+		ev.subkind = m->copyKind < WIRE_MEMCPY_KIND_MAX ? m->copyKind : WIRE_MEMCPY_UNKNOWN;
+		ev.src_mem = m->srcKind < WIRE_MEM_KIND_MAX ? m->srcKind : WIRE_MEM_UNKNOWN;
+		ev.dst_mem = m->dstKind < WIRE_MEM_KIND_MAX ? m->dstKind : WIRE_MEM_UNKNOWN;
+		ev.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? WIRE_GPU_FLAG_ASYNC : 0;
+		ev.graph_id = m->graphId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		const CUpti_ActivityMemset4 *m = (const void *)record;
+		ev.kind = WIRE_GPU_MEMSET;
+		ev.start_ns = m->start;
+		ev.end_ns = m->end;
+		ev.bytes = m->bytes;
+		ev.correlation_id = m->correlationId;
+		ev.device = m->deviceId;
+		ev.context = m->contextId;
+		ev.stream = m->streamId;
+		ev.dst_mem = m->memoryKind < WIRE_MEM_KIND_MAX ? (uint8_t)m->memoryKind : WIRE_MEM_UNKNOWN;
+		ev.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? WIRE_GPU_FLAG_ASYNC : 0;
+		ev.graph_id = m->graphId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+		const CUpti_ActivitySynchronization2 *s = (const void *)record;
+		ev.kind = WIRE_GPU_SYNC;
+		ev.start_ns = s->start;
+		ev.end_ns = s->end;
+		ev.correlation_id = s->correlationId;
+		ev.context = s->contextId;
+		ev.stream = s->streamId;
+		ev.subkind = (uint32_t)s->type < WIRE_SYNC_TYPE_MAX ? (uint16_t)s->type : WIRE_SYNC_UNKNOWN;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER: {
+		const CUpti_ActivityAPI *a = (const void *)record;
+		int runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+		ev.kind = runtime ? WIRE_GPU_API_RUNTIME : WIRE_GPU_API_DRIVER;
+		ev.start_ns = a->start;
+		ev.end_ns = a->end;
+		ev.correlation_id = a->correlationId;
+		ev.tid = a->threadId;
+		ev.subkind = (uint16_t)a->cbid;
+		ev.name_id = cupti_api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_CONTEXT: {
+		const CUpti_ActivityContext3 *c = (const void *)record;
+		ev.kind = WIRE_GPU_CONTEXT;
+		ev.device = c->deviceId;
+		ev.context = c->contextId;
+		ev.stream = c->nullStreamId;
+		sender_gpu_context(&ev);
+		return;
+	}
+	case CUPTI_ACTIVITY_KIND_STREAM: {
+		const CUpti_ActivityStream *s = (const void *)record;
+		ev.kind = WIRE_GPU_STREAM;
+		ev.context = s->contextId;
+		ev.stream = s->streamId;
+		ev.subkind = s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING ? 1
+			     : s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL       ? 2
+										: 0;
+		ev.correlation_id = s->correlationId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+		const CUpti_ActivityOverhead3 *o = (const void *)record;
+		ev.kind = WIRE_GPU_OVERHEAD;
+		ev.start_ns = o->start;
+		ev.end_ns = o->end;
+		ev.correlation_id = o->correlationId;
+		ev.subkind = (uint16_t)o->overheadKind;
+		if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
+			ev.tid = o->objectId.pt.threadId;
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_DEVICE: {
+		const CUpti_ActivityDevice5 *d = (const void *)record;
+		struct wire_gpu_device dev;
+		memset(&dev, 0, sizeof dev);
+		dev.device = d->id;
+		dev.name_id = d->name ? sender_intern(d->name, strlen(d->name)) : 0;
+		memcpy(dev.uuid, &d->uuid, sizeof dev.uuid);
+		dev.global_memory_bytes = d->globalMemorySize;
+		dev.sm_count = d->numMultiprocessors;
+		dev.cc_major = d->computeCapabilityMajor;
+		dev.cc_minor = d->computeCapabilityMinor;
+		sender_gpu_device(&dev);
+		return;
+	}
+	default:
+		return;
+	}
+	sender_gpu_event(&ev);
+}
+
+size_t cupti_drain(void)
+{
+	if (!cupti_running())
+		return 0;
+	struct cupti_buffer *list = atomic_exchange(&cu.completed, NULL);
+	/* The stack is newest first: reverse so buffers decode in completion order. */
+	struct cupti_buffer *fifo = NULL;
+	while (list) {
+		struct cupti_buffer *next = list->next;
+		list->next = fifo;
+		fifo = list;
+		list = next;
+	}
+	size_t records = 0;
+	while (fifo) {
+		struct cupti_buffer *b = fifo;
+		fifo = b->next;
+		CUpti_Activity *record = NULL;
+		while (cu.fn.next_record(b->data, b->valid, &record) == CUPTI_SUCCESS) {
+			cupti_decode(record);
+			records++;
+		}
+		size_t dropped = 0;
+		if (cu.fn.dropped_records(NULL, 0, &dropped) == CUPTI_SUCCESS)
+			cu.dropped_records += dropped;
+		struct cupti_buffer *head = atomic_load(&cu.spare);
+		do
+			b->next = head;
+		while (!atomic_compare_exchange_weak(&cu.spare, &head, b));
+	}
+	return records;
+}
