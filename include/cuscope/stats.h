@@ -14,7 +14,10 @@ enum stats_format {
 
 /* Parses "table", "csv" or "json"; returns 0 or -EINVAL. */
 int stats_format_parse(const char *text, enum stats_format *out);
-/* Writes every section (nvtx, threads, processes, losses) in the given format; 0 or -errno. */
+/*
+ * Writes every section in the given format: nvtx, threads, processes, losses, then the GPU ones
+ * (kernels, memcpy, memset, sync, gpus, streams, api); 0 or -errno.
+ */
 int stats_write(FILE *out, const struct store *store, enum stats_format format);
 
 #endif

@@ -6,6 +6,9 @@
  * Layout the store builds:
  *   process (pid)  -> lanes: one per OS thread (push/pop ranges on rows by nesting depth, marks)
  *                            + one "nvtx async" lane per process for start/end ranges (rows packed)
+ *                            + one GPU stream lane per (device, stream): kernels, copies, memsets
+ *                            (struct store_gpu_op rows; a thread lane's GPU rows hold its CUDA API
+ *                            calls and host syncs)
  * Ranges on one row never overlap and are kept sorted by start time, so a query is a binary search.
  * Strings are global ids (store_string); 0 is the empty string.
  */
@@ -21,6 +24,7 @@ struct store;
 enum store_lane_kind {
 	STORE_LANE_THREAD = 1,     /* an OS thread: push/pop ranges and marks */
 	STORE_LANE_NVTX_ASYNC = 2, /* start/end ranges of a process, rows packed greedily */
+	STORE_LANE_GPU_STREAM = 3, /* one CUDA stream of one device: GPU ops on gpu rows */
 };
 
 enum store_range_style {
@@ -41,29 +45,80 @@ _Static_assert(sizeof(struct store_range) == 24, "store_range layout");
 struct store_process_info {
 	pid_t pid;
 	pid_t ppid;
-	const char *cmdline;     /* argv joined by spaces */
+	const char *cmdline; /* argv joined by spaces */
 	const char *host;
 	uint64_t start_ns;       /* collector start, CLOCK_MONOTONIC */
 	uint64_t anchor_mono_ns; /* clock anchor */
 	uint64_t anchor_real_ns;
-	uint64_t features;       /* WIRE_FEATURE_* */
-	int connected;           /* a live source is attached now */
-	int exited;              /* BYE received */
-	int exit_code;           /* from BYE, -1 if unknown */
-	uint64_t events;         /* events ingested for this process */
+	uint64_t features; /* WIRE_FEATURE_* */
+	int connected;     /* a live source is attached now */
+	int exited;        /* BYE received */
+	int exit_code;     /* from BYE, -1 if unknown */
+	uint64_t events;   /* events ingested for this process */
 	size_t lane_count;
 };
 
 struct store_lane_info {
 	enum store_lane_kind kind;
 	pid_t pid;
-	pid_t tid;               /* 0 for the async lane */
-	const char *name;        /* current thread name ("" if unknown) */
-	uint64_t first_ns;       /* first time seen */
-	uint64_t end_ns;         /* thread exit time, 0 while alive */
-	size_t row_count;        /* rows of ranges (nesting depth seen so far) */
-	size_t open_count;       /* ranges begun but not ended yet */
+	pid_t tid;         /* 0 for the async lane */
+	const char *name;  /* current thread name ("" if unknown) */
+	uint64_t first_ns; /* first time seen */
+	uint64_t end_ns;   /* thread exit time, 0 while alive */
+	size_t row_count;  /* rows of ranges (nesting depth seen so far) */
+	size_t open_count; /* ranges begun but not ended yet */
 	size_t mark_count;
+	/* GPU (added): rows of struct store_gpu_op; thread lanes: CUDA API calls and syncs */
+	size_t gpu_row_count;
+	uint64_t gpu_ops; /* ops on this lane */
+	uint32_t device;  /* stream lanes: CUDA device ordinal */
+	uint32_t stream;  /* stream lanes: CUPTI stream id */
+	int is_default;   /* stream lanes: the context's legacy default (NULL) stream */
+	uint64_t kernels; /* stream lanes: kernels on it */
+};
+
+/*
+ * One GPU operation, API call or host sync (32 bytes: the hot record). Ops on one gpu row never
+ * overlap and are sorted by start, like store_range rows (and start with the same two fields).
+ */
+struct store_gpu_op {
+	uint64_t start_ns;       /* CLOCK_MONOTONIC */
+	uint64_t end_ns;         /* CLOCK_MONOTONIC */
+	uint32_t name_id;        /* global string: demangled kernel name, API function; 0 otherwise */
+	uint32_t correlation_id; /* joins to the API call (store_gpu_op_get_launch); 0 = none */
+	uint8_t kind;            /* enum wire_gpu_kind */
+	uint8_t subkind;         /* memcpy: enum wire_memcpy_kind; sync: enum wire_sync_type */
+	uint8_t mem;             /* memcpy: src_mem << 4 | dst_mem; memset: dst_mem */
+	uint8_t flags;           /* WIRE_GPU_FLAG_* */
+	uint32_t aux;            /* private: use store_gpu_op_bytes / store_gpu_op_kernel */
+};
+_Static_assert(sizeof(struct store_gpu_op) == 32, "store_gpu_op layout");
+
+/* Launch configuration of a kernel (kept once per distinct configuration). */
+struct store_kernel_config {
+	int32_t grid[3];
+	int32_t block[3];
+	uint32_t registers;      /* per thread */
+	uint32_t shared_static;  /* bytes */
+	uint32_t shared_dynamic; /* bytes */
+	uint32_t graph_id;       /* 0 = not from a CUDA graph */
+};
+
+/* The CUDA API call that issued a GPU op. */
+struct store_gpu_launch {
+	pid_t tid;         /* calling thread */
+	uint32_t name_id;  /* global string: API function name */
+	uint32_t kind;     /* WIRE_GPU_API_RUNTIME or WIRE_GPU_API_DRIVER */
+	uint64_t start_ns; /* CLOCK_MONOTONIC */
+	uint64_t end_ns;
+};
+
+struct store_gpu_device_info {
+	uint32_t device;  /* CUDA ordinal */
+	const char *name; /* e.g. "NVIDIA H200" */
+	char uuid[48];    /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	uint64_t global_memory_bytes;
+	uint32_t sm_count, cc_major, cc_minor;
 };
 
 /* Creates an empty store. */
@@ -76,7 +131,7 @@ void store_free(struct store *store);
  * -EPROTO with *cause (static) for a malformed or mismatched frame; the source is then unusable.
  */
 int store_feed(struct store *store, int source, uint32_t type, const void *payload, uint32_t length,
-	       const char **cause);
+               const char **cause);
 /* Marks a source's connection as gone (process exited or collector unreachable). */
 void store_source_closed(struct store *store, int source);
 
@@ -113,18 +168,68 @@ void store_lane_get(const struct store *store, size_t process, size_t lane, stru
  * store_feed.
  */
 size_t store_lane_row_query(const struct store *store, size_t process, size_t lane, size_t row,
-			    uint64_t from_ns, uint64_t to_ns, const struct store_range **out);
+                            uint64_t from_ns, uint64_t to_ns, const struct store_range **out);
 /* All completed ranges of a row (sorted by start). */
 size_t store_lane_row_all(const struct store *store, size_t process, size_t lane, size_t row,
-			  const struct store_range **out);
+                          const struct store_range **out);
 /* Open (begun, not ended) range i of a lane: start, name, domain, row; end_ns is 0. */
 void store_lane_open_get(const struct store *store, size_t process, size_t lane, size_t index,
-			 struct store_range *out, size_t *row);
+                         struct store_range *out, size_t *row);
 /* Marks of a thread lane in [from_ns, to_ns) (start_ns == end_ns); returns count, *out first. */
 size_t store_lane_mark_query(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
-			     uint64_t to_ns, const struct store_range **out);
+                             uint64_t to_ns, const struct store_range **out);
 
 /* Loss counters of one process, by cause (enum wire_loss_cause); 0 for causes never reported. */
 uint64_t store_process_loss(const struct store *store, size_t process, uint32_t cause);
+
+/* ---- GPU activity (added) ---- */
+
+/* GPU records ingested in total (all kinds; also counted in store_event_count). */
+uint64_t store_gpu_event_count(const struct store *store);
+/* GPU records ingested for one process. */
+uint64_t store_process_gpu_events(const struct store *store, size_t process);
+/*
+ * GPU ops on gpu row `row` of a lane (stream lanes: kernels/copies/memsets/unmatched syncs; thread
+ * lanes: API calls and syncs) overlapping [from_ns, to_ns): *out = first, returns the count.
+ * Valid until the next store_feed.
+ */
+size_t store_lane_gpu_query(const struct store *store, size_t process, size_t lane, size_t row,
+                            uint64_t from_ns, uint64_t to_ns, const struct store_gpu_op **out);
+/* All ops of a gpu row, sorted by start. */
+size_t store_lane_gpu_all(const struct store *store, size_t process, size_t lane, size_t row,
+                          const struct store_gpu_op **out);
+/* Label of a stream lane: "GPU0 s7", "GPU0 default", "GPU0 s13 cpy" (only copies on it). */
+const char *store_lane_gpu_label(const struct store *store, size_t process, size_t lane);
+/* Byte count of a memcpy/memset op (0 for other kinds). */
+uint64_t store_gpu_op_bytes(const struct store *store, size_t process, const struct store_gpu_op *op);
+/* Launch configuration of a kernel op: 0, or -EINVAL for an op that is not a kernel. */
+int store_gpu_op_kernel(const struct store *store, size_t process, const struct store_gpu_op *op,
+                        struct store_kernel_config *out);
+/*
+ * The API call that issued op (joined on the correlation id, whichever arrived first): 0, or
+ * -ENOENT when it is unknown (graph kernels, API tracing off, or older than the last ~1M calls).
+ */
+int store_gpu_op_get_launch(const struct store *store, size_t process, const struct store_gpu_op *op,
+                            struct store_gpu_launch *out);
+/* Short label of a (demangled) kernel name: no return type, template arguments or parameters. */
+const char *store_short_name(const struct store *store, uint32_t name_id);
+/* Demangles a C++ symbol into buf (returns buf), or returns NULL when it is not a mangled name. */
+char *store_demangle(const char *mangled, char *buf, size_t size);
+
+/* GPU devices a process reported (in order of arrival). */
+size_t store_gpu_device_count(const struct store *store, size_t process);
+void store_gpu_device_get(const struct store *store, size_t process, size_t index,
+                          struct store_gpu_device_info *out);
+/* Device by ordinal: 0, or -ENOENT when the process did not describe it. */
+int store_gpu_device_find(const struct store *store, size_t process, uint32_t device,
+                          struct store_gpu_device_info *out);
+
+/* Notices (one-line messages from a collector, e.g. "GPU tracing unavailable: ..."). */
+size_t store_notice_count(const struct store *store, size_t process);
+/* Text of notice index of a process; *level = enum wire_notice_level; *seq = store-wide order. */
+const char *store_notice_get(const struct store *store, size_t process, size_t index, uint32_t *level,
+                             uint64_t *seq);
+/* Notices received in total: a UI shows the ones with seq above what it has shown. */
+uint64_t store_notice_total(const struct store *store);
 
 #endif

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cell_type { CELL_STR, CELL_INT };
+enum cell_type { CELL_STR, CELL_INT, CELL_BOOL };
 
 struct column {
 	const char *key;
@@ -42,6 +42,9 @@ static void table_row(struct table *t, ...)
 	for (size_t c = 0; c < t->col_count; c++) {
 		if (t->cols[c].type == CELL_STR) {
 			row[c].str = xstrdup(va_arg(ap, const char *));
+		} else if (t->cols[c].type == CELL_BOOL) {
+			row[c].num = va_arg(ap, int) != 0;
+			row[c].str = NULL;
 		} else {
 			row[c].num = va_arg(ap, int64_t);
 			row[c].str = NULL;
@@ -90,7 +93,8 @@ static struct nvtx_group *group_get(struct nvtx_groups *g, uint32_t name, uint32
 		g->slot_count = g->slot_count ? g->slot_count * 2 : 256;
 		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
 		for (size_t i = 0; i < g->n; i++) {
-			size_t s = group_hash(g->v[i].name_id, g->v[i].domain_id, g->v[i].style) & (g->slot_count - 1);
+			size_t s = group_hash(g->v[i].name_id, g->v[i].domain_id, g->v[i].style) &
+			           (g->slot_count - 1);
 			while (g->slots[s])
 				s = (s + 1) & (g->slot_count - 1);
 			g->slots[s] = (uint32_t)i + 1;
@@ -150,8 +154,9 @@ static uint64_t percentile(const uint64_t *sorted, size_t n, double q)
 }
 
 static const struct column nvtx_cols[] = {
-	{"name", CELL_STR},     {"domain", CELL_STR}, {"style", CELL_STR}, {"count", CELL_INT}, {"total_ns", CELL_INT},
-	{"min_ns", CELL_INT},   {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT}, {"max_ns", CELL_INT},
+    {"name", CELL_STR},   {"domain", CELL_STR},   {"style", CELL_STR},
+    {"count", CELL_INT},  {"total_ns", CELL_INT}, {"min_ns", CELL_INT},
+    {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT},   {"max_ns", CELL_INT},
 };
 
 static void section_nvtx(const struct store *st, struct table *t)
@@ -181,10 +186,10 @@ static void section_nvtx(const struct store *st, struct table *t)
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
 		qsort(e->durations, e->n, sizeof *e->durations, cmp_u64);
-		table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id), style_names[e->style],
-			  (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
-			  (int64_t)percentile(e->durations, e->n, 0.50), (int64_t)percentile(e->durations, e->n, 0.99),
-			  (int64_t)e->durations[e->n - 1]);
+		table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
+		          style_names[e->style], (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
+		          (int64_t)percentile(e->durations, e->n, 0.50),
+		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
 		free(e->durations);
 	}
 	free(g.v);
@@ -228,6 +233,355 @@ static void section_losses(const struct store *st, struct table *t)
 		table_row(t, wire_loss_cause_name(cause), (int64_t)store_loss_count(st, cause));
 }
 
+/* ---- GPU: kernels, memcpy, memset, sync, gpus, streams, api ---- */
+
+/* A group of GPU ops sharing up to four key values. */
+struct op_group {
+	uint32_t key[4];
+	uint64_t count, total_ns, bytes;
+	uint64_t *durations; /* only where percentiles are asked for */
+	size_t n, cap;
+};
+
+struct op_groups {
+	struct op_group *v;
+	size_t n, cap;
+	uint32_t *slots; /* index + 1 */
+	size_t slot_count;
+};
+
+static uint32_t op_key_hash(const uint32_t key[4])
+{
+	uint32_t h = 2166136261u;
+	for (int i = 0; i < 4; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h;
+}
+
+static struct op_group *op_group_get(struct op_groups *g, uint32_t k0, uint32_t k1, uint32_t k2, uint32_t k3)
+{
+	const uint32_t key[4] = {k0, k1, k2, k3};
+	if ((g->n + 1) * 2 > g->slot_count) {
+		free(g->slots);
+		g->slot_count = g->slot_count ? g->slot_count * 2 : 64;
+		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
+		for (size_t i = 0; i < g->n; i++) {
+			size_t s = op_key_hash(g->v[i].key) & (g->slot_count - 1);
+			while (g->slots[s])
+				s = (s + 1) & (g->slot_count - 1);
+			g->slots[s] = (uint32_t)i + 1;
+		}
+	}
+	size_t s = op_key_hash(key) & (g->slot_count - 1);
+	while (g->slots[s]) {
+		struct op_group *e = &g->v[g->slots[s] - 1];
+		if (memcmp(e->key, key, sizeof key) == 0)
+			return e;
+		s = (s + 1) & (g->slot_count - 1);
+	}
+	xgrow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v);
+	struct op_group *e = &g->v[g->n];
+	memset(e, 0, sizeof *e);
+	memcpy(e->key, key, sizeof key);
+	g->slots[s] = (uint32_t)++g->n;
+	return e;
+}
+
+static void op_group_add(struct op_group *e, const struct store_gpu_op *op, uint64_t bytes, int keep)
+{
+	uint64_t d = op->end_ns - op->start_ns;
+	e->count++;
+	e->total_ns += d;
+	e->bytes += bytes;
+	if (keep) {
+		xgrow((void **)&e->durations, &e->cap, e->n + 1, sizeof *e->durations);
+		e->durations[e->n++] = d;
+	}
+}
+
+static int cmp_op_group(const void *a, const void *b)
+{
+	const struct op_group *x = a, *y = b;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return memcmp(x->key, y->key, sizeof x->key);
+}
+
+/* Groups every op of the kinds in mask (bit = 1 << kind) with key(op) over all lanes of kind. */
+static void op_groups_collect(const struct store *st, struct op_groups *g, unsigned mask, int keep,
+                              void (*key)(const struct store *st, size_t p, const struct store_lane_info *li,
+                                          const struct store_gpu_op *op, uint32_t out[4]))
+{
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(st, p, l, &li);
+			for (size_t row = 0; row < li.gpu_row_count; row++) {
+				const struct store_gpu_op *v;
+				size_t n = store_lane_gpu_all(st, p, l, row, &v);
+				for (size_t i = 0; i < n; i++) {
+					if (!(mask & 1u << v[i].kind))
+						continue;
+					uint32_t k[4] = {0};
+					key(st, p, &li, &v[i], k);
+					op_group_add(op_group_get(g, k[0], k[1], k[2], k[3]), &v[i],
+					             store_gpu_op_bytes(st, p, &v[i]), keep);
+				}
+			}
+		}
+	}
+	if (g->n)
+		qsort(g->v, g->n, sizeof *g->v, cmp_op_group);
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].n)
+			qsort(g->v[i].durations, g->v[i].n, sizeof *g->v[i].durations, cmp_u64);
+}
+
+static void op_groups_fini(struct op_groups *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i].durations);
+	free(g->v);
+	free(g->slots);
+}
+
+static void key_kernel(const struct store *st, size_t p, const struct store_lane_info *li,
+                       const struct store_gpu_op *op, uint32_t out[4])
+{
+	(void)st;
+	(void)p;
+	out[0] = op->name_id;
+	out[1] = li->device;
+}
+
+static const struct column kernel_cols[] = {
+    {"name", CELL_STR},   {"device", CELL_INT}, {"count", CELL_INT},  {"total_ns", CELL_INT},
+    {"min_ns", CELL_INT}, {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT}, {"max_ns", CELL_INT},
+};
+
+static void section_kernels(const struct store *st, struct table *t)
+{
+	struct op_groups g = {0};
+	op_groups_collect(st, &g, 1u << WIRE_GPU_KERNEL, 1, key_kernel);
+	for (size_t i = 0; i < g.n; i++) {
+		const struct op_group *e = &g.v[i];
+		table_row(t, store_string(st, e->key[0]), (int64_t)e->key[1], (int64_t)e->count,
+		          (int64_t)e->total_ns, (int64_t)e->durations[0],
+		          (int64_t)percentile(e->durations, e->n, 0.50),
+		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
+	}
+	op_groups_fini(&g);
+}
+
+static void key_memcpy(const struct store *st, size_t p, const struct store_lane_info *li,
+                       const struct store_gpu_op *op, uint32_t out[4])
+{
+	(void)st;
+	(void)p;
+	(void)li;
+	out[0] = op->subkind;
+	out[1] = op->mem >> 4;
+	out[2] = op->mem & 15;
+	out[3] = (op->flags & WIRE_GPU_FLAG_ASYNC) != 0;
+}
+
+static const struct column memcpy_cols[] = {
+    {"kind", CELL_STR},  {"src_mem", CELL_STR}, {"dst_mem", CELL_STR},  {"async", CELL_BOOL},
+    {"count", CELL_INT}, {"bytes", CELL_INT},   {"total_ns", CELL_INT},
+};
+
+static void section_memcpy(const struct store *st, struct table *t)
+{
+	struct op_groups g = {0};
+	op_groups_collect(st, &g, 1u << WIRE_GPU_MEMCPY, 0, key_memcpy);
+	for (size_t i = 0; i < g.n; i++) {
+		const struct op_group *e = &g.v[i];
+		table_row(t, wire_memcpy_kind_name(e->key[0]), wire_mem_kind_name(e->key[1]),
+		          wire_mem_kind_name(e->key[2]), (int)e->key[3], (int64_t)e->count, (int64_t)e->bytes,
+		          (int64_t)e->total_ns);
+	}
+	op_groups_fini(&g);
+}
+
+static void key_none(const struct store *st, size_t p, const struct store_lane_info *li,
+                     const struct store_gpu_op *op, uint32_t out[4])
+{
+	(void)st;
+	(void)p;
+	(void)li;
+	(void)op;
+	(void)out;
+}
+
+static const struct column memset_cols[] = {{"count", CELL_INT}, {"bytes", CELL_INT}, {"total_ns", CELL_INT}};
+
+static void section_memset(const struct store *st, struct table *t)
+{
+	struct op_groups g = {0};
+	op_groups_collect(st, &g, 1u << WIRE_GPU_MEMSET, 0, key_none);
+	for (size_t i = 0; i < g.n; i++)
+		table_row(t, (int64_t)g.v[i].count, (int64_t)g.v[i].bytes, (int64_t)g.v[i].total_ns);
+	op_groups_fini(&g);
+}
+
+static void key_subkind(const struct store *st, size_t p, const struct store_lane_info *li,
+                        const struct store_gpu_op *op, uint32_t out[4])
+{
+	(void)st;
+	(void)p;
+	(void)li;
+	out[0] = op->subkind;
+}
+
+static const struct column sync_cols[] = {{"type", CELL_STR}, {"count", CELL_INT}, {"total_ns", CELL_INT}};
+
+static void section_sync(const struct store *st, struct table *t)
+{
+	struct op_groups g = {0};
+	op_groups_collect(st, &g, 1u << WIRE_GPU_SYNC, 0, key_subkind);
+	for (size_t i = 0; i < g.n; i++)
+		table_row(t, wire_sync_type_name(g.v[i].key[0]), (int64_t)g.v[i].count,
+		          (int64_t)g.v[i].total_ns);
+	op_groups_fini(&g);
+}
+
+static const struct column gpu_cols[] = {{"device", CELL_INT}, {"name", CELL_STR}, {"uuid", CELL_STR}};
+
+/* Devices of all processes, each (ordinal, uuid) once. */
+static void section_gpus(const struct store *st, struct table *t)
+{
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		for (size_t d = 0; d < store_gpu_device_count(st, p); d++) {
+			struct store_gpu_device_info di;
+			store_gpu_device_get(st, p, d, &di);
+			int seen = 0;
+			for (size_t r = 0; r < t->rows && !seen; r++) {
+				const struct cell *row = &t->cells[r * t->col_count];
+				seen = row[0].num == (int64_t)di.device && strcmp(row[2].str, di.uuid) == 0;
+			}
+			if (!seen)
+				table_row(t, (int64_t)di.device, di.name, di.uuid);
+		}
+	}
+}
+
+struct interval {
+	uint64_t start, end;
+};
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Time covered by the union of a stream lane's GPU work (host syncs on it are not work). */
+static uint64_t stream_busy_ns(const struct store *st, size_t p, size_t l, const struct store_lane_info *li)
+{
+	struct interval *iv = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t row = 0; row < li->gpu_row_count; row++) {
+		const struct store_gpu_op *v;
+		size_t m = store_lane_gpu_all(st, p, l, row, &v);
+		for (size_t i = 0; i < m; i++) {
+			if (v[i].kind == WIRE_GPU_SYNC)
+				continue;
+			xgrow((void **)&iv, &cap, n + 1, sizeof *iv);
+			iv[n++] = (struct interval){v[i].start_ns, v[i].end_ns};
+		}
+	}
+	if (n)
+		qsort(iv, n, sizeof *iv, cmp_interval);
+	uint64_t busy = 0, cur_start = 0, cur_end = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || iv[i].start > cur_end) {
+			busy += cur_end - cur_start;
+			cur_start = iv[i].start;
+			cur_end = iv[i].end;
+		} else if (iv[i].end > cur_end) {
+			cur_end = iv[i].end;
+		}
+	}
+	busy += cur_end - cur_start;
+	free(iv);
+	return busy;
+}
+
+struct stream_row {
+	size_t process, lane;
+	uint32_t device, stream;
+};
+
+static int cmp_stream_row(const void *a, const void *b)
+{
+	const struct stream_row *x = a, *y = b;
+	if (x->process != y->process)
+		return x->process < y->process ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+static const struct column stream_cols[] = {
+    {"device", CELL_INT},  {"stream", CELL_INT},  {"default", CELL_BOOL},
+    {"kernels", CELL_INT}, {"busy_ns", CELL_INT},
+};
+
+static void section_streams(const struct store *st, struct table *t)
+{
+	struct stream_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(st, p, l, &li);
+			if (li.kind != STORE_LANE_GPU_STREAM)
+				continue;
+			xgrow((void **)&rows, &cap, n + 1, sizeof *rows);
+			rows[n++] = (struct stream_row){p, l, li.device, li.stream};
+		}
+	}
+	if (n)
+		qsort(rows, n, sizeof *rows, cmp_stream_row);
+	for (size_t i = 0; i < n; i++) {
+		struct store_lane_info li;
+		store_lane_get(st, rows[i].process, rows[i].lane, &li);
+		table_row(t, (int64_t)li.device, (int64_t)li.stream, li.is_default, (int64_t)li.kernels,
+		          (int64_t)stream_busy_ns(st, rows[i].process, rows[i].lane, &li));
+	}
+	free(rows);
+}
+
+static void key_name(const struct store *st, size_t p, const struct store_lane_info *li,
+                     const struct store_gpu_op *op, uint32_t out[4])
+{
+	(void)st;
+	(void)p;
+	(void)li;
+	out[0] = op->name_id;
+}
+
+static const struct column api_cols[] = {
+    {"name", CELL_STR}, {"count", CELL_INT}, {"total_ns", CELL_INT}, {"p50_ns", CELL_INT}};
+
+static void section_api(const struct store *st, struct table *t)
+{
+	struct op_groups g = {0};
+	op_groups_collect(st, &g, 1u << WIRE_GPU_API_RUNTIME | 1u << WIRE_GPU_API_DRIVER, 1, key_name);
+	for (size_t i = 0; i < g.n; i++) {
+		const struct op_group *e = &g.v[i];
+		table_row(t, store_string(st, e->key[0]), (int64_t)e->count, (int64_t)e->total_ns,
+		          (int64_t)percentile(e->durations, e->n, 0.50));
+	}
+	op_groups_fini(&g);
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -237,10 +591,17 @@ struct section {
 
 #define COLS(a) a, sizeof a / sizeof a[0]
 static const struct section sections[] = {
-	{"nvtx", COLS(nvtx_cols), section_nvtx},
-	{"threads", COLS(thread_cols), section_threads},
-	{"processes", COLS(process_cols), section_processes},
-	{"losses", COLS(loss_cols), section_losses},
+    {"nvtx", COLS(nvtx_cols), section_nvtx},
+    {"threads", COLS(thread_cols), section_threads},
+    {"processes", COLS(process_cols), section_processes},
+    {"losses", COLS(loss_cols), section_losses},
+    {"kernels", COLS(kernel_cols), section_kernels},
+    {"memcpy", COLS(memcpy_cols), section_memcpy},
+    {"memset", COLS(memset_cols), section_memset},
+    {"sync", COLS(sync_cols), section_sync},
+    {"gpus", COLS(gpu_cols), section_gpus},
+    {"streams", COLS(stream_cols), section_streams},
+    {"api", COLS(api_cols), section_api},
 };
 
 /* ---- writers ---- */
@@ -300,6 +661,8 @@ static void write_json(FILE *out, const struct table *t, int first)
 			fprintf(out, "%s\"%s\": ", c ? ", " : "", t->cols[c].key);
 			if (t->cols[c].type == CELL_STR)
 				json_string(out, cell->str);
+			else if (t->cols[c].type == CELL_BOOL)
+				fputs(cell->num ? "true" : "false", out);
 			else
 				fprintf(out, "%" PRId64, cell->num);
 		}
@@ -321,6 +684,8 @@ static void write_csv(FILE *out, const struct table *t, int first)
 				fputc(',', out);
 			if (t->cols[c].type == CELL_STR)
 				csv_string(out, cell->str);
+			else if (t->cols[c].type == CELL_BOOL)
+				fputs(cell->num ? "true" : "false", out);
 			else
 				fprintf(out, "%" PRId64, cell->num);
 		}
@@ -333,6 +698,8 @@ static int cell_width(const struct table *t, size_t r, size_t c)
 	const struct cell *cell = &t->cells[r * t->col_count + c];
 	if (t->cols[c].type == CELL_STR)
 		return (int)strlen(cell->str);
+	if (t->cols[c].type == CELL_BOOL)
+		return cell->num ? 4 : 5;
 	char buf[32];
 	return snprintf(buf, sizeof buf, "%" PRId64, cell->num);
 }
@@ -352,7 +719,8 @@ static void write_table(FILE *out, const struct table *t, int first)
 			width[c] = 60;
 	}
 	for (size_t c = 0; c < t->col_count; c++)
-		fprintf(out, "%s%*s", c ? "  " : "", t->cols[c].type == CELL_STR ? -width[c] : width[c], t->cols[c].key);
+		fprintf(out, "%s%*s", c ? "  " : "", t->cols[c].type == CELL_STR ? -width[c] : width[c],
+		        t->cols[c].key);
 	fputc('\n', out);
 	if (!t->rows)
 		fputs("(none)\n", out);
@@ -363,6 +731,8 @@ static void write_table(FILE *out, const struct table *t, int first)
 				fputs("  ", out);
 			if (t->cols[c].type == CELL_STR)
 				fprintf(out, "%-*.*s", width[c], width[c], cell->str);
+			else if (t->cols[c].type == CELL_BOOL)
+				fprintf(out, "%-*s", width[c], cell->num ? "true" : "false");
 			else
 				fprintf(out, "%*" PRId64, width[c], cell->num);
 		}
@@ -388,9 +758,9 @@ int stats_format_parse(const char *text, enum stats_format *out)
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
 {
 	static void (*const writers[])(FILE *, const struct table *, int) = {
-		[STATS_FORMAT_TABLE] = write_table,
-		[STATS_FORMAT_CSV] = write_csv,
-		[STATS_FORMAT_JSON] = write_json,
+	    [STATS_FORMAT_TABLE] = write_table,
+	    [STATS_FORMAT_CSV] = write_csv,
+	    [STATS_FORMAT_JSON] = write_json,
 	};
 	if (format == STATS_FORMAT_JSON)
 		fputc('{', out);

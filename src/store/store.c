@@ -3,87 +3,13 @@
  * string ids, per-row sorted arrays for binary-searched time queries, and loss counters.
  */
 #include "cuscope/store.h"
+#include "store_impl.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PENDING_END_MAX 65536
-
-struct range_row {
-	struct store_range *v;
-	size_t n, cap;
-	uint64_t busy_until; /* async rows: end of the last range, UINT64_MAX while one is open */
-};
-
-struct open_range {
-	struct store_range range; /* end_ns = 0 */
-	size_t row;
-	uint64_t range_id; /* start/end only */
-};
-
-struct lane {
-	enum store_lane_kind kind;
-	pid_t tid;
-	uint32_t name_id;
-	uint64_t first_ns;
-	uint64_t end_ns;
-	struct range_row *rows;
-	size_t row_count, row_cap;
-	struct open_range *open;
-	size_t open_count, open_cap;
-	struct store_range *marks;
-	size_t mark_count, mark_cap;
-};
-
-struct pending_end {
-	uint64_t range_id;
-	uint64_t end_ns;
-};
-
-struct process {
-	struct wire_hello hello;
-	char *cmdline;
-	int connected;
-	int exited;
-	int exit_code;
-	uint64_t events;
-	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
-	size_t lane_count, lane_cap;
-	/* tid -> lane index + 1, open addressing */
-	pid_t *tid_keys;
-	uint32_t *tid_vals;
-	size_t tid_slots;
-	uint64_t losses[WIRE_LOSS_CAUSE_MAX];
-	uint64_t unmatched;
-	struct pending_end *pending;
-	size_t pending_count, pending_cap;
-};
-
-struct source {
-	int active;
-	size_t process;
-	uint32_t *strmap; /* per-process string id -> global id */
-	size_t strmap_cap;
-};
-
-struct store {
-	struct process *procs;
-	size_t proc_count, proc_cap;
-	struct source *sources;
-	size_t source_cap;
-	/* global strings */
-	char **strings;
-	uint32_t *string_len;
-	size_t string_count, string_cap;
-	uint32_t *hash_slots; /* string id, 0 = empty */
-	size_t hash_size;
-	uint64_t first_ns, last_ns;
-	uint64_t events;
-	uint64_t generation;
-};
 
 /* ---- strings ---- */
 
@@ -109,7 +35,7 @@ static void store_rehash(struct store *st)
 }
 
 /* Global id of text, interning it. */
-static uint32_t store_intern(struct store *st, const char *text, size_t len)
+uint32_t store_intern(struct store *st, const char *text, size_t len)
 {
 	if (st->string_count * 2 >= st->hash_size)
 		store_rehash(st);
@@ -157,6 +83,7 @@ static void lane_free(struct lane *l)
 	free(l->rows);
 	free(l->open);
 	free(l->marks);
+	store_gpu_lane_fini(l);
 }
 
 void store_free(struct store *st)
@@ -172,6 +99,10 @@ void store_free(struct store *st)
 		free(pr->tid_keys);
 		free(pr->tid_vals);
 		free(pr->pending);
+		store_gpu_process_fini(pr);
+		for (size_t n = 0; n < pr->notice_count; n++)
+			free(pr->notices[n].text);
+		free(pr->notices);
 	}
 	for (size_t s = 0; s < st->source_cap; s++)
 		free(st->sources[s].strmap);
@@ -180,6 +111,8 @@ void store_free(struct store *st)
 	free(st->strings);
 	free(st->string_len);
 	free(st->hash_slots);
+	free(st->demangled);
+	free(st->short_name);
 	free(st->sources);
 	free(st->procs);
 	free(st);
@@ -187,7 +120,8 @@ void store_free(struct store *st)
 
 /* ---- lanes ---- */
 
-static struct lane *lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t)
+/* Appends an empty lane to a process. */
+struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t)
 {
 	xgrow((void **)&pr->lanes, &pr->lane_cap, pr->lane_count + 1, sizeof *pr->lanes);
 	struct lane *l = &pr->lanes[pr->lane_count++];
@@ -220,7 +154,8 @@ static void tid_map_insert(struct process *pr, pid_t tid, uint32_t lane_index)
 	pr->tid_vals[slot] = lane_index + 1;
 }
 
-static struct lane *thread_lane(struct process *pr, pid_t tid, uint64_t t)
+/* The lane of thread tid, created (first seen at t) if new. */
+struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t)
 {
 	if (pr->tid_slots) {
 		size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
@@ -231,7 +166,7 @@ static struct lane *thread_lane(struct process *pr, pid_t tid, uint64_t t)
 		}
 	}
 	tid_map_insert(pr, tid, (uint32_t)pr->lane_count);
-	return lane_append(pr, STORE_LANE_THREAD, tid, t);
+	return store_lane_append(pr, STORE_LANE_THREAD, tid, t);
 }
 
 static struct range_row *lane_row(struct lane *l, size_t row)
@@ -279,22 +214,18 @@ static void process_count_loss(struct process *pr)
 	pr->unmatched++;
 }
 
-static void ingest_event(struct store *st, struct process *pr, struct source *src, const struct wire_event *ev)
+static void ingest_event(struct store *st, struct process *pr, struct source *src,
+                         const struct wire_event *ev)
 {
 	uint32_t name = ev->name_id < src->strmap_cap ? src->strmap[ev->name_id] : 0;
 	uint32_t domain = ev->domain_id < src->strmap_cap ? src->strmap[ev->domain_id] : 0;
 	uint64_t t = ev->time_ns;
-	if (t) {
-		if (!st->first_ns || t < st->first_ns)
-			st->first_ns = t;
-		if (t > st->last_ns)
-			st->last_ns = t;
-	}
+	store_note_time(st, t);
 	pr->events++;
 	st->events++;
 	switch (ev->kind) {
 	case WIRE_EV_THREAD_NAME: {
-		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
 		l->name_id = name;
 		if (t < l->first_ns)
 			l->first_ns = t;
@@ -302,10 +233,10 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	}
 	case WIRE_EV_THREAD_EXIT:
-		thread_lane(pr, (pid_t)ev->tid, t)->end_ns = t;
+		store_thread_lane(pr, (pid_t)ev->tid, t)->end_ns = t;
 		break;
 	case WIRE_EV_NVTX_PUSH: {
-		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
 		struct open_range *o = open_push(l);
 		o->range = (struct store_range){t, 0, name, domain};
 		o->row = l->open_count - 1;
@@ -314,7 +245,7 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	}
 	case WIRE_EV_NVTX_POP: {
-		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
 		if (!l->open_count) {
 			process_count_loss(pr);
 			break;
@@ -325,13 +256,13 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	}
 	case WIRE_EV_NVTX_MARK: {
-		struct lane *l = thread_lane(pr, (pid_t)ev->tid, t);
+		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
 		xgrow((void **)&l->marks, &l->mark_cap, l->mark_count + 1, sizeof *l->marks);
 		l->marks[l->mark_count++] = (struct store_range){t, t, name, domain};
 		break;
 	}
 	case WIRE_EV_NVTX_START: {
-		thread_lane(pr, (pid_t)ev->tid, t);
+		store_thread_lane(pr, (pid_t)ev->tid, t);
 		struct lane *l = &pr->lanes[0];
 		/* The end may have been drained from another thread's ring first. */
 		for (size_t i = 0; i < pr->pending_count; i++) {
@@ -351,12 +282,13 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	}
 	case WIRE_EV_NVTX_END: {
-		thread_lane(pr, (pid_t)ev->tid, t);
+		store_thread_lane(pr, (pid_t)ev->tid, t);
 		struct lane *l = &pr->lanes[0];
 		for (size_t i = 0; i < l->open_count; i++) {
 			if (l->open[i].range_id == ev->value) {
 				struct open_range o = l->open[i];
-				memmove(&l->open[i], &l->open[i + 1], (l->open_count - i - 1) * sizeof *l->open);
+				memmove(&l->open[i], &l->open[i + 1],
+				        (l->open_count - i - 1) * sizeof *l->open);
 				l->open_count--;
 				o.range.end_ns = t;
 				async_complete(l, &o.range, o.row);
@@ -375,6 +307,30 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		/* Kinds from newer collectors (e.g. categories) carry nothing the store shows yet. */
 		break;
 	}
+}
+
+/* Widens the store's first/last times to include t (0 = no time). */
+void store_note_time(struct store *st, uint64_t t)
+{
+	if (t) {
+		if (!st->first_ns || t < st->first_ns)
+			st->first_ns = t;
+		if (t > st->last_ns)
+			st->last_ns = t;
+	}
+}
+
+static void ingest_notice(struct store *st, struct process *pr, const void *payload, uint32_t length)
+{
+	struct wire_notice wn;
+	memcpy(&wn, payload, sizeof wn);
+	char *text = xstrndup((const char *)payload + sizeof wn, length - sizeof wn);
+	/* One line for the user: a newline or control byte ends up as a space. */
+	for (char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
+	xgrow((void **)&pr->notices, &pr->notice_cap, pr->notice_count + 1, sizeof *pr->notices);
+	pr->notices[pr->notice_count++] = (struct notice){wn.level, text, ++st->notice_seq};
 }
 
 static struct source *source_get(struct store *st, int source)
@@ -418,7 +374,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 		struct process *pr = &st->procs[st->proc_count++];
 		memset(pr, 0, sizeof *pr);
 		pr->exit_code = -1;
-		lane_append(pr, STORE_LANE_NVTX_ASYNC, 0, hello.start_mono_ns);
+		store_lane_append(pr, STORE_LANE_NVTX_ASYNC, 0, hello.start_mono_ns);
 	}
 	struct process *pr = &st->procs[index];
 	free(pr->cmdline);
@@ -433,7 +389,8 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	return 0;
 }
 
-int store_feed(struct store *st, int source, uint32_t type, const void *payload, uint32_t length, const char **cause)
+int store_feed(struct store *st, int source, uint32_t type, const void *payload, uint32_t length,
+               const char **cause)
 {
 	if (source < 0) {
 		*cause = "invalid source";
@@ -458,7 +415,8 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 		size_t cap = src->strmap_cap;
 		if (ws.id >= cap) {
 			xgrow((void **)&src->strmap, &cap, (size_t)ws.id + 1, sizeof *src->strmap);
-			memset(&src->strmap[src->strmap_cap], 0, (cap - src->strmap_cap) * sizeof *src->strmap);
+			memset(&src->strmap[src->strmap_cap], 0,
+			       (cap - src->strmap_cap) * sizeof *src->strmap);
 			src->strmap_cap = cap;
 		}
 		src->strmap[ws.id] = store_intern(st, (const char *)payload + sizeof ws, ws.length);
@@ -495,6 +453,12 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 			st->last_ns = bye.time_ns;
 		break;
 	}
+	case WIRE_FRAME_NOTICE:
+		ingest_notice(st, pr, payload, length);
+		break;
+	case WIRE_FRAME_GPU:
+	case WIRE_FRAME_GPU_DEVICE:
+		return store_gpu_ingest(st, pr, src, type, payload, length);
 	}
 	return 0;
 }
@@ -548,8 +512,9 @@ uint64_t store_generation(const struct store *st)
 uint64_t store_process_loss(const struct store *st, size_t process, uint32_t cause)
 {
 	const struct process *pr = &st->procs[process];
+	/* Ends still waiting for their start count as unmatched until (if ever) it arrives. */
 	if (cause == WIRE_LOSS_UNMATCHED_POP)
-		return pr->unmatched;
+		return pr->unmatched + pr->pending_count;
 	return cause < WIRE_LOSS_CAUSE_MAX ? pr->losses[cause] : 0;
 }
 
@@ -604,6 +569,35 @@ void store_lane_get(const struct store *st, size_t process, size_t lane, struct 
 	out->row_count = l->row_count;
 	out->open_count = l->open_count;
 	out->mark_count = l->mark_count;
+	out->gpu_row_count = l->gpu_row_count;
+	out->gpu_ops = l->gpu_ops;
+	out->device = l->device;
+	out->stream = l->stream;
+	out->is_default = l->is_default;
+	out->kernels = l->kernels;
+	if (l->kind == STORE_LANE_GPU_STREAM)
+		out->name = l->label;
+}
+
+size_t store_notice_count(const struct store *st, size_t process)
+{
+	return process < st->proc_count ? st->procs[process].notice_count : 0;
+}
+
+const char *store_notice_get(const struct store *st, size_t process, size_t index, uint32_t *level,
+                             uint64_t *seq)
+{
+	const struct notice *n = &st->procs[process].notices[index];
+	if (level)
+		*level = n->level;
+	if (seq)
+		*seq = n->seq;
+	return n->text;
+}
+
+uint64_t store_notice_total(const struct store *st)
+{
+	return st->notice_seq;
 }
 
 /* First index in v[0..n) whose end_ns > t (ranges on a row are sorted by start and by end). */
@@ -635,7 +629,7 @@ static size_t first_starting_at(const struct store_range *v, size_t n, uint64_t 
 }
 
 size_t store_lane_row_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
-			    uint64_t to_ns, const struct store_range **out)
+                            uint64_t to_ns, const struct store_range **out)
 {
 	const struct lane *l = &st->procs[process].lanes[lane];
 	if (row >= l->row_count || from_ns >= to_ns) {
@@ -650,7 +644,7 @@ size_t store_lane_row_query(const struct store *st, size_t process, size_t lane,
 }
 
 size_t store_lane_row_all(const struct store *st, size_t process, size_t lane, size_t row,
-			  const struct store_range **out)
+                          const struct store_range **out)
 {
 	const struct lane *l = &st->procs[process].lanes[lane];
 	if (row >= l->row_count) {
@@ -661,16 +655,16 @@ size_t store_lane_row_all(const struct store *st, size_t process, size_t lane, s
 	return l->rows[row].n;
 }
 
-void store_lane_open_get(const struct store *st, size_t process, size_t lane, size_t index, struct store_range *out,
-			 size_t *row)
+void store_lane_open_get(const struct store *st, size_t process, size_t lane, size_t index,
+                         struct store_range *out, size_t *row)
 {
 	const struct open_range *o = &st->procs[process].lanes[lane].open[index];
 	*out = o->range;
 	*row = o->row;
 }
 
-size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane, uint64_t from_ns, uint64_t to_ns,
-			     const struct store_range **out)
+size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
+                             uint64_t to_ns, const struct store_range **out)
 {
 	const struct lane *l = &st->procs[process].lanes[lane];
 	size_t lo = first_starting_at(l->marks, l->mark_count, from_ns);
@@ -682,14 +676,16 @@ size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane
 size_t store_memory_bytes(const struct store *st)
 {
 	size_t bytes = sizeof *st + st->proc_cap * sizeof *st->procs + st->source_cap * sizeof *st->sources;
-	bytes += st->string_cap * (sizeof *st->strings + sizeof *st->string_len) + st->hash_size * sizeof *st->hash_slots;
+	bytes += st->string_cap * (sizeof *st->strings + sizeof *st->string_len) +
+	         st->hash_size * sizeof *st->hash_slots;
 	for (size_t i = 0; i < st->string_count; i++)
 		bytes += st->string_len[i] + 1;
 	for (size_t s = 0; s < st->source_cap; s++)
 		bytes += st->sources[s].strmap_cap * sizeof *st->sources[s].strmap;
 	for (size_t p = 0; p < st->proc_count; p++) {
 		const struct process *pr = &st->procs[p];
-		bytes += pr->lane_cap * sizeof *pr->lanes + pr->tid_slots * (sizeof *pr->tid_keys + sizeof *pr->tid_vals);
+		bytes += pr->lane_cap * sizeof *pr->lanes +
+		         pr->tid_slots * (sizeof *pr->tid_keys + sizeof *pr->tid_vals);
 		bytes += pr->pending_cap * sizeof *pr->pending;
 		for (size_t l = 0; l < pr->lane_count; l++) {
 			const struct lane *ln = &pr->lanes[l];
@@ -699,5 +695,5 @@ size_t store_memory_bytes(const struct store *st)
 				bytes += ln->rows[r].cap * sizeof *ln->rows[r].v;
 		}
 	}
-	return bytes;
+	return bytes + store_gpu_memory_bytes(st);
 }

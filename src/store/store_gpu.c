@@ -1,0 +1,737 @@
+/*
+ * GPU side of the event store: WIRE_FRAME_GPU records onto per-(device, stream) lanes and onto the
+ * calling thread's lane (CUDA API calls, host syncs), the correlation join between them, kernel
+ * name demangling, devices.
+ */
+#include "store_impl.h"
+
+#include "cuscope/xalloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BYTES_BIG 0x80000000u /* aux flag: the byte count lives in big_bytes[aux & ~BYTES_BIG] */
+#define NO_STREAM 0xffffffffu /* CUPTI's "invalid" stream of a non-stream sync */
+
+/* ---- names ---- */
+
+/* From libstdc++ (the C++ ABI); weak so the viewer also links without it and finds it at run time. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn store_demangler(void)
+{
+	static int tried;
+	static demangle_fn fn;
+	if (!tried) {
+		tried = 1;
+		fn = __cxa_demangle;
+		if (!fn) {
+			void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+			if (lib)
+				*(void **)&fn = dlsym(lib, "__cxa_demangle");
+		}
+	}
+	return fn;
+}
+
+/* Demangled text of a mangled C++ name (malloc'd), or NULL. */
+static char *demangle_alloc(const char *mangled)
+{
+	if (strncmp(mangled, "_Z", 2) != 0)
+		return NULL;
+	demangle_fn fn = store_demangler();
+	if (!fn)
+		return NULL;
+	int status = -1;
+	char *out = fn(mangled, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *store_demangle(const char *mangled, char *buf, size_t size)
+{
+	char *d = demangle_alloc(mangled);
+	if (!d || !size) {
+		free(d);
+		return NULL;
+	}
+	snprintf(buf, size, "%s", d);
+	free(d);
+	return buf;
+}
+
+/* Label of a demangled name: the text at template depth 0 before the parameter list, without the
+ * return type ("void ns::k<int>(float*)" -> "ns::k"). */
+static size_t short_label(const char *s, char *out, size_t size)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t o = 0;
+	int angle = 0;
+	for (const char *p = s; *p && o + sizeof anon < size; p++) {
+		if (strncmp(p, anon, sizeof anon - 1) == 0) {
+			if (!angle) {
+				memcpy(out + o, anon, sizeof anon - 1);
+				o += sizeof anon - 1;
+			}
+			p += sizeof anon - 2;
+			continue;
+		}
+		if (*p == '<') {
+			angle++;
+			continue;
+		}
+		if (*p == '>') {
+			if (angle)
+				angle--;
+			continue;
+		}
+		if (angle)
+			continue;
+		if (*p == '(')
+			break;
+		if (*p == ' ') {
+			o = 0; /* what came before was a return type */
+			continue;
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static void name_cache_fit(struct store *st, uint32_t id)
+{
+	if (id < st->name_cache_cap)
+		return;
+	size_t old = st->name_cache_cap, cap = old;
+	xgrow((void **)&st->demangled, &cap, (size_t)id + 1, sizeof *st->demangled);
+	st->short_name = xrealloc(st->short_name, cap * sizeof *st->short_name);
+	memset(st->demangled + old, 0, (cap - old) * sizeof *st->demangled);
+	memset(st->short_name + old, 0, (cap - old) * sizeof *st->short_name);
+	st->name_cache_cap = cap;
+}
+
+/* Global id of the demangled text of kernel name id (once per distinct id). */
+static uint32_t kernel_name(struct store *st, uint32_t id)
+{
+	if (!id)
+		return 0;
+	name_cache_fit(st, id);
+	if (!st->demangled[id]) {
+		char *d = demangle_alloc(st->strings[id]);
+		uint32_t did = d ? store_intern(st, d, strlen(d)) : id;
+		free(d);
+		name_cache_fit(st, did);
+		st->demangled[id] = did;
+		st->demangled[did] = did;
+		char buf[1024];
+		const char *text = st->strings[did];
+		size_t n = short_label(text, buf, sizeof buf);
+		uint32_t sid = n ? store_intern(st, buf, n) : did;
+		name_cache_fit(st, sid);
+		st->short_name[did] = sid;
+	}
+	return st->demangled[id];
+}
+
+const char *store_short_name(const struct store *st, uint32_t name_id)
+{
+	if (name_id < st->name_cache_cap && st->short_name[name_id])
+		return store_string(st, st->short_name[name_id]);
+	return store_string(st, name_id);
+}
+
+/* ---- per-process maps ---- */
+
+static uint64_t stream_key(uint32_t device, uint32_t stream)
+{
+	return (uint64_t)device << 32 | stream;
+}
+
+static size_t stream_slot(uint64_t key, size_t slots)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
+}
+
+static void stream_map_put(struct process *pr, uint64_t key, uint32_t lane)
+{
+	if ((pr->stream_count + 1) * 2 > pr->stream_slots) {
+		size_t old = pr->stream_slots;
+		uint64_t *keys = pr->stream_keys;
+		uint32_t *vals = pr->stream_vals;
+		pr->stream_slots = old ? old * 2 : 32;
+		pr->stream_keys = xcalloc(pr->stream_slots, sizeof *pr->stream_keys);
+		pr->stream_vals = xcalloc(pr->stream_slots, sizeof *pr->stream_vals);
+		pr->stream_count = 0;
+		for (size_t i = 0; i < old; i++)
+			if (vals[i])
+				stream_map_put(pr, keys[i], vals[i] - 1);
+		free(keys);
+		free(vals);
+	}
+	size_t s = stream_slot(key, pr->stream_slots);
+	while (pr->stream_vals[s] && pr->stream_keys[s] != key)
+		s = (s + 1) & (pr->stream_slots - 1);
+	if (!pr->stream_vals[s])
+		pr->stream_count++;
+	pr->stream_keys[s] = key;
+	pr->stream_vals[s] = lane + 1;
+}
+
+static const struct gpu_context *context_find(const struct process *pr, uint32_t context)
+{
+	for (size_t i = 0; i < pr->ctx_count; i++)
+		if (pr->ctx[i].context == context)
+			return &pr->ctx[i];
+	return NULL;
+}
+
+static int stream_is_default(const struct process *pr, uint32_t device, uint32_t stream)
+{
+	for (size_t i = 0; i < pr->ctx_count; i++)
+		if (pr->ctx[i].device == device && pr->ctx[i].null_stream == stream)
+			return 1;
+	return 0;
+}
+
+static void lane_relabel(struct lane *l)
+{
+	char s[24];
+	if (l->is_default)
+		snprintf(s, sizeof s, "default");
+	else
+		snprintf(s, sizeof s, "s%u", l->stream);
+	snprintf(l->label, sizeof l->label, "GPU%u %s%s", l->device, s,
+	         !l->kernels && l->copies ? " cpy" : "");
+}
+
+/* Index of the lane of (device, stream), created (first seen at t) if new. */
+static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, uint64_t t)
+{
+	uint64_t key = stream_key(device, stream);
+	if (pr->stream_slots) {
+		size_t s = stream_slot(key, pr->stream_slots);
+		while (pr->stream_vals[s]) {
+			if (pr->stream_keys[s] == key)
+				return pr->stream_vals[s] - 1;
+			s = (s + 1) & (pr->stream_slots - 1);
+		}
+	}
+	size_t index = pr->lane_count;
+	struct lane *l = store_lane_append(pr, STORE_LANE_GPU_STREAM, 0, t);
+	l->device = device;
+	l->stream = stream;
+	l->is_default = stream_is_default(pr, device, stream);
+	lane_relabel(l);
+	stream_map_put(pr, key, (uint32_t)index);
+	return index;
+}
+
+static void context_record(struct process *pr, uint32_t context, uint32_t device, uint32_t null_stream)
+{
+	struct gpu_context *c = (struct gpu_context *)context_find(pr, context);
+	if (!c) {
+		xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
+		c = &pr->ctx[pr->ctx_count++];
+	}
+	*c = (struct gpu_context){context, device, null_stream};
+	/* Lanes made before the context record learn that they are the default stream now. */
+	for (size_t i = 0; i < pr->lane_count; i++) {
+		struct lane *l = &pr->lanes[i];
+		if (l->kind == STORE_LANE_GPU_STREAM && !l->is_default && l->device == device &&
+		    l->stream == null_stream) {
+			l->is_default = 1;
+			lane_relabel(l);
+		}
+	}
+}
+
+static struct corr_entry *corr_get(const struct process *pr, uint32_t corr)
+{
+	if (!corr || !pr->corr_cap)
+		return NULL;
+	struct corr_entry *e = &pr->corr[corr & (pr->corr_cap - 1)];
+	return e->correlation_id == corr ? e : NULL;
+}
+
+static void corr_put(struct process *pr, const struct corr_entry *in)
+{
+	uint32_t corr = in->correlation_id;
+	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX) {
+		size_t cap = pr->corr_cap ? pr->corr_cap : 4096;
+		while (cap <= corr && cap < CORR_MAP_MAX)
+			cap *= 2;
+		struct corr_entry *old = pr->corr;
+		size_t old_cap = pr->corr_cap;
+		pr->corr = xcalloc(cap, sizeof *pr->corr);
+		pr->corr_cap = cap;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i].correlation_id)
+				pr->corr[old[i].correlation_id & (cap - 1)] = old[i];
+		free(old);
+	}
+	struct corr_entry *e = &pr->corr[corr & (pr->corr_cap - 1)];
+	/* A runtime call and the driver call inside it may share the id: the runtime one names it. */
+	if (e->correlation_id == corr && e->kind == WIRE_GPU_API_RUNTIME && in->kind != WIRE_GPU_API_RUNTIME)
+		return;
+	*e = *in;
+}
+
+static uint32_t kernel_config(struct process *pr, const struct wire_gpu_event *ev)
+{
+	struct store_kernel_config k;
+	memset(&k, 0, sizeof k);
+	memcpy(k.grid, ev->grid, sizeof k.grid);
+	memcpy(k.block, ev->block, sizeof k.block);
+	k.registers = ev->registers;
+	k.shared_static = ev->shared_static;
+	k.shared_dynamic = ev->shared_dynamic;
+	k.graph_id = ev->graph_id;
+	uint32_t h = 2166136261u;
+	const unsigned char *b = (const unsigned char *)&k;
+	for (size_t i = 0; i < sizeof k; i++)
+		h = (h ^ b[i]) * 16777619u;
+	if ((pr->kcfg_count + 1) * 2 > pr->kcfg_slot_count) {
+		free(pr->kcfg_slots);
+		pr->kcfg_slot_count = pr->kcfg_slot_count ? pr->kcfg_slot_count * 2 : 256;
+		pr->kcfg_slots = xcalloc(pr->kcfg_slot_count, sizeof *pr->kcfg_slots);
+		for (size_t i = 0; i < pr->kcfg_count; i++) {
+			uint32_t hh = 2166136261u;
+			const unsigned char *bb = (const unsigned char *)&pr->kcfg[i];
+			for (size_t j = 0; j < sizeof k; j++)
+				hh = (hh ^ bb[j]) * 16777619u;
+			size_t s = hh & (pr->kcfg_slot_count - 1);
+			while (pr->kcfg_slots[s])
+				s = (s + 1) & (pr->kcfg_slot_count - 1);
+			pr->kcfg_slots[s] = (uint32_t)i + 1;
+		}
+	}
+	size_t s = h & (pr->kcfg_slot_count - 1);
+	while (pr->kcfg_slots[s]) {
+		uint32_t i = pr->kcfg_slots[s] - 1;
+		if (memcmp(&pr->kcfg[i], &k, sizeof k) == 0)
+			return i;
+		s = (s + 1) & (pr->kcfg_slot_count - 1);
+	}
+	xgrow((void **)&pr->kcfg, &pr->kcfg_cap, pr->kcfg_count + 1, sizeof *pr->kcfg);
+	pr->kcfg[pr->kcfg_count] = k;
+	pr->kcfg_slots[s] = (uint32_t)pr->kcfg_count + 1;
+	return (uint32_t)pr->kcfg_count++;
+}
+
+static uint32_t bytes_aux(struct process *pr, uint64_t bytes)
+{
+	if (bytes < BYTES_BIG)
+		return (uint32_t)bytes;
+	xgrow((void **)&pr->big_bytes, &pr->big_cap, pr->big_count + 1, sizeof *pr->big_bytes);
+	pr->big_bytes[pr->big_count] = bytes;
+	return BYTES_BIG | (uint32_t)pr->big_count++;
+}
+
+/* ---- rows ---- */
+
+/* First index whose start_ns > t. */
+static size_t op_upper_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start_ns > t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* First index whose start_ns >= t. */
+static size_t op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start_ns >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
+static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].end_ns > t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. */
+static void lane_gpu_insert(struct lane *l, const struct store_gpu_op *op)
+{
+	for (size_t row = 0;; row++) {
+		if (row == l->gpu_row_count) {
+			xgrow((void **)&l->gpu_rows, &l->gpu_row_cap, row + 1, sizeof *l->gpu_rows);
+			memset(&l->gpu_rows[row], 0, sizeof *l->gpu_rows);
+			l->gpu_row_count++;
+		}
+		struct gpu_row *r = &l->gpu_rows[row];
+		size_t pos = r->n;
+		if (r->n && r->v[r->n - 1].start_ns > op->start_ns)
+			pos = op_upper_bound(r->v, r->n, op->start_ns);
+		if (pos > 0 && r->v[pos - 1].end_ns > op->start_ns)
+			continue;
+		if (pos < r->n && r->v[pos].start_ns < op->end_ns)
+			continue;
+		xgrow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
+		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
+		r->v[pos] = *op;
+		r->n++;
+		l->gpu_ops++;
+		if (!l->first_ns || op->start_ns < l->first_ns)
+			l->first_ns = op->start_ns;
+		return;
+	}
+}
+
+/* Takes the sync with this correlation id and start out of lane l; 1 if found. */
+static int lane_sync_take(struct lane *l, uint32_t corr, uint64_t start, struct store_gpu_op *out)
+{
+	for (size_t row = 0; row < l->gpu_row_count; row++) {
+		struct gpu_row *r = &l->gpu_rows[row];
+		for (size_t i = op_lower_bound(r->v, r->n, start); i < r->n && r->v[i].start_ns == start;
+		     i++) {
+			if (r->v[i].kind == WIRE_GPU_SYNC && r->v[i].correlation_id == corr) {
+				*out = r->v[i];
+				memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof *r->v);
+				r->n--;
+				l->gpu_ops--;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- ingest ---- */
+
+static uint32_t map_string(const struct source *src, uint32_t id)
+{
+	return id < src->strmap_cap ? src->strmap[id] : 0;
+}
+
+static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, struct store_gpu_op *op)
+{
+	const struct corr_entry *api = corr_get(pr, ev->correlation_id);
+	if (api) {
+		lane_gpu_insert(store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
+		return;
+	}
+	/* No thread known (yet): the stream it waited for, else its context's default stream. */
+	uint32_t device = ev->device, stream = ev->stream;
+	if (stream == NO_STREAM) {
+		const struct gpu_context *c = context_find(pr, ev->context);
+		if (c) {
+			device = c->device;
+			stream = c->null_stream;
+		} else {
+			stream = 0;
+		}
+	}
+	size_t lane = stream_lane(pr, device, stream, op->start_ns);
+	lane_gpu_insert(&pr->lanes[lane], op);
+	if (ev->correlation_id) {
+		if (!pr->psync)
+			pr->psync = xcalloc(PENDING_SYNC_SLOTS, sizeof *pr->psync);
+		/* A collision leaves the older sync where it is: shown on its stream, never lost. */
+		pr->psync[ev->correlation_id % PENDING_SYNC_SLOTS] =
+		    (struct pending_sync){ev->correlation_id, (uint32_t)lane, op->start_ns};
+	}
+}
+
+static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, struct store_gpu_op *op)
+{
+	lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
+	if (!ev->correlation_id)
+		return;
+	struct corr_entry e = {ev->correlation_id, ev->tid,   op->name_id, ev->kind, 0,
+	                       op->start_ns,       op->end_ns};
+	corr_put(pr, &e);
+	if (!pr->psync)
+		return;
+	struct pending_sync *ps = &pr->psync[ev->correlation_id % PENDING_SYNC_SLOTS];
+	if (ps->correlation_id != ev->correlation_id)
+		return;
+	struct store_gpu_op sync;
+	if (ps->lane < pr->lane_count &&
+	    lane_sync_take(&pr->lanes[ps->lane], ps->correlation_id, ps->start_ns, &sync))
+		lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, sync.start_ns), &sync);
+	ps->correlation_id = 0;
+}
+
+static void ingest_gpu_event(struct store *st, struct process *pr, const struct source *src,
+                             const struct wire_gpu_event *ev)
+{
+	pr->gpu_events++;
+	pr->events++;
+	st->gpu_events++;
+	st->events++;
+	struct store_gpu_op op = {
+	    .start_ns = ev->start_ns,
+	    .end_ns = ev->end_ns > ev->start_ns ? ev->end_ns : ev->start_ns,
+	    .correlation_id = ev->correlation_id,
+	    .kind = (uint8_t)ev->kind,
+	    .flags = ev->flags,
+	};
+	switch (ev->kind) {
+	case WIRE_GPU_KERNEL:
+	case WIRE_GPU_MEMCPY:
+	case WIRE_GPU_MEMSET: {
+		store_note_time(st, op.start_ns);
+		store_note_time(st, op.end_ns);
+		struct lane *l = &pr->lanes[stream_lane(pr, ev->device, ev->stream, op.start_ns)];
+		uint64_t kernels = l->kernels, copies = l->copies;
+		if (ev->kind == WIRE_GPU_KERNEL) {
+			op.name_id = kernel_name(st, map_string(src, ev->name_id));
+			op.aux = kernel_config(pr, ev);
+			l->kernels++;
+		} else {
+			op.subkind = ev->kind == WIRE_GPU_MEMCPY ? (uint8_t)ev->subkind : 0;
+			op.mem = ev->kind == WIRE_GPU_MEMCPY
+			             ? (uint8_t)((ev->src_mem & 15) << 4 | (ev->dst_mem & 15))
+			             : (uint8_t)(ev->dst_mem & 15);
+			op.aux = bytes_aux(pr, ev->bytes);
+			l->copies++;
+		}
+		lane_gpu_insert(l, &op);
+		if (!kernels != !l->kernels || !copies != !l->copies)
+			lane_relabel(l);
+		break;
+	}
+	case WIRE_GPU_SYNC:
+		store_note_time(st, op.start_ns);
+		store_note_time(st, op.end_ns);
+		op.subkind = (uint8_t)ev->subkind;
+		ingest_sync(pr, ev, &op);
+		break;
+	case WIRE_GPU_API_RUNTIME:
+	case WIRE_GPU_API_DRIVER:
+		store_note_time(st, op.start_ns);
+		store_note_time(st, op.end_ns);
+		op.name_id = map_string(src, ev->name_id);
+		ingest_api(pr, ev, &op);
+		break;
+	case WIRE_GPU_CONTEXT:
+		context_record(pr, ev->context, ev->device, ev->stream);
+		break;
+	default:
+		/* Streams appear with their first op; overhead and newer kinds are only counted. */
+		break;
+	}
+}
+
+int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
+                     const void *payload, uint32_t length)
+{
+	if (type == WIRE_FRAME_GPU_DEVICE) {
+		struct wire_gpu_device wd;
+		memcpy(&wd, payload, sizeof wd);
+		struct gpu_device *d = NULL;
+		for (size_t i = 0; i < pr->device_count; i++)
+			if (pr->devices[i].device == wd.device)
+				d = &pr->devices[i];
+		if (!d) {
+			xgrow((void **)&pr->devices, &pr->device_cap, pr->device_count + 1,
+			      sizeof *pr->devices);
+			d = &pr->devices[pr->device_count++];
+		}
+		d->device = wd.device;
+		d->name_id = map_string(src, wd.name_id);
+		memcpy(d->uuid, wd.uuid, sizeof d->uuid);
+		d->global_memory_bytes = wd.global_memory_bytes;
+		d->sm_count = wd.sm_count;
+		d->cc_major = wd.cc_major;
+		d->cc_minor = wd.cc_minor;
+		return 0;
+	}
+	size_t count = length / sizeof(struct wire_gpu_event);
+	const char *bytes = payload;
+	for (size_t i = 0; i < count; i++) {
+		struct wire_gpu_event ev;
+		memcpy(&ev, bytes + i * sizeof ev, sizeof ev);
+		ingest_gpu_event(st, pr, src, &ev);
+	}
+	return 0;
+}
+
+void store_gpu_lane_fini(struct lane *l)
+{
+	for (size_t r = 0; r < l->gpu_row_count; r++)
+		free(l->gpu_rows[r].v);
+	free(l->gpu_rows);
+}
+
+void store_gpu_process_fini(struct process *pr)
+{
+	free(pr->stream_keys);
+	free(pr->stream_vals);
+	free(pr->corr);
+	free(pr->psync);
+	free(pr->ctx);
+	free(pr->kcfg);
+	free(pr->kcfg_slots);
+	free(pr->big_bytes);
+	free(pr->devices);
+}
+
+size_t store_gpu_memory_bytes(const struct store *st)
+{
+	size_t bytes = st->name_cache_cap * (sizeof *st->demangled + sizeof *st->short_name);
+	for (size_t p = 0; p < st->proc_count; p++) {
+		const struct process *pr = &st->procs[p];
+		bytes += pr->stream_slots * (sizeof *pr->stream_keys + sizeof *pr->stream_vals);
+		bytes += pr->corr_cap * sizeof *pr->corr +
+		         (pr->psync ? PENDING_SYNC_SLOTS * sizeof *pr->psync : 0);
+		bytes += pr->ctx_cap * sizeof *pr->ctx + pr->kcfg_cap * sizeof *pr->kcfg;
+		bytes += pr->kcfg_slot_count * sizeof *pr->kcfg_slots + pr->big_cap * sizeof *pr->big_bytes;
+		bytes += pr->device_cap * sizeof *pr->devices;
+		for (size_t l = 0; l < pr->lane_count; l++) {
+			const struct lane *ln = &pr->lanes[l];
+			bytes += ln->gpu_row_cap * sizeof *ln->gpu_rows;
+			for (size_t r = 0; r < ln->gpu_row_count; r++)
+				bytes += ln->gpu_rows[r].cap * sizeof *ln->gpu_rows[r].v;
+		}
+	}
+	return bytes;
+}
+
+/* ---- queries ---- */
+
+uint64_t store_gpu_event_count(const struct store *st)
+{
+	return st->gpu_events;
+}
+
+uint64_t store_process_gpu_events(const struct store *st, size_t process)
+{
+	return st->procs[process].gpu_events;
+}
+
+size_t store_lane_gpu_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
+                            uint64_t to_ns, const struct store_gpu_op **out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	if (row >= l->gpu_row_count || from_ns >= to_ns) {
+		*out = NULL;
+		return 0;
+	}
+	const struct gpu_row *r = &l->gpu_rows[row];
+	size_t lo = op_first_ending_after(r->v, r->n, from_ns);
+	size_t hi = op_lower_bound(r->v, r->n, to_ns);
+	/* A zero-length op at from_ns ends "at" from_ns: keep it visible. */
+	while (lo > 0 && r->v[lo - 1].end_ns == from_ns && r->v[lo - 1].start_ns == from_ns)
+		lo--;
+	*out = r->v + lo;
+	return hi > lo ? hi - lo : 0;
+}
+
+size_t store_lane_gpu_all(const struct store *st, size_t process, size_t lane, size_t row,
+                          const struct store_gpu_op **out)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	if (row >= l->gpu_row_count) {
+		*out = NULL;
+		return 0;
+	}
+	*out = l->gpu_rows[row].v;
+	return l->gpu_rows[row].n;
+}
+
+const char *store_lane_gpu_label(const struct store *st, size_t process, size_t lane)
+{
+	const struct lane *l = &st->procs[process].lanes[lane];
+	return l->kind == STORE_LANE_GPU_STREAM ? l->label : "";
+}
+
+uint64_t store_gpu_op_bytes(const struct store *st, size_t process, const struct store_gpu_op *op)
+{
+	if (op->kind != WIRE_GPU_MEMCPY && op->kind != WIRE_GPU_MEMSET)
+		return 0;
+	if (!(op->aux & BYTES_BIG))
+		return op->aux;
+	const struct process *pr = &st->procs[process];
+	size_t i = op->aux & ~BYTES_BIG;
+	return i < pr->big_count ? pr->big_bytes[i] : 0;
+}
+
+int store_gpu_op_kernel(const struct store *st, size_t process, const struct store_gpu_op *op,
+                        struct store_kernel_config *out)
+{
+	const struct process *pr = &st->procs[process];
+	if (op->kind != WIRE_GPU_KERNEL || op->aux >= pr->kcfg_count)
+		return -EINVAL;
+	*out = pr->kcfg[op->aux];
+	return 0;
+}
+
+int store_gpu_op_get_launch(const struct store *st, size_t process, const struct store_gpu_op *op,
+                            struct store_gpu_launch *out)
+{
+	const struct corr_entry *e = corr_get(&st->procs[process], op->correlation_id);
+	if (!e)
+		return -ENOENT;
+	out->tid = (pid_t)e->tid;
+	out->name_id = e->name_id;
+	out->kind = e->kind;
+	out->start_ns = e->start_ns;
+	out->end_ns = e->end_ns;
+	return 0;
+}
+
+size_t store_gpu_device_count(const struct store *st, size_t process)
+{
+	return st->procs[process].device_count;
+}
+
+void store_gpu_device_get(const struct store *st, size_t process, size_t index,
+                          struct store_gpu_device_info *out)
+{
+	const struct gpu_device *d = &st->procs[process].devices[index];
+	const uint8_t *u = d->uuid;
+	out->device = d->device;
+	out->name = store_string(st, d->name_id);
+	snprintf(out->uuid, sizeof out->uuid,
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+	         u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	out->global_memory_bytes = d->global_memory_bytes;
+	out->sm_count = d->sm_count;
+	out->cc_major = d->cc_major;
+	out->cc_minor = d->cc_minor;
+}
+
+int store_gpu_device_find(const struct store *st, size_t process, uint32_t device,
+                          struct store_gpu_device_info *out)
+{
+	const struct process *pr = &st->procs[process];
+	for (size_t i = 0; i < pr->device_count; i++) {
+		if (pr->devices[i].device == device) {
+			store_gpu_device_get(st, process, i, out);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

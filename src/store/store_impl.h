@@ -1,0 +1,181 @@
+/*
+ * Private layout of the event store, shared by store.c (processes, strings, NVTX) and
+ * store_gpu.c (GPU activity). Nothing outside src/store includes this.
+ */
+#ifndef CUSCOPE_STORE_IMPL_H
+#define CUSCOPE_STORE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+
+#define PENDING_END_MAX    65536
+#define CORR_MAP_MAX       (1u << 20) /* correlation ids remembered per process (the newest) */
+#define PENDING_SYNC_SLOTS 4096u      /* syncs waiting for their API record, per process */
+
+struct range_row {
+	struct store_range *v;
+	size_t n, cap;
+	uint64_t busy_until; /* async rows: end of the last range, UINT64_MAX while one is open */
+};
+
+struct open_range {
+	struct store_range range; /* end_ns = 0 */
+	size_t row;
+	uint64_t range_id; /* start/end only */
+};
+
+/* One row of GPU operations (stream lanes) or CUDA API calls and syncs (thread lanes). */
+struct gpu_row {
+	struct store_gpu_op *v; /* sorted by start, never overlapping */
+	size_t n, cap;
+};
+
+struct lane {
+	enum store_lane_kind kind;
+	pid_t tid;
+	uint32_t name_id;
+	uint64_t first_ns;
+	uint64_t end_ns;
+	struct range_row *rows;
+	size_t row_count, row_cap;
+	struct open_range *open;
+	size_t open_count, open_cap;
+	struct store_range *marks;
+	size_t mark_count, mark_cap;
+	/* GPU: ops on a stream lane, API calls and syncs on a thread lane */
+	struct gpu_row *gpu_rows;
+	size_t gpu_row_count, gpu_row_cap;
+	uint64_t gpu_ops;
+	/* stream lanes only */
+	uint32_t device, stream;
+	uint64_t kernels, copies; /* kernels; memcpy + memset */
+	int is_default;
+	char label[48];
+};
+
+struct pending_end {
+	uint64_t range_id;
+	uint64_t end_ns;
+};
+
+/* The API call behind a correlation id. */
+struct corr_entry {
+	uint32_t correlation_id; /* 0 = empty slot */
+	uint32_t tid;
+	uint32_t name_id; /* global */
+	uint16_t kind;    /* WIRE_GPU_API_RUNTIME or _DRIVER */
+	uint16_t pad;
+	uint64_t start_ns, end_ns;
+};
+
+/* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
+struct pending_sync {
+	uint32_t correlation_id; /* 0 = empty */
+	uint32_t lane;
+	uint64_t start_ns;
+};
+
+struct gpu_context {
+	uint32_t context, device, null_stream;
+};
+
+struct gpu_device {
+	uint32_t device;
+	uint32_t name_id; /* global */
+	uint8_t uuid[16];
+	uint64_t global_memory_bytes;
+	uint32_t sm_count, cc_major, cc_minor;
+};
+
+struct notice {
+	uint32_t level;
+	char *text;
+	uint64_t seq; /* store-wide order of arrival, from 1 */
+};
+
+struct process {
+	struct wire_hello hello;
+	char *cmdline;
+	int connected;
+	int exited;
+	int exit_code;
+	uint64_t events;
+	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
+	size_t lane_count, lane_cap;
+	/* tid -> lane index + 1, open addressing */
+	pid_t *tid_keys;
+	uint32_t *tid_vals;
+	size_t tid_slots;
+	uint64_t losses[WIRE_LOSS_CAUSE_MAX];
+	uint64_t unmatched;
+	struct pending_end *pending;
+	size_t pending_count, pending_cap;
+	/* GPU */
+	uint64_t gpu_events;
+	uint64_t *stream_keys; /* (device << 32 | stream) */
+	uint32_t *stream_vals; /* lane index + 1, 0 = empty */
+	size_t stream_slots, stream_count;
+	struct corr_entry *corr; /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
+	size_t corr_cap;
+	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
+	struct gpu_context *ctx;
+	size_t ctx_count, ctx_cap;
+	struct store_kernel_config *kcfg;
+	size_t kcfg_count, kcfg_cap;
+	uint32_t *kcfg_slots; /* index + 1 */
+	size_t kcfg_slot_count;
+	uint64_t *big_bytes; /* byte counts that do not fit an op's aux field */
+	size_t big_count, big_cap;
+	struct gpu_device *devices;
+	size_t device_count, device_cap;
+	struct notice *notices;
+	size_t notice_count, notice_cap;
+};
+
+struct source {
+	int active;
+	size_t process;
+	uint32_t *strmap; /* per-process string id -> global id */
+	size_t strmap_cap;
+};
+
+struct store {
+	struct process *procs;
+	size_t proc_count, proc_cap;
+	struct source *sources;
+	size_t source_cap;
+	/* global strings */
+	char **strings;
+	uint32_t *string_len;
+	size_t string_count, string_cap;
+	uint32_t *hash_slots; /* string id, 0 = empty */
+	size_t hash_size;
+	uint64_t first_ns, last_ns;
+	uint64_t events;
+	uint64_t generation;
+	/* GPU */
+	uint64_t gpu_events;
+	uint64_t notice_seq;
+	uint32_t *demangled;  /* global id -> global id of its demangled text, 0 = not done */
+	uint32_t *short_name; /* global id -> global id of its short label, 0 = not done */
+	size_t name_cache_cap;
+};
+
+/* store.c */
+uint32_t store_intern(struct store *st, const char *text, size_t len);
+struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t);
+struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t);
+void store_note_time(struct store *st, uint64_t t);
+
+/* store_gpu.c */
+int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
+                     const void *payload, uint32_t length);
+void store_gpu_process_fini(struct process *pr);
+void store_gpu_lane_fini(struct lane *l);
+size_t store_gpu_memory_bytes(const struct store *st);
+
+#endif

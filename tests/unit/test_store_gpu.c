@@ -1,0 +1,505 @@
+/*
+ * Store unit tests for GPU activity: hand-made HELLO/STRING/GPU frames into a store, checked through
+ * the store's queries and the stats writer.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cuscope/stats.h"
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+static void feed(struct store *st, uint32_t type, const void *payload, uint32_t length)
+{
+	const char *cause = NULL;
+	int rc = store_feed(st, 0, type, payload, length, &cause);
+	if (rc)
+		fail_msg("store_feed(%u): %s", type, cause ? cause : "?");
+}
+
+static void hello(struct store *st, int pid)
+{
+	unsigned char buf[sizeof(struct wire_hello) + 8];
+	struct wire_hello h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, WIRE_MAGIC, 8);
+	h.version = WIRE_VERSION;
+	h.hello_size = sizeof h;
+	h.pid = pid;
+	h.ppid = 1;
+	h.start_mono_ns = 1000 * MS;
+	h.features = WIRE_FEATURE_CUPTI;
+	strcpy(h.host, "testhost");
+	h.cmdline_len = 5;
+	memcpy(buf, &h, sizeof h);
+	memcpy(buf + sizeof h, "prog\0", 5);
+	feed(st, WIRE_FRAME_HELLO, buf, sizeof h + 5);
+}
+
+static void string(struct store *st, uint32_t id, const char *text)
+{
+	unsigned char buf[sizeof(struct wire_string) + 512];
+	struct wire_string s = {id, (uint32_t)strlen(text)};
+	memcpy(buf, &s, sizeof s);
+	memcpy(buf + sizeof s, text, s.length);
+	feed(st, WIRE_FRAME_STRING, buf, (uint32_t)(sizeof s + s.length));
+}
+
+static void gpu(struct store *st, const struct wire_gpu_event *ev, size_t n)
+{
+	feed(st, WIRE_FRAME_GPU, ev, (uint32_t)(n * sizeof *ev));
+}
+
+static struct wire_gpu_event kernel(uint32_t stream, uint64_t start, uint64_t end, uint32_t name,
+                                    uint32_t corr)
+{
+	struct wire_gpu_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = WIRE_GPU_KERNEL;
+	e.start_ns = start;
+	e.end_ns = end;
+	e.stream = stream;
+	e.context = 1;
+	e.name_id = name;
+	e.correlation_id = corr;
+	e.grid[0] = 128;
+	e.block[0] = 256;
+	return e;
+}
+
+static struct wire_gpu_event api(uint32_t tid, uint64_t start, uint64_t end, uint32_t name, uint32_t corr)
+{
+	struct wire_gpu_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = WIRE_GPU_API_RUNTIME;
+	e.start_ns = start;
+	e.end_ns = end;
+	e.tid = tid;
+	e.name_id = name;
+	e.correlation_id = corr;
+	return e;
+}
+
+static struct wire_gpu_event memcpy_ev(uint32_t stream, uint64_t start, uint64_t end, uint32_t kind,
+                                       uint32_t src, uint32_t dst, int async, uint64_t bytes)
+{
+	struct wire_gpu_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = WIRE_GPU_MEMCPY;
+	e.subkind = (uint16_t)kind;
+	e.start_ns = start;
+	e.end_ns = end;
+	e.stream = stream;
+	e.context = 1;
+	e.src_mem = (uint8_t)src;
+	e.dst_mem = (uint8_t)dst;
+	e.flags = async ? WIRE_GPU_FLAG_ASYNC : 0;
+	e.bytes = bytes;
+	return e;
+}
+
+/* Store lane index of the stream lane (device 0, stream), or SIZE_MAX. */
+static size_t find_stream(const struct store *st, uint32_t stream, struct store_lane_info *out)
+{
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		store_lane_get(st, 0, l, out);
+		if (out->kind == STORE_LANE_GPU_STREAM && out->stream == stream)
+			return l;
+	}
+	return SIZE_MAX;
+}
+
+static size_t find_thread(const struct store *st, pid_t tid, struct store_lane_info *out)
+{
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		store_lane_get(st, 0, l, out);
+		if (out->kind == STORE_LANE_THREAD && out->tid == tid)
+			return l;
+	}
+	return SIZE_MAX;
+}
+
+static size_t count_stream_lanes(const struct store *st)
+{
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	size_t n = 0;
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		struct store_lane_info li;
+		store_lane_get(st, 0, l, &li);
+		n += li.kind == STORE_LANE_GPU_STREAM;
+	}
+	return n;
+}
+
+static void test_two_streams(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k1");
+	struct wire_gpu_event ev[5] = {
+	    kernel(7, 10 * MS, 11 * MS, 1, 1),  kernel(7, 12 * MS, 13 * MS, 1, 2),
+	    kernel(7, 14 * MS, 15 * MS, 1, 3),  kernel(13, 10 * MS, 20 * MS, 1, 4),
+	    kernel(13, 21 * MS, 22 * MS, 1, 5),
+	};
+	gpu(st, ev, 5);
+	assert_int_equal(count_stream_lanes(st), 2);
+	assert_int_equal(store_gpu_event_count(st), 5);
+	assert_int_equal(store_event_count(st), 5);
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	assert_true(l7 != SIZE_MAX);
+	assert_int_equal(li.kernels, 3);
+	assert_int_equal(li.gpu_ops, 3);
+	assert_int_equal(li.gpu_row_count, 1);
+	assert_int_equal(li.row_count, 0); /* no NVTX rows: stats' nvtx section sees nothing here */
+	assert_string_equal(li.name, "GPU0 s7");
+	const struct store_gpu_op *op;
+	size_t n = store_lane_gpu_query(st, 0, l7, 0, 11 * MS + 1, 14 * MS, &op);
+	assert_int_equal(n, 1);
+	assert_int_equal(op[0].start_ns, 12 * MS);
+	size_t l13 = find_stream(st, 13, &li);
+	assert_int_equal(li.kernels, 2);
+	n = store_lane_gpu_query(st, 0, l13, 0, 0, UINT64_MAX, &op);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_first_ns(st), 10 * MS);
+	assert_int_equal(store_last_ns(st), 22 * MS);
+	struct store_kernel_config kc;
+	assert_int_equal(store_gpu_op_kernel(st, 0, &op[0], &kc), 0);
+	assert_int_equal(kc.grid[0], 128);
+	assert_int_equal(kc.block[0], 256);
+	store_free(st);
+}
+
+static void test_default_stream_and_copy_label(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	/* An op on the NULL stream before the context record that names it. */
+	struct wire_gpu_event k = kernel(3, 1 * MS, 2 * MS, 1, 0);
+	gpu(st, &k, 1);
+	struct wire_gpu_event ctx;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.kind = WIRE_GPU_CONTEXT;
+	ctx.context = 1;
+	ctx.device = 0;
+	ctx.stream = 3;
+	gpu(st, &ctx, 1);
+	struct store_lane_info li;
+	find_stream(st, 3, &li);
+	assert_true(li.is_default);
+	assert_string_equal(li.name, "GPU0 default");
+	/* After the context record: a new lane on the null stream of device 1 is default at once. */
+	ctx.context = 2;
+	ctx.device = 1;
+	ctx.stream = 40;
+	struct wire_gpu_event c2 =
+	    memcpy_ev(41, 1 * MS, 2 * MS, WIRE_MEMCPY_HTOD, WIRE_MEM_PINNED, WIRE_MEM_DEVICE, 1, 4096);
+	c2.device = 1;
+	struct wire_gpu_event k2 = kernel(40, 3 * MS, 4 * MS, 1, 0);
+	k2.device = 1;
+	struct wire_gpu_event batch[3] = {ctx, c2, k2};
+	gpu(st, batch, 3);
+	size_t l40 = find_stream(st, 40, &li);
+	assert_true(l40 != SIZE_MAX);
+	assert_true(li.is_default);
+	assert_string_equal(li.name, "GPU1 default");
+	size_t l41 = find_stream(st, 41, &li);
+	assert_false(li.is_default);
+	assert_string_equal(li.name, "GPU1 s41 cpy");
+	const struct store_gpu_op *op;
+	assert_int_equal(store_lane_gpu_all(st, 0, l41, 0, &op), 1);
+	assert_int_equal(store_gpu_op_bytes(st, 0, &op[0]), 4096);
+	store_free(st);
+}
+
+static void test_kernel_before_api(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "cudaLaunchKernel");
+	struct wire_gpu_event k = kernel(7, 10 * MS, 11 * MS, 1, 42);
+	gpu(st, &k, 1);
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	const struct store_gpu_op *op;
+	assert_int_equal(store_lane_gpu_all(st, 0, l7, 0, &op), 1);
+	struct store_gpu_launch launch;
+	assert_int_equal(store_gpu_op_get_launch(st, 0, &op[0], &launch), -ENOENT);
+	/* The API record arrives later: now the kernel knows its launching thread. */
+	struct wire_gpu_event a = api(555, 9 * MS, 9 * MS + 5 * US, 2, 42);
+	gpu(st, &a, 1);
+	store_lane_gpu_all(st, 0, l7, 0, &op);
+	assert_int_equal(store_gpu_op_get_launch(st, 0, &op[0], &launch), 0);
+	assert_int_equal(launch.tid, 555);
+	assert_string_equal(store_string(st, launch.name_id), "cudaLaunchKernel");
+	assert_int_equal(launch.start_ns, 9 * MS);
+	/* The call itself is on thread 555's cuda api row. */
+	size_t lt = find_thread(st, 555, &li);
+	assert_true(lt != SIZE_MAX);
+	assert_int_equal(li.gpu_row_count, 1);
+	assert_int_equal(store_lane_gpu_all(st, 0, lt, 0, &op), 1);
+	assert_int_equal(op[0].kind, WIRE_GPU_API_RUNTIME);
+	store_free(st);
+}
+
+static void test_sync_joins_thread_either_order(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 2, "cudaStreamSynchronize");
+	struct wire_gpu_event s;
+	memset(&s, 0, sizeof s);
+	s.kind = WIRE_GPU_SYNC;
+	s.subkind = WIRE_SYNC_STREAM;
+	s.start_ns = 5 * MS;
+	s.end_ns = 8 * MS;
+	s.stream = 7;
+	s.context = 1;
+	s.correlation_id = 9;
+	/* Sync first: parked on its stream, then moved to the thread when the API record comes. */
+	gpu(st, &s, 1);
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	assert_int_equal(li.gpu_ops, 1);
+	struct wire_gpu_event a = api(77, 5 * MS - 1000, 8 * MS + 1000, 2, 9);
+	gpu(st, &a, 1);
+	store_lane_get(st, 0, l7, &li);
+	assert_int_equal(li.gpu_ops, 0);
+	size_t lt = find_thread(st, 77, &li);
+	assert_int_equal(li.gpu_ops, 2);
+	assert_int_equal(li.gpu_row_count, 2); /* the sync is nested inside the call */
+	const struct store_gpu_op *op;
+	assert_int_equal(store_lane_gpu_all(st, 0, lt, 1, &op), 1);
+	assert_int_equal(op[0].kind, WIRE_GPU_SYNC);
+	/* API first: the sync goes straight to the thread. */
+	a = api(78, 20 * MS, 30 * MS, 2, 10);
+	s.correlation_id = 10;
+	s.start_ns = 21 * MS;
+	s.end_ns = 29 * MS;
+	struct wire_gpu_event both[2] = {a, s};
+	gpu(st, both, 2);
+	find_thread(st, 78, &li);
+	assert_int_equal(li.gpu_ops, 2);
+	/* No API record ever: stays on the stream (never dropped). */
+	s.correlation_id = 11;
+	s.start_ns = 40 * MS;
+	s.end_ns = 41 * MS;
+	gpu(st, &s, 1);
+	store_lane_get(st, 0, l7, &li);
+	assert_int_equal(li.gpu_ops, 1);
+	store_free(st);
+}
+
+static void test_graph_kernel_kept(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "graph_node");
+	struct wire_gpu_event k = kernel(7, 1 * MS, 2 * MS, 1, 0);
+	k.graph_id = 3;
+	gpu(st, &k, 1);
+	struct store_lane_info li;
+	size_t l = find_stream(st, 7, &li);
+	assert_int_equal(li.kernels, 1);
+	const struct store_gpu_op *op;
+	assert_int_equal(store_lane_gpu_all(st, 0, l, 0, &op), 1);
+	struct store_gpu_launch launch;
+	assert_int_equal(store_gpu_op_get_launch(st, 0, &op[0], &launch), -ENOENT);
+	struct store_kernel_config kc;
+	store_gpu_op_kernel(st, 0, &op[0], &kc);
+	assert_int_equal(kc.graph_id, 3);
+	store_free(st);
+}
+
+static void test_demangle(void **state)
+{
+	(void)state;
+	char buf[256];
+	assert_non_null(store_demangle("_Z6vecAddPKfS0_Pfi", buf, sizeof buf));
+	assert_string_equal(buf, "vecAdd(float const*, float const*, float*, int)");
+	assert_null(store_demangle("plain_c_kernel", buf, sizeof buf));
+
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "_Z6vecAddPKfS0_Pfi");
+	string(
+	    st, 2,
+	    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastIfEEvRT_EUliE_EEviT1_");
+	struct wire_gpu_event k[2] = {kernel(7, 1 * MS, 2 * MS, 1, 0), kernel(7, 3 * MS, 4 * MS, 2, 0)};
+	gpu(st, k, 2);
+	struct store_lane_info li;
+	size_t l = find_stream(st, 7, &li);
+	const struct store_gpu_op *op;
+	assert_int_equal(store_lane_gpu_all(st, 0, l, 0, &op), 2);
+	assert_string_equal(store_string(st, op[0].name_id),
+	                    "vecAdd(float const*, float const*, float*, int)");
+	assert_string_equal(store_short_name(st, op[0].name_id), "vecAdd");
+	assert_string_equal(store_short_name(st, op[1].name_id), "at::native::elementwise_kernel");
+	store_free(st);
+}
+
+static void test_overlap_second_row_and_busy(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	/* [10,20) and [15,25) overlap on one stream: two rows; union 10..25 + 30..31 = 16 ms. */
+	struct wire_gpu_event k[3] = {kernel(7, 10 * MS, 20 * MS, 1, 0), kernel(7, 15 * MS, 25 * MS, 1, 0),
+	                              kernel(7, 30 * MS, 31 * MS, 1, 0)};
+	gpu(st, k, 3);
+	/* Out of order arrival lands sorted. */
+	struct wire_gpu_event early = kernel(7, 1 * MS, 2 * MS, 1, 0);
+	gpu(st, &early, 1);
+	struct store_lane_info li;
+	size_t l = find_stream(st, 7, &li);
+	assert_int_equal(li.gpu_row_count, 2);
+	const struct store_gpu_op *op;
+	size_t n = store_lane_gpu_all(st, 0, l, 0, &op);
+	assert_int_equal(n, 3);
+	for (size_t i = 1; i < n; i++)
+		assert_true(op[i - 1].end_ns <= op[i].start_ns);
+	assert_int_equal(op[0].start_ns, 1 * MS);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(stats_write(f, st, STATS_FORMAT_JSON), 0);
+	fclose(f);
+	/* 1 + 15 + 1 ms */
+	assert_non_null(strstr(text, "\"busy_ns\": 17000000"));
+	assert_non_null(strstr(text, "\"kernels\": 4"));
+	free(text);
+	store_free(st);
+}
+
+static void test_memcpy_stats_and_sections(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "NVIDIA H200");
+	string(st, 3, "cudaMemcpyAsync");
+	struct wire_gpu_event ev[6] = {
+	    memcpy_ev(7, 1 * MS, 2 * MS, WIRE_MEMCPY_HTOD, WIRE_MEM_PAGEABLE, WIRE_MEM_DEVICE, 0, 100),
+	    memcpy_ev(7, 3 * MS, 4 * MS, WIRE_MEMCPY_HTOD, WIRE_MEM_PAGEABLE, WIRE_MEM_DEVICE, 0, 200),
+	    memcpy_ev(7, 5 * MS, 6 * MS, WIRE_MEMCPY_HTOD, WIRE_MEM_PINNED, WIRE_MEM_DEVICE, 1,
+	              5000000000ull),
+	    memcpy_ev(7, 7 * MS, 9 * MS, WIRE_MEMCPY_DTOH, WIRE_MEM_DEVICE, WIRE_MEM_PINNED, 1, 50),
+	    kernel(7, 10 * MS, 11 * MS, 1, 0),
+	    api(5, 1 * MS, 1 * MS + 300, 3, 0),
+	};
+	gpu(st, ev, 6);
+	struct wire_gpu_device dev;
+	memset(&dev, 0, sizeof dev);
+	dev.device = 0;
+	dev.name_id = 2;
+	for (int i = 0; i < 16; i++)
+		dev.uuid[i] = (uint8_t)(0xa0 + i);
+	feed(st, WIRE_FRAME_GPU_DEVICE, &dev, sizeof dev);
+	struct store_gpu_device_info di;
+	assert_int_equal(store_gpu_device_find(st, 0, 0, &di), 0);
+	assert_string_equal(di.name, "NVIDIA H200");
+	assert_string_equal(di.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+
+	unsigned char nbuf[64];
+	struct wire_notice wn = {WIRE_NOTICE_WARNING, 16};
+	memcpy(nbuf, &wn, sizeof wn);
+	memcpy(nbuf + sizeof wn, "GPU unavailable\n", 16);
+	feed(st, WIRE_FRAME_NOTICE, nbuf, sizeof wn + 16);
+	assert_int_equal(store_notice_count(st, 0), 1);
+	uint32_t level;
+	uint64_t seq;
+	assert_string_equal(store_notice_get(st, 0, 0, &level, &seq), "GPU unavailable ");
+	assert_int_equal(level, WIRE_NOTICE_WARNING);
+	assert_int_equal(seq, 1);
+	assert_int_equal(store_notice_total(st), 1);
+
+	struct wire_loss loss = {WIRE_LOSS_CUPTI_DROPPED, 0, 12};
+	feed(st, WIRE_FRAME_LOSSES, &loss, sizeof loss);
+	assert_int_equal(store_loss_count(st, WIRE_LOSS_CUPTI_DROPPED), 12);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(stats_write(f, st, STATS_FORMAT_JSON), 0);
+	fclose(f);
+	static const char *const keys[] = {
+	    "\"nvtx\":",   "\"threads\":", "\"processes\":", "\"losses\":",  "\"kernels\":", "\"memcpy\":",
+	    "\"memset\":", "\"sync\":",    "\"gpus\":",      "\"streams\":", "\"api\":"};
+	const char *prev = text;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *at = strstr(text, keys[i]);
+		if (!at)
+			fail_msg("stats JSON lacks %s", keys[i]);
+		assert_true(at >= prev); /* in this order */
+		prev = at;
+	}
+	/* Two pageable sync HtoD copies grouped, the pinned async one (over 4 GiB) apart. */
+	assert_non_null(strstr(text,
+	                       "{\"kind\": \"HtoD\", \"src_mem\": \"pageable\", \"dst_mem\": \"device\", "
+	                       "\"async\": false, \"count\": 2, \"bytes\": 300, \"total_ns\": 2000000}"));
+	assert_non_null(
+	    strstr(text, "{\"kind\": \"HtoD\", \"src_mem\": \"pinned\", \"dst_mem\": \"device\", "
+	                 "\"async\": true, \"count\": 1, \"bytes\": 5000000000, \"total_ns\": 1000000}"));
+	assert_non_null(strstr(text, "\"kind\": \"DtoH\", \"src_mem\": \"device\", \"dst_mem\": \"pinned\""));
+	assert_non_null(strstr(text, "\"cause\": \"cupti_dropped\", \"count\": 12"));
+	assert_non_null(strstr(text, "{\"device\": 0, \"name\": \"NVIDIA H200\", \"uuid\": "
+	                             "\"GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf\"}"));
+	assert_non_null(strstr(text, "{\"device\": 0, \"stream\": 7, \"default\": false, \"kernels\": 1"));
+	assert_non_null(strstr(
+	    text, "{\"name\": \"cudaMemcpyAsync\", \"count\": 1, \"total_ns\": 300, \"p50_ns\": 300}"));
+	free(text);
+
+	/* Table and CSV carry every heading too. */
+	for (int fmt = STATS_FORMAT_TABLE; fmt <= STATS_FORMAT_CSV; fmt++) {
+		text = NULL;
+		f = open_memstream(&text, &len);
+		assert_int_equal(stats_write(f, st, (enum stats_format)fmt), 0);
+		fclose(f);
+		assert_non_null(strstr(text, fmt == STATS_FORMAT_TABLE ? "== streams ==" : "# streams"));
+		assert_non_null(strstr(text, fmt == STATS_FORMAT_TABLE ? "== api ==" : "# api"));
+		assert_non_null(strstr(text, "true"));
+		free(text);
+	}
+	store_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_two_streams),
+	    cmocka_unit_test(test_default_stream_and_copy_label),
+	    cmocka_unit_test(test_kernel_before_api),
+	    cmocka_unit_test(test_sync_joins_thread_either_order),
+	    cmocka_unit_test(test_graph_kernel_kept),
+	    cmocka_unit_test(test_demangle),
+	    cmocka_unit_test(test_overlap_second_row_and_busy),
+	    cmocka_unit_test(test_memcpy_stats_and_sections),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
