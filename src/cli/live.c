@@ -44,16 +44,76 @@ static void live_on_crash(int sig)
 	raise(sig);
 }
 
+/*
+ * Event-to-screen latency (CUSCOPE_LATENCY=1): for GPU records, the time from the GPU end
+ * timestamp (CLOCK_MONOTONIC, same clock as ours) to the end of the first frame drawn after the
+ * record was ingested. Reported on stderr at exit.
+ */
+#define LATENCY_PENDING_MAX 4096
+#define LATENCY_SAMPLES_MAX 200000
+
+struct latency {
+	int enabled;
+	uint64_t pending[LATENCY_PENDING_MAX]; /* end_ns of records ingested since the last frame */
+	size_t pending_count;
+	uint64_t *samples; /* ns */
+	size_t sample_count;
+};
+
 struct live {
 	struct store *store;
 	struct ui *ui;
 	int protocol_error;
+	struct latency latency;
 };
+
+static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
+{
+	if (!lat->enabled || type != WIRE_FRAME_GPU)
+		return;
+	const char *bytes = payload;
+	for (size_t i = 0; i < length / sizeof(struct wire_gpu_event) && lat->pending_count < LATENCY_PENDING_MAX; i++) {
+		struct wire_gpu_event ev;
+		memcpy(&ev, bytes + i * sizeof ev, sizeof ev);
+		if ((ev.kind == WIRE_GPU_KERNEL || ev.kind == WIRE_GPU_MEMCPY || ev.kind == WIRE_GPU_MEMSET) && ev.end_ns)
+			lat->pending[lat->pending_count++] = ev.end_ns;
+	}
+}
+
+static void latency_frame_drawn(struct latency *lat, uint64_t drawn_ns)
+{
+	for (size_t i = 0; i < lat->pending_count && lat->sample_count < LATENCY_SAMPLES_MAX; i++)
+		if (drawn_ns > lat->pending[i])
+			lat->samples[lat->sample_count++] = drawn_ns - lat->pending[i];
+	lat->pending_count = 0;
+}
+
+static int latency_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void latency_report(struct latency *lat)
+{
+	if (!lat->enabled)
+		return;
+	if (!lat->sample_count) {
+		fprintf(stderr, "cuscope: latency: no GPU records were drawn\n");
+		return;
+	}
+	qsort(lat->samples, lat->sample_count, sizeof *lat->samples, latency_cmp);
+	size_t n = lat->sample_count;
+	fprintf(stderr, "cuscope: latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)\n",
+		(double)lat->samples[(n - 1) / 2] / 1e6, (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
+		(double)lat->samples[n - 1] / 1e6, n);
+}
 
 static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
 	struct live *lv = ctx;
 	const char *cause = NULL;
+	latency_note_frame(&lv->latency, type, payload, length);
 	if (type == WIRE_FRAME_NOTICE && lv->ui) {
 		struct wire_notice n;
 		memcpy(&n, payload, sizeof n);
@@ -169,8 +229,12 @@ int cli_live(int argc, char **argv)
 		return rc;
 	}
 
-	struct live lv = {0};
+	static struct live lv;
 	lv.store = store_new();
+	const char *latency_env = getenv("CUSCOPE_LATENCY");
+	lv.latency.enabled = latency_env && *latency_env == '1';
+	if (lv.latency.enabled)
+		lv.latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv.latency.samples);
 	const char *cause = NULL;
 	lv.ui = ui_new(lv.store, &ui_opts, &cause);
 	if (!lv.ui) {
@@ -258,6 +322,7 @@ int cli_live(int argc, char **argv)
 			status.now_ns = now;
 			ui_draw(lv.ui, &status, 0);
 			last_draw = now;
+			latency_frame_drawn(&lv.latency, clock_mono_ns());
 		}
 	}
 	/* On a hangup the terminal is gone: restoring it would only block or fail. */
@@ -281,6 +346,8 @@ int cli_live(int argc, char **argv)
 		exit_code = launch_exit_code(&launch);
 	}
 	free(command_line);
+	latency_report(&lv.latency);
+	free(lv.latency.samples);
 	store_free(lv.store);
 	if (lv.protocol_error && exit_code == 0)
 		exit_code = CLI_EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -219,10 +220,35 @@ static void collector_atfork_child(void)
 		atomic_store_explicit(&collector_running, 1, memory_order_release);
 }
 
+static int cuda_injection_called;
+
+/* dl_iterate_phdr visitor: notes whether a CUDA runtime or driver library is mapped. */
+static int find_cuda_library(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	const char *base = slash ? slash + 1 : info->dlpi_name;
+	if (base && (strncmp(base, "libcudart.so", 12) == 0 || strncmp(base, "libcuda.so", 10) == 0)) {
+		*(int *)data = 1;
+		return 1;
+	}
+	return 0;
+}
+
 static void collector_at_exit(void)
 {
 	if (!atomic_load(&collector_running) || collector_pid != getpid())
 		return;
+	/* A CUDA program whose driver never initialised (no GPU, no driver) would otherwise just show
+	 * no GPU lanes without saying why. */
+	int cuda_loaded = 0;
+	if (!cuda_injection_called && !getenv("CUSCOPE_NO_GPU")) {
+		dl_iterate_phdr(find_cuda_library, &cuda_loaded);
+		if (cuda_loaded)
+			collector_notice(WIRE_NOTICE_WARNING,
+					 "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
+					 "(no GPU or no driver?); no GPU lanes");
+	}
 	cupti_stop();
 	sender_stop();
 	atomic_store(&collector_running, 0);
@@ -272,6 +298,7 @@ COLLECTOR_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
 COLLECTOR_EXPORT int InitializeInjection(void)
 {
 	collector_init();
+	cuda_injection_called = 1;
 	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU"))
 		cupti_start();
 	return 1;

@@ -796,6 +796,7 @@ static void sender_final_flush(void)
 	int bye_queued = 0;
 	while (clock_mono_ns() < deadline) {
 		if (snd.viewer_fd >= 0 && !bye_queued) {
+			queue_notices();
 			queue_losses();
 			queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
 			bye_queued = 1;
