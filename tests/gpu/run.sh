@@ -1,10 +1,381 @@
 #!/usr/bin/env bash
-# GPU tests (CUPTI kernels, memcpy, streams). They run only where a GPU answers nvidia-smi;
-# elsewhere this prints a visible "SKIP: no GPU" and exits 77.
+# GPU tests (CUPTI kernels, memcpy, memset, sync, streams, graphs, PyTorch, fork, another CUPTI
+# client, live UI). They run only where a GPU answers nvidia-smi; elsewhere this prints a visible
+# "SKIP: no GPU" and exits 77. See tests/gpu/README.md for what each check asserts.
+#
+# usage: tests/gpu/run.sh [SUBSTRING...]   only checks whose name contains one of the substrings
+# Environment: BUILD (default build), CUSCOPE (default $BUILD/bin/cuscope), PYTHON (default
+# python3), GPU_TEST_BUDGET_S (total seconds, default 450; each check's timeout is cut to what is
+# left), OUT (if set, logs, stats JSON and the UI captures are copied to $OUT/gpu-tests/),
+# CUSCOPE_KEEP=1 (keep the temporary directory), GPU_LANE_RE (regex of a GPU lane label, default
+# 'GPU ?0').
+# Ends with a table, one line per check: name, PASS/FAIL/SKIP, numbers or reason; exits 1 on any
+# FAIL, else 0.
 set -u
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
 	echo "SKIP: no GPU"
 	exit 77
 fi
-echo "SKIP: GPU tests not written yet ($(nvidia-smi -L | head -n 1))"
-exit 77
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$(pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+CUSCOPE=${CUSCOPE:-$BUILD/bin/cuscope}
+G=$BUILD/tests/gpu
+PY=${PYTHON:-python3}
+BUDGET=${GPU_TEST_BUDGET_S:-450}
+LANE_RE=${GPU_LANE_RE:-GPU ?0}
+CHECK="$PY $ROOT/tests/gpu/check.py"
+FILTERS=("$@")
+START=$SECONDS
+T=$(mktemp -d "${TMPDIR:-/tmp}/cuscope-gpu.XXXXXX")
+TMUX_SOCK=cuscope-gpu-$$
+TMUX_USED=0
+export LC_ALL=C.UTF-8 LANG=C.UTF-8
+RES_NAME=() RES_STATUS=() RES_INFO=()
+
+cleanup()
+{
+	if [ "$TMUX_USED" = 1 ]; then
+		tmux -L "$TMUX_SOCK" kill-server 2>/dev/null
+	fi
+	if [ -n "${OUT:-}" ] && mkdir -p "$OUT/gpu-tests" 2>/dev/null; then
+		local f
+		for f in "$T"/*.out "$T"/*.err "$T"/*.json "$T"/*.txt; do
+			[ -f "$f" ] && head -c 2000000 "$f" >"$OUT/gpu-tests/$(basename "$f")"
+		done
+	fi
+	if [ "${CUSCOPE_KEEP:-0}" = 1 ]; then
+		echo "kept $T" >&2
+	else
+		rm -rf "$T"
+	fi
+}
+trap cleanup EXIT
+
+selected()
+{
+	local f
+	[ "${#FILTERS[@]}" = 0 ] && return 0
+	for f in "${FILTERS[@]}"; do
+		case $1 in *"$f"*) return 0 ;; esac
+	done
+	return 1
+}
+
+# result NAME STATUS INFO: records one table line (and prints it right away).
+result()
+{
+	RES_NAME+=("$1")
+	RES_STATUS+=("$2")
+	RES_INFO+=("$3")
+	printf '%-5s %-16s %s\n' "$2" "$1" "$3"
+}
+
+# tail_of FILE: the last non-empty lines of FILE on one line, for a FAIL reason.
+tail_of()
+{
+	grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 3 | tr '\n' '|' | cut -c1-300
+}
+
+left()
+{
+	echo $((BUDGET - (SECONDS - START)))
+}
+
+# limit SECONDS: SECONDS cut to the time left in the budget (minus a margin).
+limit()
+{
+	local l
+	l=$(($(left) - 10))
+	[ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+
+descendants()
+{
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+# kill_tree PID: TERM, then KILL, to PID and every descendant (collected first, by pid).
+kill_tree()
+{
+	local pids
+	pids="$1 $(descendants "$1" | tr '\n' ' ')"
+	# shellcheck disable=SC2086
+	kill -TERM $pids 2>/dev/null
+	sleep 2
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null
+}
+
+# run_limited SECONDS OUTFILE ERRFILE CMD...: runs CMD with stdin /dev/null; sets RC (124 after
+# killing the whole process tree when it runs past SECONDS).
+run_limited()
+{
+	local lim=$1 out=$2 err=$3 pid i=0
+	shift 3
+	"$@" >"$out" 2>"$err" </dev/null &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		i=$((i + 1))
+		if [ "$i" -gt $((lim * 5)) ]; then
+			kill_tree "$pid"
+			wait "$pid" 2>/dev/null
+			RC=124
+			return 0
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+	RC=$?
+}
+
+# rec NAME SECONDS CMD...: cuscope record -o $T/NAME.cap -- CMD; $T/NAME.out/.err; sets RC.
+rec()
+{
+	local name=$1 lim
+	lim=$(limit "$2")
+	shift 2
+	REC_LIMIT=$lim
+	run_limited "$lim" "$T/$name.out" "$T/$name.err" "$CUSCOPE" record -o "$T/$name.cap" -- "$@"
+}
+
+# stats NAME: $T/NAME.cap -> $T/NAME.json; returns 1 (and records a FAIL for NAME) on error.
+stats()
+{
+	local rc=0
+	if [ ! -s "$T/$1.cap" ]; then
+		result "$1" FAIL "no capture written (record exit $RC): $(tail_of "$T/$1.err")"
+		return 1
+	fi
+	timeout -k 5 60 "$CUSCOPE" stats --format=json "$T/$1.cap" >"$T/$1.json" 2>"$T/$1.json.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result "$1" FAIL "cuscope stats --format=json exited $rc: $(tail_of "$T/$1.json.err")"
+		return 1
+	fi
+}
+
+# verdict NAME CHECK ARGS...: runs check.py and records its PASS/FAIL/SKIP line.
+verdict()
+{
+	local name=$1 line status
+	shift
+	line=$(timeout 60 $CHECK "$@" 2>&1 | tail -n 1)
+	status=${line%%$'\t'*}
+	case $status in
+	PASS | FAIL | SKIP) result "$name" "$status" "${line#*$'\t'}" ;;
+	*) result "$name" FAIL "checker crashed: $line" ;;
+	esac
+}
+
+# record_ok NAME [WANT_RC]: records a FAIL and returns 1 when the record timed out or exited
+# other than WANT_RC (default 0; "any" accepts every exit status).
+record_ok()
+{
+	local want=${2:-0}
+	if [ "$RC" = 124 ]; then
+		result "$1" FAIL "cuscope record ran past ${REC_LIMIT}s (hang?): $(tail_of "$T/$1.err")"
+		return 1
+	fi
+	if [ "$want" != any ] && [ "$RC" != "$want" ]; then
+		result "$1" FAIL "cuscope record exited $RC, want $want: $(tail_of "$T/$1.err")"
+		return 1
+	fi
+}
+
+need_bin()
+{
+	if [ ! -x "$G/$2" ]; then
+		result "$1" FAIL "$G/$2 not built (run tests/gpu/build.sh on the build machine)"
+		return 1
+	fi
+}
+
+need_torch()
+{
+	if ! "$PY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
+		result "$1" SKIP "$PY has no torch"
+		return 1
+	fi
+}
+
+# ---- checks ------------------------------------------------------------------------------------
+
+check_counts()
+{
+	need_bin counts cuda_counts || return
+	rec counts 60 "$G/cuda_counts"
+	record_ok counts || return
+	stats counts || return
+	verdict counts counts "$T/counts.json" "$T/counts.out"
+}
+
+check_graph()
+{
+	need_bin graph cuda_graph || return
+	rec graph 60 "$G/cuda_graph"
+	record_ok graph || return
+	stats graph || return
+	verdict graph graph "$T/graph.json" "$T/graph.out"
+}
+
+check_torch_nvtx()
+{
+	need_torch torch_nvtx || return
+	rec torch_nvtx 90 "$PY" tests/gpu/torch_loop.py --steps 20
+	record_ok torch_nvtx || return
+	stats torch_nvtx || return
+	verdict torch_nvtx torch_nvtx "$T/torch_nvtx.json" "$T/torch_nvtx.out"
+}
+
+# torch.profiler in a separate process afterwards (not under cuscope) still records CUDA kernels.
+check_torch_profiler()
+{
+	need_torch torch_profiler || return
+	run_limited "$(limit 90)" "$T/torch_profiler.out" "$T/torch_profiler.err" "$PY" tests/gpu/torch_profiler_check.py
+	if [ "$RC" != 0 ]; then
+		result torch_profiler FAIL "torch_profiler_check.py exited $RC: $(tail_of "$T/torch_profiler.err")"
+		return
+	fi
+	verdict torch_profiler profiler "$T/torch_profiler.out"
+}
+
+check_dataloader()
+{
+	need_torch dataloader || return
+	rec dataloader 120 "$PY" tests/gpu/torch_dataloader.py
+	record_ok dataloader || return
+	stats dataloader || return
+	verdict dataloader dataloader "$T/dataloader.json" "$T/dataloader.out" "$T/dataloader.err" "$RC"
+}
+
+# Another CUPTI client in the same process: any exit status is passed on to check.py, which wants
+# the program's own.
+rival()
+{
+	local name=$1
+	shift
+	rec "$name" 90 "$@"
+	record_ok "$name" any || return
+	stats "$name" || return
+	verdict "$name" rival "$T/$name.json" "$T/$name.out" "$T/$name.err" "$RC"
+}
+
+check_rival_torch_pf()
+{
+	need_torch rival_torch_pf || return
+	rival rival_torch_pf "$PY" tests/gpu/torch_rival.py --order profiler-first --exit 3
+}
+
+check_rival_torch_cf()
+{
+	need_torch rival_torch_cf || return
+	rival rival_torch_cf "$PY" tests/gpu/torch_rival.py --order cuda-first --exit 4
+}
+
+check_rival_cupti()
+{
+	need_bin rival_cupti cupti_rival || return
+	rival rival_cupti "$G/cupti_rival"
+}
+
+tm()
+{
+	tmux -L "$TMUX_SOCK" -f /dev/null "$@"
+}
+
+# Live UI under tmux: a GPU lane label is visible and the lane content changes within a second.
+check_tui()
+{
+	local i found=0 pane lim a b
+	if ! command -v tmux >/dev/null 2>&1; then
+		result tui SKIP "no tmux"
+		return
+	fi
+	need_torch tui || return
+	lim=$(limit 60)
+	TMUX_USED=1
+	if ! tm new-session -d -s t -x 160 -y 50 \
+		"cd '$ROOT' && '$CUSCOPE' -- $PY tests/gpu/torch_loop.py --seconds 8; echo EXIT=\$? >'$T/tui.exit'; sleep 120"; then
+		result tui FAIL "tmux new-session failed"
+		return
+	fi
+	for ((i = 0; i < lim * 4; i++)); do
+		if tm capture-pane -p -t t 2>/dev/null | grep -qE -- "$LANE_RE"; then
+			found=1
+			break
+		fi
+		[ -s "$T/tui.exit" ] && break
+		sleep 0.25
+	done
+	tm capture-pane -p -t t >"$T/tui_capture1.txt" 2>/dev/null
+	sleep 1
+	tm capture-pane -p -t t >"$T/tui_capture2.txt" 2>/dev/null
+	pane=$(tm display-message -p -t t '#{pane_pid}' 2>/dev/null)
+	[ -n "$pane" ] && kill_tree "$pane"
+	tm kill-server 2>/dev/null
+	TMUX_USED=0
+	echo "---- tui capture 1 ----"
+	awk 'NF { for (; n > 0; n--) print ""; print; next } { n++ }' "$T/tui_capture1.txt"
+	echo "---- tui capture 2 (1 s later) ----"
+	awk 'NF { for (; n > 0; n--) print ""; print; next } { n++ }' "$T/tui_capture2.txt"
+	echo "----"
+	if [ "$found" != 1 ]; then
+		result tui FAIL "no GPU lane label /$LANE_RE/ on screen within ${lim}s$([ -s "$T/tui.exit" ] && echo " (cuscope exited: $(cat "$T/tui.exit"))")"
+		return
+	fi
+	a=$(grep -E -- "$LANE_RE" "$T/tui_capture1.txt")
+	b=$(grep -E -- "$LANE_RE" "$T/tui_capture2.txt")
+	if [ -z "$b" ]; then
+		result tui FAIL "GPU lane label gone in the second capture"
+	elif [ "$a" = "$b" ]; then
+		result tui FAIL "GPU lane lines identical 1 s apart (not live?): $(echo "$a" | head -n 1 | tr -s ' ' | cut -c1-120)"
+	else
+		result tui PASS "gpu_lane_lines=$(echo "$b" | wc -l) changed_in_1s=yes label=$(echo "$b" | grep -oE -- "${LANE_RE}[^ │|]*" | head -n 1)"
+	fi
+}
+
+# ---- main --------------------------------------------------------------------------------------
+
+echo "GPU: $(nvidia-smi -L | head -n 1)"
+if [ ! -x "$CUSCOPE" ]; then
+	result setup FAIL "$CUSCOPE not built (run make)"
+else
+	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui; do
+		selected "$c" || continue
+		if [ "$(left)" -lt 25 ]; then
+			result "$c" SKIP "time budget of ${BUDGET}s used up"
+			continue
+		fi
+		"check_$c"
+	done
+	# Which ordering (if any) made cuscope the second CUPTI client and so exercised its warning.
+	warned="" rivals=""
+	for i in "${!RES_NAME[@]}"; do
+		case ${RES_NAME[$i]} in rival_*) ;; *) continue ;; esac
+		[ "${RES_STATUS[$i]}" = PASS ] || continue
+		rivals="$rivals ${RES_NAME[$i]}"
+		case ${RES_INFO[$i]} in winner=other*) warned="$warned ${RES_NAME[$i]}" ;; esac
+	done
+	if [ -n "$rivals" ]; then
+		if [ -n "$warned" ]; then
+			result rival_warning PASS "one clear warning line in:$warned"
+		else
+			result rival_warning SKIP "cuscope subscribed first in every ordering tried ($rivals ); warning path not reached"
+		fi
+	fi
+fi
+
+fails=0
+echo
+echo "==== cuscope GPU tests ($((SECONDS - START)) s) ===="
+for i in "${!RES_NAME[@]}"; do
+	printf '%-16s %-5s %s\n' "${RES_NAME[$i]}" "${RES_STATUS[$i]}" "${RES_INFO[$i]}"
+	[ "${RES_STATUS[$i]}" = FAIL ] && fails=$((fails + 1))
+done
+[ "$fails" = 0 ] || exit 1
+exit 0

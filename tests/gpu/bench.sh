@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# GPU overhead benchmarks (report only, never pass/fail): three workloads, each without tracing,
+# under `cuscope record` and under nsys, interleaved over several rounds; prints medians, spread
+# and the overhead vs no tracing.
+#   launch       200k tiny-kernel launches on one stream (CUDA C)    -> launches/s
+#   mlp          launch-bound tiny PyTorch MLP training step         -> ms/step
+#   transformer  12-layer transformer training step, bf16, 16x512    -> ms/step
+# Every number is the workload's own timing of its loop (warm-up excluded), read from its stdout,
+# so nsys's start-up and its (failing) report step do not count.
+#
+# usage: tests/gpu/bench.sh
+# Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
+# BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
+# ("none cuscope nsys"), BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
+# BENCH_RUN_TIMEOUT_S (one run, 150), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
+# PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
+set -u
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "SKIP: no GPU"
+	exit 77
+fi
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$(pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+CUSCOPE=${CUSCOPE:-$BUILD/bin/cuscope}
+G=$BUILD/tests/gpu
+PY=${PYTHON:-python3}
+ROUNDS=${BENCH_ROUNDS:-5}
+LAUNCHES=${BENCH_LAUNCHES:-200000}
+MLP_STEPS=${BENCH_MLP_STEPS:-300}
+TF_STEPS=${BENCH_TF_STEPS:-30}
+BUDGET=${BENCH_BUDGET_S:-450}
+RUN_TIMEOUT=${BENCH_RUN_TIMEOUT_S:-150}
+GRACE=30 # seconds a run may go on after its result line appeared (nsys's report step)
+read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-launch mlp transformer}"
+read -r -a CONFIGS <<<"${BENCH_CONFIGS:-none cuscope nsys}"
+START=$SECONDS
+T=$(mktemp -d "${TMPDIR:-/tmp}/cuscope-bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/vals"
+: >"$T/notes"
+
+NSYS=${NSYS:-}
+if [ -z "$NSYS" ]; then
+	for f in /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
+		/usr/local/cuda/bin/nsys "$(command -v nsys 2>/dev/null)"; do
+		if [ -n "$f" ] && [ -x "$f" ]; then
+			NSYS=$f
+			break
+		fi
+	done
+fi
+cfgs=()
+for c in "${CONFIGS[@]}"; do
+	case $c in
+	nsys) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=(nsys); else echo "nsys: not found, skipped" | tee -a "$T/notes"; fi ;;
+	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
+	none) cfgs+=(none) ;;
+	*) echo "unknown config $c ignored" | tee -a "$T/notes" ;;
+	esac
+done
+CONFIGS=("${cfgs[@]}")
+[ ! -x "$G/launch_bench" ] && echo "launch: $G/launch_bench not built (tests/gpu/build.sh)" | tee -a "$T/notes"
+
+descendants()
+{
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+kill_tree()
+{
+	local pids
+	pids="$1 $(descendants "$1" | tr '\n' ' ')"
+	# shellcheck disable=SC2086
+	kill -TERM $pids 2>/dev/null
+	sleep 2
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null
+}
+
+# run_one WORKLOAD CONFIG: runs it once, appends the value to $T/vals/WORKLOAD.CONFIG.
+run_one()
+{
+	local w=$1 c=$2 key cmd=() pre=() pid i=0 seen=-1 val
+	case $w in
+	launch) key=launches_per_s cmd=("$G/launch_bench" "$LAUNCHES") ;;
+	mlp) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model mlp --steps "$MLP_STEPS") ;;
+	transformer) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model transformer --steps "$TF_STEPS") ;;
+	esac
+	case $c in
+	none) pre=() ;;
+	cuscope) pre=("$CUSCOPE" record -o "$T/b.cuscope" --) ;;
+	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
+	esac
+	"${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		i=$((i + 1))
+		if [ "$seen" -lt 0 ] && grep -q "^$key " "$T/run.out"; then
+			seen=$i
+		fi
+		if [ "$i" -gt $((RUN_TIMEOUT * 5)) ] || { [ "$seen" -ge 0 ] && [ $((i - seen)) -gt $((GRACE * 5)) ]; }; then
+			kill_tree "$pid"
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$pid" 2>/dev/null
+	val=$(sed -n "s/^$key \([0-9.][0-9.]*\).*/\1/p" "$T/run.out" | tail -n 1)
+	rm -rf "$T/b.cuscope" "$T"/nsys-out*
+	if [ -n "$val" ]; then
+		echo "$val" >>"$T/vals/$w.$c"
+		printf '  %-11s %-8s %s\n' "$w" "$c" "$val"
+	else
+		echo "$w/$c: no $key line; stderr: $(grep -v '^[[:space:]]*$' "$T/run.err" | tail -n 2 | tr '\n' '|' | cut -c1-200)" | tee -a "$T/notes"
+	fi
+}
+
+echo "GPU: $(nvidia-smi -L | head -n 1)"
+echo "workloads: ${WORKLOADS[*]}; configs: ${CONFIGS[*]}; rounds: $ROUNDS; nsys: ${NSYS:-none}"
+round_s=0
+done_rounds=0
+for ((r = 1; r <= ROUNDS; r++)); do
+	elapsed=$((SECONDS - START))
+	if [ "$r" -gt 1 ] && [ $((elapsed + round_s)) -gt "$BUDGET" ]; then
+		echo "stopping after $done_rounds rounds: the next would pass the ${BUDGET}s budget" | tee -a "$T/notes"
+		break
+	fi
+	t0=$SECONDS
+	echo "round $r"
+	n=${#CONFIGS[@]}
+	for w in "${WORKLOADS[@]}"; do
+		[ "$w" = launch ] && [ ! -x "$G/launch_bench" ] && continue
+		# interleaved, with the order rotated each round so no config always runs first
+		for ((k = 0; k < n; k++)); do
+			run_one "$w" "${CONFIGS[$(((k + r - 1) % n))]}"
+		done
+	done
+	round_s=$((SECONDS - t0))
+	done_rounds=$r
+done
+
+"$PY" - "$T/vals" "$T/notes" "$done_rounds" "$((SECONDS - START))" "${WORKLOADS[*]}" "${CONFIGS[*]}" <<'PY' | tee "$T/table"
+import os, statistics, sys
+vals, notes, rounds, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+works, cfgs = sys.argv[5].split(), sys.argv[6].split()
+unit = {"launch": "launches/s", "mlp": "ms/step", "transformer": "ms/step"}
+def load(w, c):
+    p = os.path.join(vals, "%s.%s" % (w, c))
+    if not os.path.exists(p):
+        return []
+    return [float(x) for x in open(p).read().split()]
+print()
+print("==== cuscope GPU overhead (%s rounds, %s s; median, min-max, spread = (max-min)/median) ====" % (rounds, secs))
+print("overhead = extra time per launch or per step vs no tracing (+ = slower)")
+print("%-12s %-8s %-11s %12s %25s %8s %10s" % ("workload", "config", "unit", "median", "min - max", "spread", "overhead"))
+for w in works:
+    base = load(w, "none")
+    bm = statistics.median(base) if base else None
+    for c in cfgs:
+        v = load(w, c)
+        if not v:
+            print("%-12s %-8s %-11s %12s" % (w, c, unit.get(w, "?"), "n/a"))
+            continue
+        m = statistics.median(v)
+        spread = (max(v) - min(v)) / m * 100 if m else 0.0
+        if bm and c != "none":
+            ov = (bm / m - 1) * 100 if w == "launch" else (m / bm - 1) * 100
+            ovs = "%+.1f%%" % ov
+        else:
+            ovs = "-"
+        f = (lambda x: "%.0f" % x) if w == "launch" else (lambda x: "%.3f" % x)
+        print("%-12s %-8s %-11s %12s %12s - %-10s %7.1f%% %10s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(v)), f(max(v)), spread, ovs, len(v)))
+text = open(notes).read().strip()
+if text:
+    print("notes:")
+    for line in text.splitlines():
+        print("  " + line)
+PY
+if [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
+	cp "$T/table" "$OUT/gpu-bench.txt"
+fi
+exit 0
