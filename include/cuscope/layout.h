@@ -1,5 +1,6 @@
 /*
- * The list of timeline rows (process headers, thread rows, NVTX nesting rows, async rows) built from
+ * The list of timeline rows (process headers, thread rows, NVTX nesting rows, CUDA API rows, async
+ * rows, GPU device headers and stream rows) built from
  * the store, plus the scroll offset and the selected row. Pure geometry: no curses.
  */
 #ifndef CUSCOPE_LAYOUT_H
@@ -12,10 +13,13 @@
 struct store;
 
 enum layout_row_kind {
-	LAYOUT_ROW_PROCESS = 1, /* "cmdline-basename pid" header of a lane group */
-	LAYOUT_ROW_THREAD = 2,  /* "name tid": marks and thread lifetime */
-	LAYOUT_ROW_NVTX = 3,    /* push/pop ranges at one nesting depth of a thread */
-	LAYOUT_ROW_ASYNC = 4,   /* one packed row of the process's start/end ranges */
+	LAYOUT_ROW_PROCESS = 1,    /* "cmdline-basename pid" header of a lane group */
+	LAYOUT_ROW_THREAD = 2,     /* "name tid": marks and thread lifetime */
+	LAYOUT_ROW_NVTX = 3,       /* push/pop ranges at one nesting depth of a thread */
+	LAYOUT_ROW_ASYNC = 4,      /* one packed row of the process's start/end ranges */
+	LAYOUT_ROW_CUDA_API = 5,   /* one gpu row of a thread: CUDA API calls and host syncs */
+	LAYOUT_ROW_GPU_DEVICE = 6, /* "GPU0 H200" header over a device's stream rows */
+	LAYOUT_ROW_GPU_STREAM = 7, /* one gpu row of a stream lane: kernels, copies, memsets */
 };
 
 struct layout_row {
@@ -24,7 +28,8 @@ struct layout_row {
 	size_t lane;    /* store lane index (unused for PROCESS) */
 	size_t row;     /* store row within the lane (NVTX, ASYNC) */
 	pid_t pid;
-	pid_t tid; /* THREAD and NVTX rows */
+	pid_t tid;       /* THREAD and NVTX rows */
+	uint32_t device; /* GPU_DEVICE and GPU_STREAM rows: CUDA device ordinal */
 };
 
 struct layout {
@@ -46,9 +51,19 @@ void layout_add_thread(struct layout *layout, size_t process, size_t lane, pid_t
                        size_t nvtx_rows);
 /* Appends the async lane's rows (none if rows == 0). */
 void layout_add_async(struct layout *layout, size_t process, size_t lane, pid_t pid, size_t rows);
+/* Appends a thread's CUDA API rows (gpu rows 0..rows-1 of its lane). */
+void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid,
+                         size_t rows);
+/* Appends a GPU device header. */
+void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uint32_t device);
+/* Appends the rows of a GPU stream lane. */
+void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
+                           size_t rows);
 /*
  * Rebuilds the rows from the store: per process a header, its threads in order of appearance with
- * their NVTX rows, then its async rows. The selection follows the same row across rebuilds.
+ * their NVTX rows and CUDA API rows, then its async rows, then per GPU device (by ordinal) a header
+ * and its stream lanes (default stream first, then by stream id). The selection follows the same
+ * row across rebuilds.
  */
 void layout_build(struct layout *layout, const struct store *store);
 /* Moves the selection by delta rows (clamped) and scrolls so that it stays among height rows. */

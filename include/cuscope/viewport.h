@@ -86,5 +86,8 @@ size_t viewport_lower_bound(const struct store_range *ranges, size_t n, size_t f
  */
 size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges, size_t n,
                      struct viewport_seg *out, size_t max);
+/* viewport_fold for one gpu row of GPU ops (same rules; segs index into ops). */
+size_t viewport_fold_gpu(const struct viewport *vp, const struct store_gpu_op *ops, size_t n,
+                         struct viewport_seg *out, size_t max);
 
 #endif

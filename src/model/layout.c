@@ -55,6 +55,35 @@ void layout_add_async(struct layout *layout, size_t process, size_t lane, pid_t 
 	}
 }
 
+void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid,
+                         size_t rows)
+{
+	struct layout_row r = {
+	    .kind = LAYOUT_ROW_CUDA_API, .process = process, .lane = lane, .pid = pid, .tid = tid};
+	for (size_t i = 0; i < rows; i++) {
+		r.row = i;
+		layout_push(layout, &r);
+	}
+}
+
+void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uint32_t device)
+{
+	layout_push(layout,
+	            &(struct layout_row){
+	                .kind = LAYOUT_ROW_GPU_DEVICE, .process = process, .pid = pid, .device = device});
+}
+
+void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
+                           size_t rows)
+{
+	struct layout_row r = {
+	    .kind = LAYOUT_ROW_GPU_STREAM, .process = process, .lane = lane, .pid = pid, .device = device};
+	for (size_t i = 0; i < rows; i++) {
+		r.row = i;
+		layout_push(layout, &r);
+	}
+}
+
 /* Identity that survives rebuilds: what the row shows, not where it sits. */
 static int layout_row_same(const struct layout_row *a, const struct layout_row *b)
 {
@@ -62,6 +91,8 @@ static int layout_row_same(const struct layout_row *a, const struct layout_row *
 		return 0;
 	if (a->kind == LAYOUT_ROW_PROCESS)
 		return 1;
+	if (a->kind == LAYOUT_ROW_GPU_DEVICE)
+		return a->device == b->device;
 	return a->lane == b->lane && a->row == b->row;
 }
 
@@ -73,8 +104,27 @@ size_t layout_find(const struct layout *layout, const struct layout_row *key)
 	return layout->count;
 }
 
+struct gpu_lane_ref {
+	size_t lane;
+	uint32_t device, stream;
+	int is_default;
+	size_t rows;
+};
+
+static int gpu_lane_cmp(const void *a, const void *b)
+{
+	const struct gpu_lane_ref *x = a, *y = b;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->is_default != y->is_default)
+		return x->is_default ? -1 : 1;
+	return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
 void layout_build(struct layout *layout, const struct store *store)
 {
+	struct gpu_lane_ref *gpu = NULL;
+	size_t gpu_cap = 0;
 	struct layout_row key = {0};
 	int have_key = layout->selected < layout->count;
 	if (have_key)
@@ -87,7 +137,7 @@ void layout_build(struct layout *layout, const struct store *store)
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
 		layout_add_process(layout, p, pi.pid);
-		size_t async_lane = 0, async_rows = 0;
+		size_t async_lane = 0, async_rows = 0, gpu_count = 0;
 		for (size_t l = 0; l < pi.lane_count; l++) {
 			struct store_lane_info li;
 			store_lane_get(store, p, l, &li);
@@ -96,10 +146,25 @@ void layout_build(struct layout *layout, const struct store *store)
 				async_rows = li.row_count;
 				continue;
 			}
+			if (li.kind == STORE_LANE_GPU_STREAM) {
+				xgrow((void **)&gpu, &gpu_cap, gpu_count + 1, sizeof *gpu);
+				gpu[gpu_count++] = (struct gpu_lane_ref){l, li.device, li.stream,
+				                                         li.is_default, li.gpu_row_count};
+				continue;
+			}
 			layout_add_thread(layout, p, l, li.pid, li.tid, li.row_count);
+			layout_add_cuda_api(layout, p, l, li.pid, li.tid, li.gpu_row_count);
 		}
 		layout_add_async(layout, p, async_lane, pi.pid, async_rows);
+		if (gpu_count)
+			qsort(gpu, gpu_count, sizeof *gpu, gpu_lane_cmp);
+		for (size_t i = 0; i < gpu_count; i++) {
+			if (i == 0 || gpu[i].device != gpu[i - 1].device)
+				layout_add_gpu_device(layout, p, pi.pid, gpu[i].device);
+			layout_add_gpu_stream(layout, p, gpu[i].lane, pi.pid, gpu[i].device, gpu[i].rows);
+		}
 	}
+	free(gpu);
 
 	if (have_key) {
 		size_t i = layout_find(layout, &key);

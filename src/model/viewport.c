@@ -1,5 +1,6 @@
 #include "cuscope/viewport.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -180,12 +181,36 @@ int viewport_is_folded(const struct viewport *vp, uint64_t start_ns, uint64_t en
 	return (i128)width * vp->cols < (i128)vp->span_ns;
 }
 
-size_t viewport_lower_bound(const struct store_range *ranges, size_t n, size_t from, uint64_t ns)
+/* Ranges and GPU ops both begin with start_ns and end_ns: folding reads only those. */
+_Static_assert(offsetof(struct store_range, start_ns) == 0 && offsetof(struct store_range, end_ns) == 8,
+               "store_range layout");
+_Static_assert(offsetof(struct store_gpu_op, start_ns) == 0 && offsetof(struct store_gpu_op, end_ns) == 8,
+               "store_gpu_op layout");
+
+struct viewport_span {
+	uint64_t start_ns, end_ns;
+};
+
+static uint64_t el_start(const char *base, size_t stride, size_t i)
+{
+	uint64_t v;
+	memcpy(&v, base + i * stride, sizeof v);
+	return v;
+}
+
+static uint64_t el_end(const char *base, size_t stride, size_t i)
+{
+	uint64_t v;
+	memcpy(&v, base + i * stride + 8, sizeof v);
+	return v;
+}
+
+static size_t lower_bound_at(const char *ranges, size_t stride, size_t n, size_t from, uint64_t ns)
 {
 	size_t lo = from, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (ranges[mid].start_ns < ns)
+		if (el_start(ranges, stride, mid) < ns)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -194,12 +219,12 @@ size_t viewport_lower_bound(const struct store_range *ranges, size_t n, size_t f
 }
 
 /* First range still visible at the view start: ends after it, or starts at/after it (marks). */
-static size_t first_visible(const struct store_range *ranges, size_t n, uint64_t start_ns)
+static size_t first_visible(const char *ranges, size_t stride, size_t n, uint64_t start_ns)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (ranges[mid].end_ns > start_ns || ranges[mid].start_ns >= start_ns)
+		if (el_end(ranges, stride, mid) > start_ns || el_start(ranges, stride, mid) >= start_ns)
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -207,24 +232,24 @@ static size_t first_visible(const struct store_range *ranges, size_t n, uint64_t
 	return lo;
 }
 
-size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges, size_t n,
-                     struct viewport_seg *out, size_t max)
+static size_t fold_at(const struct viewport *vp, const char *ranges, size_t stride, size_t n,
+                      struct viewport_seg *out, size_t max)
 {
 	uint64_t view_end = viewport_end_ns(vp);
 	size_t nseg = 0;
 	int cursor = 0; /* first cell not yet taken */
-	size_t i = first_visible(ranges, n, vp->start_ns);
+	size_t i = first_visible(ranges, stride, n, vp->start_ns);
 
 	while (i < n && nseg < max && cursor < vp->cols) {
-		const struct store_range *r = &ranges[i];
-		if (r->start_ns >= view_end)
+		const struct viewport_span r = {el_start(ranges, stride, i), el_end(ranges, stride, i)};
+		if (r.start_ns >= view_end)
 			break;
-		int64_t c = viewport_col_of(vp, r->start_ns);
+		int64_t c = viewport_col_of(vp, r.start_ns);
 		if (c < 0)
 			c = 0;
-		if (!viewport_is_folded(vp, r->start_ns, r->end_ns)) {
+		if (!viewport_is_folded(vp, r.start_ns, r.end_ns)) {
 			int64_t c0 = c < cursor ? cursor : c;
-			int64_t c1 = viewport_col_of(vp, r->end_ns - 1);
+			int64_t c1 = viewport_col_of(vp, r.end_ns - 1);
 			if (c1 >= vp->cols)
 				c1 = vp->cols - 1;
 			if (c1 < c0) {
@@ -238,7 +263,7 @@ size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges
 			    .kind = VIEWPORT_SEG_BOX,
 			    .col0 = (int)c0,
 			    .col1 = (int)c1 + 1,
-			    .clip_left = r->start_ns<vp->start_ns, .clip_right = r->end_ns> view_end,
+			    .clip_left = r.start_ns<vp->start_ns, .clip_right = r.end_ns> view_end,
 			    .first = i,
 			    .count = 1,
 			};
@@ -248,7 +273,7 @@ size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges
 		}
 		if (c < cursor) {
 			/* Narrow ranges starting inside a cell already drawn: skip them in one jump. */
-			size_t j = viewport_lower_bound(ranges, n, i, viewport_ns_of(vp, cursor));
+			size_t j = lower_bound_at(ranges, stride, n, i, viewport_ns_of(vp, cursor));
 			if (j <= i)
 				j = i + 1;
 			if (nseg && out[nseg - 1].kind == VIEWPORT_SEG_FOLD)
@@ -258,10 +283,11 @@ size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges
 		}
 		/* Everything starting in cell c folds into it, except a wide last one, which gets the
 		 * cells after (it necessarily reaches past this cell). */
-		size_t j = viewport_lower_bound(ranges, n, i, viewport_ns_of(vp, c + 1));
+		size_t j = lower_bound_at(ranges, stride, n, i, viewport_ns_of(vp, c + 1));
 		if (j <= i)
 			j = i + 1;
-		if (j - i > 1 && !viewport_is_folded(vp, ranges[j - 1].start_ns, ranges[j - 1].end_ns))
+		if (j - i > 1 &&
+		    !viewport_is_folded(vp, el_start(ranges, stride, j - 1), el_end(ranges, stride, j - 1)))
 			j--;
 		out[nseg++] = (struct viewport_seg){
 		    .kind = VIEWPORT_SEG_FOLD,
@@ -274,4 +300,21 @@ size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges
 		i = j;
 	}
 	return nseg;
+}
+
+size_t viewport_lower_bound(const struct store_range *ranges, size_t n, size_t from, uint64_t ns)
+{
+	return lower_bound_at((const char *)ranges, sizeof *ranges, n, from, ns);
+}
+
+size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges, size_t n,
+                     struct viewport_seg *out, size_t max)
+{
+	return fold_at(vp, (const char *)ranges, sizeof *ranges, n, out, max);
+}
+
+size_t viewport_fold_gpu(const struct viewport *vp, const struct store_gpu_op *ops, size_t n,
+                         struct viewport_seg *out, size_t max)
+{
+	return fold_at(vp, (const char *)ops, sizeof *ops, n, out, max);
 }

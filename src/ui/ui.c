@@ -25,6 +25,7 @@
 #include "cuscope/log.h"
 #include "cuscope/store.h"
 #include "cuscope/viewport.h"
+#include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
 #define UI_GUTTER       24 /* label cells plus the separator */
@@ -48,6 +49,11 @@ enum ui_slot {
 	SLOT_HELP,
 	SLOT_MESSAGE,
 	SLOT_PROMPT,
+	SLOT_GPU_HEADER, /* "GPU0 H200" device header */
+	SLOT_COPY,       /* memcpy boxes */
+	SLOT_MEMSET,
+	SLOT_SYNC,   /* host waits */
+	SLOT_API,    /* CUDA API calls wide enough for a name */
 	SLOT_RANGE0, /* UI_RANGE_COLORS slots for range boxes, picked by name */
 	SLOT_COUNT = SLOT_RANGE0 + UI_RANGE_COLORS,
 };
@@ -72,6 +78,11 @@ static const struct ui_color ui_palette[SLOT_COUNT] = {
     [SLOT_HELP] = {COLOR_WHITE, COLOR_BLUE, A_NORMAL, A_REVERSE},
     [SLOT_MESSAGE] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
     [SLOT_PROMPT] = {COLOR_BLACK, COLOR_YELLOW, A_NORMAL, A_REVERSE},
+    [SLOT_GPU_HEADER] = {COLOR_GREEN, -1, A_BOLD, A_BOLD},
+    [SLOT_COPY] = {COLOR_MAGENTA, -1, A_BOLD, A_NORMAL},
+    [SLOT_MEMSET] = {COLOR_CYAN, -1, A_BOLD, A_NORMAL},
+    [SLOT_SYNC] = {COLOR_RED, -1, A_BOLD, A_BOLD},
+    [SLOT_API] = {COLOR_WHITE, -1, A_DIM, A_DIM},
     [SLOT_RANGE0 + 0] = {COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_NORMAL},
     [SLOT_RANGE0 + 1] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_NORMAL},
     [SLOT_RANGE0 + 2] = {COLOR_BLACK, COLOR_YELLOW, A_NORMAL, A_NORMAL},
@@ -93,11 +104,14 @@ struct ui_glyphs {
 	const char *arrow;    /* status separator */
 	const char *updown;
 	const char *leftright;
+	const char *block; /* kernel fill without colour, and a one-cell kernel */
+	const char *bar;   /* copy / memset / sync fill */
 };
 
-static const struct ui_glyphs ui_glyphs_utf8 = {"▮", "◆", "│", "─", "─", "█", "▶", "●", "▸", "↑/↓", "←/→"};
-static const struct ui_glyphs ui_glyphs_ascii = {"|", "*", "|", "-",     "-",    "#",
-                                                 ">", "*", ">", "Up/Dn", "Lt/Rt"};
+static const struct ui_glyphs ui_glyphs_utf8 = {"▮", "◆", "│",   "─",   "─", "█", "▶",
+                                                "●", "▸", "↑/↓", "←/→", "█", "▬"};
+static const struct ui_glyphs ui_glyphs_ascii = {"|", "*", "|",     "-",     "-", "#", ">",
+                                                 "*", ">", "Up/Dn", "Lt/Rt", "#", "="};
 
 struct ui_frame_sig {
 	uint64_t generation;
@@ -105,6 +119,8 @@ struct ui_frame_sig {
 	uint64_t now_col; /* now in cells: open ranges grow even while paused */
 	const char *command, *log_path;
 	long events_per_s;
+	long gpu_per_s;
+	uint64_t notices;
 	int pid, live, alive, exit_code, exit_signal;
 	int lines, cols, follow, show_log, show_help, prompt, message;
 	size_t top, selected;
@@ -135,6 +151,10 @@ struct ui {
 
 	struct ui_frame_sig last;
 	int drawn_once;
+
+	uint64_t gpu_rate_t0, gpu_rate_c0; /* last GPU rate sample: time, store_gpu_event_count */
+	double gpu_rate;                   /* GPU records per second */
+	uint64_t notice_shown;             /* store_notice_total already put on the message line */
 };
 
 static volatile sig_atomic_t ui_curses_active;
@@ -607,6 +627,23 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
 	x += ui_put(ui, 0, x, COLS - x, a, line);
+	uint64_t gpu = store_gpu_event_count(ui->store);
+	if (gpu) {
+		if (st && st->live) {
+			ui_format_rate(rate, sizeof rate, ui->gpu_rate);
+			snprintf(line, sizeof line, "  gpu %s/s", rate);
+		} else {
+			ui_format_rate(rate, sizeof rate, (double)gpu);
+			snprintf(line, sizeof line, "  gpu %s", rate);
+		}
+		x += ui_put(ui, 0, x, COLS - x, a, line);
+	}
+	uint64_t cupti = store_loss_count(ui->store, WIRE_LOSS_CUPTI_DROPPED) +
+	                 store_loss_count(ui->store, WIRE_LOSS_GPU_BUFFER);
+	if (cupti) {
+		snprintf(line, sizeof line, "  cupti drops %llu", (unsigned long long)cupti);
+		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, SLOT_STATUS_LIVE), line);
+	}
 	if (st && st->log_path && COLS - x - 8 >= 16) {
 		snprintf(line, sizeof line, "  log %s", st->log_path);
 		x += ui_put(ui, 0, x, COLS - x - 8, a, line);
@@ -735,6 +772,111 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 		ui_put(ui, y, gx + ui->segs[i].col0, 1, ui_attr(ui, SLOT_MARK), ui->g->mark);
 }
 
+/* "HtoD" -> "H2D": the short copy label of the timeline. */
+static void ui_copy_label(uint32_t kind, char *buf, size_t size)
+{
+	const char *name = wire_memcpy_kind_name(kind);
+	const char *to = strstr(name, "to");
+	if (to && kind != WIRE_MEMCPY_UNKNOWN)
+		snprintf(buf, size, "%.*s2%s", (int)(to - name), name, to + 2);
+	else
+		snprintf(buf, size, "copy");
+}
+
+/* One GPU op (or API call, or sync) as a box over cells [col0, col1) of row y. */
+static void ui_draw_op(struct ui *ui, int y, const struct viewport_seg *seg, const struct store_gpu_op *op)
+{
+	int gx = ui_gutter();
+	int w = seg->col1 - seg->col0;
+	if (w <= 0)
+		return;
+	char label[256];
+	const char *fill;
+	attr_t a;
+	switch (op->kind) {
+	case WIRE_GPU_KERNEL:
+		a = ui_attr(ui, ui_range_slot(op->name_id));
+		snprintf(label, sizeof label, "%s", store_short_name(ui->store, op->name_id));
+		fill = ui->color ? " " : ui->g->block;
+		if (w == 1) {
+			ui_put(ui, y, gx + seg->col0, 1, a, ui->color ? " " : ui->g->block);
+			return;
+		}
+		break;
+	case WIRE_GPU_MEMCPY:
+		a = ui_attr(ui, SLOT_COPY);
+		ui_copy_label(op->subkind, label, sizeof label);
+		fill = ui->g->bar;
+		break;
+	case WIRE_GPU_MEMSET:
+		a = ui_attr(ui, SLOT_MEMSET);
+		snprintf(label, sizeof label, "memset");
+		fill = ui->g->bar;
+		break;
+	case WIRE_GPU_SYNC:
+		a = ui_attr(ui, SLOT_SYNC);
+		snprintf(label, sizeof label, "sync");
+		fill = ui->g->bar;
+		break;
+	default: /* API calls: a launch is a ▮, a long call shows its name */
+		a = ui_attr(ui, SLOT_API);
+		if (w == 1) {
+			ui_put(ui, y, gx + seg->col0, 1, a, ui->g->fold);
+			return;
+		}
+		snprintf(label, sizeof label, "%s", store_string(ui->store, op->name_id));
+		fill = ui->g->bar;
+		break;
+	}
+	if (w == 1) {
+		ui_put(ui, y, gx + seg->col0, 1, a, fill);
+		return;
+	}
+	/* The label takes what fits, leaving at least one fill cell so the extent stays visible. */
+	int used = seg->clip_left ? 0 : ui_put(ui, y, gx + seg->col0, w - 1, a | A_BOLD, label);
+	if (used < w)
+		ui_fill(y, gx + seg->col0 + used, w - used, a, fill);
+}
+
+/* One gpu row of a stream or thread lane: ops folded into cells, O(cells · log n). */
+static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, size_t row)
+{
+	const struct store_gpu_op *ops;
+	size_t n = store_lane_gpu_query(ui->store, process, lane, row, ui->vp.start_ns,
+	                                viewport_end_ns(&ui->vp), &ops);
+	size_t ns = viewport_fold_gpu(&ui->vp, ops, n, ui->segs, ui->seg_cap);
+	for (size_t i = 0; i < ns; i++) {
+		const struct viewport_seg *seg = &ui->segs[i];
+		if (seg->kind == VIEWPORT_SEG_FOLD) {
+			/* Dense API calls read as launches; dense GPU work as a busy cell. */
+			const struct store_gpu_op *op = &ops[seg->first];
+			int api = op->kind == WIRE_GPU_API_RUNTIME || op->kind == WIRE_GPU_API_DRIVER;
+			attr_t a = api ? ui_attr(ui, SLOT_API)
+			               : ui_attr(ui, SLOT_FOLD) | (seg->count >= 8 ? A_BOLD : 0);
+			if (op->kind == WIRE_GPU_MEMCPY)
+				a = ui_attr(ui, SLOT_COPY);
+			ui_put(ui, y, ui_gutter() + seg->col0, 1, a, ui->g->fold);
+		} else {
+			ui_draw_op(ui, y, seg, &ops[seg->first]);
+		}
+	}
+}
+
+/* Latest warning of a process that never sent GPU records ("GPU: unavailable (why)"), or NULL. */
+static const char *ui_gpu_unavailable(const struct ui *ui, size_t process)
+{
+	if (store_process_gpu_events(ui->store, process))
+		return NULL;
+	const char *why = NULL;
+	for (size_t i = 0; i < store_notice_count(ui->store, process); i++) {
+		uint32_t level;
+		const char *text = store_notice_get(ui->store, process, i, &level, NULL);
+		if (level == WIRE_NOTICE_WARNING)
+			why = text;
+	}
+	return why;
+}
+
 static const char *ui_basename(const char *cmdline, char *buf, size_t size)
 {
 	size_t len = strcspn(cmdline, " ");
@@ -769,6 +911,10 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		la = ui_attr(ui, SLOT_PROCESS) | (selected ? A_REVERSE : 0);
 		ui_fill(y, 0, COLS, ui_attr(ui, SLOT_BASELINE), ui->g->hline);
 		int x = ui_put(ui, y, 0, COLS, la, label);
+		const char *why = ui_gpu_unavailable(ui, row->process);
+		if (why)
+			snprintf(info + strlen(info), sizeof info - strlen(info), "%sGPU: unavailable (%s)",
+			         *info ? "  " : "", why);
 		snprintf(info + strlen(info), sizeof info - strlen(info), "%s%s ", *info ? "  " : "",
 		         pi.cmdline ? pi.cmdline : "");
 		snprintf(tmp, sizeof tmp, " %s", info);
@@ -789,6 +935,30 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		snprintf(label, sizeof label, "   %s%zu", row->row == 0 ? "nvtx " : "  ", row->row);
 		la = ui_attr(ui, SLOT_THREAD) | A_DIM;
 		ui_draw_ranges(ui, y, row->process, row->lane, row->row, &li);
+		break;
+	case LAYOUT_ROW_CUDA_API:
+		snprintf(label, sizeof label, row->row == 0 ? "   cuda api" : "");
+		la = ui_attr(ui, SLOT_THREAD) | A_DIM;
+		ui_draw_gpu_row(ui, y, row->process, row->lane, row->row);
+		break;
+	case LAYOUT_ROW_GPU_DEVICE: {
+		struct store_gpu_device_info di;
+		const char *name = "";
+		if (store_gpu_device_find(ui->store, row->process, row->device, &di) == 0) {
+			name = di.name;
+			if (strncmp(name, "NVIDIA ", 7) == 0)
+				name += 7;
+		}
+		snprintf(label, sizeof label, " GPU%u %s", row->device, name);
+		la = ui_attr(ui, SLOT_GPU_HEADER);
+		ui_fill(y, gx, COLS - gx, ui_attr(ui, SLOT_BASELINE), ui->g->hline);
+		break;
+	}
+	case LAYOUT_ROW_GPU_STREAM:
+		snprintf(label, sizeof label, row->row == 0 ? "  %s" : "",
+		         store_lane_gpu_label(ui->store, row->process, row->lane));
+		la = ui_attr(ui, SLOT_THREAD);
+		ui_draw_gpu_row(ui, y, row->process, row->lane, row->row);
 		break;
 	case LAYOUT_ROW_ASYNC:
 	default:
@@ -946,12 +1116,14 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 		sig->command = st->command;
 		sig->log_path = st->log_path;
 		sig->events_per_s = (long)st->events_per_s;
+		sig->gpu_per_s = (long)ui->gpu_rate;
 		sig->pid = st->pid;
 		sig->live = st->live;
 		sig->alive = st->target_alive;
 		sig->exit_code = st->exit_code;
 		sig->exit_signal = st->exit_signal;
 	}
+	sig->notices = store_notice_total(ui->store);
 	sig->lines = LINES;
 	sig->cols = COLS;
 	sig->follow = ui->follow;
@@ -968,6 +1140,39 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 	}
 }
 
+/* GPU rate sample (once a second) and new collector warnings onto the message line. */
+static void ui_update_gpu(struct ui *ui)
+{
+	uint64_t now = clock_mono_ns(), count = store_gpu_event_count(ui->store);
+	if (!ui->gpu_rate_t0 || count < ui->gpu_rate_c0) {
+		ui->gpu_rate_t0 = now;
+		ui->gpu_rate_c0 = count;
+	} else if (now - ui->gpu_rate_t0 >= 1000000000ull) {
+		ui->gpu_rate = (double)(count - ui->gpu_rate_c0) * 1e9 / (double)(now - ui->gpu_rate_t0);
+		ui->gpu_rate_t0 = now;
+		ui->gpu_rate_c0 = count;
+	}
+	uint64_t total = store_notice_total(ui->store);
+	if (total == ui->notice_shown)
+		return;
+	const char *newest = NULL;
+	uint64_t newest_seq = ui->notice_shown;
+	for (size_t p = 0; p < store_process_count(ui->store); p++) {
+		for (size_t i = 0; i < store_notice_count(ui->store, p); i++) {
+			uint32_t level;
+			uint64_t seq;
+			const char *text = store_notice_get(ui->store, p, i, &level, &seq);
+			if (level == WIRE_NOTICE_WARNING && seq > newest_seq) {
+				newest = text;
+				newest_seq = seq;
+			}
+		}
+	}
+	ui->notice_shown = total;
+	if (newest)
+		ui_message(ui, newest);
+}
+
 void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 {
 	if (!ui)
@@ -978,6 +1183,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		ui->seg_cap = (size_t)ui->vp.cols;
 		ui->segs = xrealloc(ui->segs, ui->seg_cap * sizeof *ui->segs);
 	}
+	ui_update_gpu(ui);
 	uint64_t gen = store_generation(ui->store);
 	if (gen != ui->gen_built || !ui->drawn_once) {
 		layout_build(&ui->layout, ui->store);

@@ -13,8 +13,10 @@
 
 #include <cmocka.h>
 
+#include "cuscope/layout.h"
 #include "cuscope/stats.h"
 #include "cuscope/store.h"
+#include "cuscope/viewport.h"
 #include "cuscope/wire.h"
 
 #define US 1000ull
@@ -489,6 +491,72 @@ static void test_memcpy_stats_and_sections(void **state)
 	store_free(st);
 }
 
+static void test_layout_and_fold(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "cudaLaunchKernel");
+	struct wire_gpu_event ctx;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.kind = WIRE_GPU_CONTEXT;
+	ctx.context = 1;
+	ctx.stream = 9;
+	/* Streams appear out of order and on two devices; the thread comes with its API call. */
+	struct wire_gpu_event ev[5] = {kernel(20, 1 * MS, 2 * MS, 1, 1), api(300, 0, 10 * US, 2, 1),
+	                               kernel(9, 3 * MS, 4 * MS, 1, 0), kernel(5, 3 * MS, 4 * MS, 1, 0), ctx};
+	ev[3].device = 1;
+	gpu(st, ev, 5);
+	struct layout lay;
+	layout_init(&lay);
+	layout_build(&lay, st);
+	static const enum layout_row_kind want[] = {
+	    LAYOUT_ROW_PROCESS,    LAYOUT_ROW_THREAD,     LAYOUT_ROW_CUDA_API,   LAYOUT_ROW_GPU_DEVICE,
+	    LAYOUT_ROW_GPU_STREAM, LAYOUT_ROW_GPU_STREAM, LAYOUT_ROW_GPU_DEVICE, LAYOUT_ROW_GPU_STREAM,
+	};
+	assert_int_equal(lay.count, sizeof want / sizeof want[0]);
+	for (size_t i = 0; i < lay.count; i++)
+		assert_int_equal(lay.rows[i].kind, want[i]);
+	struct store_lane_info li;
+	store_lane_get(st, 0, lay.rows[4].lane, &li);
+	assert_string_equal(li.name, "GPU0 default"); /* the default stream first */
+	store_lane_get(st, 0, lay.rows[5].lane, &li);
+	assert_string_equal(li.name, "GPU0 s20");
+	assert_int_equal(lay.rows[6].device, 1);
+	layout_fini(&lay);
+
+	/* Many narrow kernels fold into cells; the cost does not depend on how many there are. */
+	struct store *big = store_new();
+	hello(big, 101);
+	string(big, 1, "tiny");
+	for (int b = 0; b < 100; b++) {
+		struct wire_gpu_event k[100];
+		for (int i = 0; i < 100; i++)
+			k[i] = kernel(7, (uint64_t)(b * 100 + i) * 10 * US,
+			              (uint64_t)(b * 100 + i) * 10 * US + 5 * US, 1, 0);
+		gpu(big, k, 100);
+	}
+	const struct store_gpu_op *op;
+	struct store_lane_info bl;
+	size_t lane = find_stream(big, 7, &bl);
+	size_t n = store_lane_gpu_query(big, 0, lane, 0, 0, 100 * MS, &op);
+	assert_int_equal(n, 10000);
+	struct viewport vp;
+	viewport_set(&vp, 0, 100 * MS, 50);
+	struct viewport_seg segs[50];
+	size_t ns = viewport_fold_gpu(&vp, op, n, segs, 50);
+	assert_int_equal(ns, 50);
+	size_t total = 0;
+	for (size_t i = 0; i < ns; i++) {
+		assert_int_equal(segs[i].kind, VIEWPORT_SEG_FOLD);
+		total += segs[i].count;
+	}
+	assert_int_equal(total, 10000);
+	store_free(big);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +568,7 @@ int main(void)
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_overlap_second_row_and_busy),
 	    cmocka_unit_test(test_memcpy_stats_and_sections),
+	    cmocka_unit_test(test_layout_and_fold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
