@@ -441,17 +441,14 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 		lane_gpu_insert(store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
 		return;
 	}
-	/* No thread known (yet): the stream it waited for, else its context's default stream. */
+	/* No thread known (yet): the stream it waited for, else its context's default stream. Sync
+	 * records name a context, not a device: the context record says which device. */
 	uint32_t device = ev->device, stream = ev->stream;
-	if (stream == NO_STREAM) {
-		const struct gpu_context *c = context_find(pr, ev->context);
-		if (c) {
-			device = c->device;
-			stream = c->null_stream;
-		} else {
-			stream = 0;
-		}
-	}
+	const struct gpu_context *c = context_find(pr, ev->context);
+	if (c)
+		device = c->device;
+	if (stream == NO_STREAM)
+		stream = c ? c->null_stream : 0;
 	size_t lane = stream_lane(pr, device, stream, op->start_ns);
 	lane_gpu_insert(&pr->lanes[lane], op);
 	if (ev->correlation_id) {
