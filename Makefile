@@ -28,6 +28,8 @@ endif
 
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+# Everything the viewer library needs at link time (CLI, unit tests, benchmarks).
+VIEWER_LIBS    := $(NCURSES_LIBS) -lzstd -lstdc++ -lpthread -lm
 
 VERSION := 0.1.0
 
@@ -78,7 +80,7 @@ $(COLLECTOR): $(COLLECTOR_OBJ)
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
-	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(NCURSES_LIBS) -lpthread -lm '-Wl,-rpath,$$ORIGIN/../lib' -Wl,--disable-new-dtags
+	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(VIEWER_LIBS) '-Wl,-rpath,$$ORIGIN/../lib' -Wl,--disable-new-dtags
 
 $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 	@mkdir -p $(dir $@)
@@ -92,7 +94,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(VIEWER_LIB) \
 		$(COLLECTOR_UNIT_OBJ) \
-		-lcmocka $(NCURSES_LIBS) -lpthread -ldl -lm
+		-lcmocka $(VIEWER_LIBS) -ldl
 
 # Test target programs: plain C with NVTX3 headers (header-only) and threads.
 $(BUILD)/tests/progs/%: tests/progs/%.c
@@ -106,7 +108,7 @@ $(BUILD)/tests/bench/nvtx_producer: tests/bench/nvtx_producer.c
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/cli/launch.o $(BUILD)/obj/cli/tap.o $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(NCURSES_LIBS) -lpthread -lm
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(VIEWER_LIBS)
 
 deps:
 	$(Q)./tests/install-deps.sh
@@ -116,7 +118,12 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope
 	$(Q)./tests/run.sh
 
-tests-build: $(UNIT_BIN) $(PROG_BIN)
+# CUDA test programs for tests/gpu (built here with nvcc, run on the GPU host); skipped without nvcc.
+.PHONY: tests-gpu-build
+tests-gpu-build:
+	$(Q)./tests/gpu/build.sh
+
+tests-build: $(UNIT_BIN) $(PROG_BIN) tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

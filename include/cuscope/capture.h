@@ -18,10 +18,31 @@
 #define CAPTURE_CHUNK_MAX (64u << 20)
 
 enum capture_chunk_type {
-	CAPTURE_CHUNK_FRAMES = 1,
-	CAPTURE_CHUNK_MANIFEST = 2,
-	CAPTURE_CHUNK_END = 3,
+	CAPTURE_CHUNK_FRAMES = 1,      /* wire frames, stored as they are */
+	CAPTURE_CHUNK_MANIFEST = 2,    /* key=value lines */
+	CAPTURE_CHUNK_END = 3,         /* struct capture_end: clean close */
+	CAPTURE_CHUNK_FRAMES_ZSTD = 4, /* uint32 raw length, then one zstd frame holding wire frames */
+	CAPTURE_CHUNK_INDEX = 5,       /* array of struct capture_index_entry: every chunk before it */
 };
+
+/* One entry of the time index written at close, so a reader can seek by time. */
+struct capture_index_entry {
+	uint64_t offset;   /* file offset of the chunk header */
+	uint64_t first_ns; /* time range of the chunk's events (0 when none) */
+	uint64_t last_ns;
+	uint32_t type;
+	uint32_t source;
+	uint32_t length;   /* stored payload bytes */
+	uint32_t events;   /* wire events and GPU records inside */
+};
+_Static_assert(sizeof(struct capture_index_entry) == 40, "capture_index_entry layout");
+
+struct capture_end {
+	uint32_t chunk_count;  /* chunks before END, INDEX included */
+	uint32_t reserved;
+	uint64_t index_offset; /* file offset of the INDEX chunk header, 0 if none */
+};
+_Static_assert(sizeof(struct capture_end) == 16, "capture_end layout");
 
 /* Feature bits a reader must understand to read the file (none defined yet). */
 #define CAPTURE_FEATURES_KNOWN 0ull
@@ -70,7 +91,12 @@ struct capture_read_result {
 	unsigned chunks_ok;      /* chunks verified and ingested */
 	unsigned chunks_corrupt; /* chunks skipped because a checksum or frame failed */
 	int truncated;           /* the file ends without an END chunk */
-	char *manifest;          /* malloc'd manifest text or NULL */
+	char *manifest;          /* malloc'd manifest text (all MANIFEST chunks joined) or NULL */
+	uint64_t file_bytes;     /* size of the file */
+	uint64_t frame_bytes;    /* wire frame bytes after decompression */
+	uint64_t events;         /* wire events + GPU records read */
+	uint64_t compressed_chunks;
+	int has_index;           /* an INDEX chunk was found */
 };
 
 /*

@@ -15,6 +15,9 @@ int cli_view(int argc, char **argv);
 /* `cuscope stats [--format=F] FILE`: summary tables. */
 int cli_stats(int argc, char **argv);
 
+/* `cuscope info FILE`: manifest, size, events and losses of a capture. */
+int cli_info(int argc, char **argv);
+
 /* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
 int cli_load_capture(const char *path, struct store *store);
 /* Parses a positive number of seconds; returns 0 or -1. */

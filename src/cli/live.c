@@ -114,13 +114,6 @@ static int live_frame(void *ctx, int source, uint32_t type, const void *payload,
 	struct live *lv = ctx;
 	const char *cause = NULL;
 	latency_note_frame(&lv->latency, type, payload, length);
-	if (type == WIRE_FRAME_NOTICE && lv->ui) {
-		struct wire_notice n;
-		memcpy(&n, payload, sizeof n);
-		char line[512];
-		snprintf(line, sizeof line, "%.*s", (int)n.length, (const char *)payload + sizeof n);
-		ui_message(lv->ui, line);
-	}
 	if (store_feed(lv->store, source, type, payload, length, &cause) != 0) {
 		char line[256];
 		snprintf(line, sizeof line, "dropped a connection: %s", cause);

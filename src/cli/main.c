@@ -51,6 +51,12 @@ static const struct verb verbs[] = {
 	 "\n"
 	 "  -f, --format F   table (default), csv or json\n"
 	 "  -h, --help       this help\n"},
+	{"info", cli_info, "print a capture's manifest, size, events and losses",
+	 "usage: cuscope info FILE\n"
+	 "\n"
+	 "Prints the environment manifest recorded with the capture (command line, working directory,\n"
+	 "relevant environment variables, host, CPU, kernel, GPUs, driver and CUDA versions, Python\n"
+	 "packages, cuscope version), its size on disk and compression, event counts and losses.\n"},
 };
 
 static const char *live_usage =

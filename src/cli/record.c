@@ -38,15 +38,24 @@ struct recorder {
 	int write_error;
 	int protocol_error;
 	pid_t source_pid[4096]; /* pid behind each source, for messages */
+	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
 };
 
 /* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
-static void record_notice(const struct recorder *rec, int source, const void *payload)
+static void record_notice(struct recorder *rec, int source, const void *payload)
 {
 	struct wire_notice n;
 	memcpy(&n, payload, sizeof n);
 	pid_t pid = source >= 0 && source < 4096 ? rec->source_pid[source] : 0;
-	log_warn("pid %d: %.*s", (int)pid, (int)n.length, (const char *)payload + sizeof n);
+	const char *text = (const char *)payload + sizeof n;
+	if (n.level == WIRE_NOTICE_INFO) {
+		/* Informational notices are key=value facts for the manifest (e.g. CUDA versions). */
+		char *next = xasprintf("%s%.*s\n", rec->runtime_manifest ? rec->runtime_manifest : "", (int)n.length, text);
+		free(rec->runtime_manifest);
+		rec->runtime_manifest = next;
+		return;
+	}
+	log_warn("pid %d: %.*s", (int)pid, (int)n.length, text);
 }
 
 static int record_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
@@ -77,9 +86,59 @@ static void record_error(void *ctx, int source, pid_t pid, const char *message)
 	log_error("pid %d: %s", (int)pid, message);
 }
 
-/* The manifest: what a capture needs to be understood elsewhere (extended by later issues). */
+/* Appends "key=value\n" to *text (value's newlines flattened). */
+static void manifest_add(char **text, const char *key, const char *value)
+{
+	char *flat = xstrdup(value ? value : "");
+	for (char *p = flat; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	char *next = xasprintf("%s%s=%s\n", *text, key, flat);
+	free(flat);
+	free(*text);
+	*text = next;
+}
+
+/* Runs a command with a time limit and appends each output line as key=line. */
+static void manifest_add_command(char **text, const char *key, const char *command)
+{
+	char *cmd = xasprintf("timeout 15 %s 2>/dev/null", command);
+	FILE *p = popen(cmd, "r");
+	free(cmd);
+	if (!p)
+		return;
+	char line[1024];
+	while (fgets(line, sizeof line, p)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			manifest_add(text, key, line);
+	}
+	pclose(p);
+}
+
+/* Shell-quotes s for popen (single quotes). */
+static char *shell_quote(const char *s)
+{
+	char *out = xstrdup("'");
+	for (; *s; s++) {
+		char *next = *s == '\'' ? xasprintf("%s'\\''", out) : xasprintf("%s%c", out, *s);
+		free(out);
+		out = next;
+	}
+	char *next = xasprintf("%s'", out);
+	free(out);
+	return next;
+}
+
+/*
+ * The environment manifest: what a capture needs to be understood and reproduced elsewhere.
+ * GPU runtime versions arrive later from the collector and go into a second MANIFEST chunk.
+ */
 static void record_manifest(struct capture_writer *w, char **argv)
 {
+	extern char **environ;
+	static const char *const env_prefixes[] = {"CUDA_", "NCCL_", "PYTHON", "CONDA_", "LD_", "VIRTUAL_ENV",
+						   "TORCH_", "OMP_", "NVIDIA_"};
 	char *text = xstrdup("");
 	char cwd[PATH_MAX] = "", host[256] = "";
 	struct utsname un;
@@ -93,10 +152,57 @@ static void record_manifest(struct capture_writer *w, char **argv)
 		free(cmd);
 		cmd = next;
 	}
-	free(text);
-	text = xasprintf("cuscope_version=%s\ncommand=%s\ncwd=%s\nhost=%s\nkernel=%s %s %s\nrecorded_real_ns=%llu\n",
-			 CUSCOPE_VERSION, cmd, cwd, host, un.sysname, un.release, un.machine,
-			 (unsigned long long)clock_real_ns());
+	char buf[512];
+	manifest_add(&text, "cuscope_version", CUSCOPE_VERSION);
+	manifest_add(&text, "command", cmd);
+	manifest_add(&text, "cwd", cwd);
+	manifest_add(&text, "host", host);
+	snprintf(buf, sizeof buf, "%s %s %s %s", un.sysname, un.release, un.version, un.machine);
+	manifest_add(&text, "kernel", buf);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)clock_real_ns());
+	manifest_add(&text, "recorded_real_ns", buf);
+	FILE *cpu = fopen("/proc/cpuinfo", "r");
+	if (cpu) {
+		char line[512];
+		while (fgets(line, sizeof line, cpu)) {
+			if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+				manifest_add(&text, "cpu_model", strchr(line, ':') + 2);
+				break;
+			}
+		}
+		fclose(cpu);
+	}
+	snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	manifest_add(&text, "cpu_count", buf);
+	for (char **e = environ; *e; e++) {
+		for (size_t i = 0; i < sizeof env_prefixes / sizeof env_prefixes[0]; i++) {
+			if (strncmp(*e, env_prefixes[i], strlen(env_prefixes[i])) == 0) {
+				char *eq = strchr(*e, '=');
+				if (!eq)
+					break;
+				char *key = xasprintf("env.%.*s", (int)(eq - *e), *e);
+				manifest_add(&text, key, eq + 1);
+				free(key);
+				break;
+			}
+		}
+	}
+	manifest_add_command(&text, "gpu", "nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader");
+	/* The Python environment's packages, when the command is a Python interpreter or one is active. */
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *python = strncmp(base, "python", 6) == 0 ? argv[0]
+			     : (getenv("VIRTUAL_ENV") || getenv("CONDA_PREFIX")) ? "python3"
+										   : NULL;
+	if (python) {
+		char *quoted = shell_quote(python);
+		char *pip = xasprintf("%s -m pip list --format=freeze --disable-pip-version-check", quoted);
+		char *ver = xasprintf("%s --version", quoted);
+		manifest_add_command(&text, "python_version", ver);
+		manifest_add_command(&text, "python_package", pip);
+		free(pip);
+		free(ver);
+		free(quoted);
+	}
 	capture_writer_manifest(w, text, strlen(text));
 	free(cmd);
 	free(text);
@@ -163,7 +269,6 @@ int cli_record(int argc, char **argv)
 		log_error("record: %s %s: %s", cause, output, strerror(-err));
 		return CLI_EXIT_USAGE;
 	}
-	record_manifest(rec.writer, command);
 
 	struct sigaction sa = {0};
 	sa.sa_handler = record_on_signal;
@@ -183,6 +288,8 @@ int cli_record(int argc, char **argv)
 	}
 	struct tap_callbacks cb = {.ctx = &rec, .frame = record_frame, .error = record_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
+	/* Gathered while the command starts (pip and nvidia-smi take a moment); collectors queue meanwhile. */
+	record_manifest(rec.writer, command);
 
 	uint64_t start = clock_mono_ns();
 	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
@@ -217,6 +324,10 @@ int cli_record(int argc, char **argv)
 		}
 	}
 	tap_free(tap);
+	if (rec.runtime_manifest) {
+		capture_writer_manifest(rec.writer, rec.runtime_manifest, strlen(rec.runtime_manifest));
+		free(rec.runtime_manifest);
+	}
 	int close_rc = capture_writer_close(rec.writer);
 	if (close_rc && !rec.write_error)
 		log_error("record: cannot finish %s: %s", output, strerror(-close_rc));

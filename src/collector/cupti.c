@@ -275,6 +275,15 @@ static void cupti_enable_api_subset(void)
 	}
 }
 
+/* Path of the libcupti actually in use, for the manifest. */
+static const char *cupti_library_path(void)
+{
+	Dl_info info;
+	if (cu.fn.get_version && dladdr((void *)cu.fn.get_version, &info) && info.dli_fname)
+		return info.dli_fname;
+	return "unknown";
+}
+
 int cupti_start(void)
 {
 	char why[512] = "";
@@ -352,6 +361,12 @@ int cupti_start(void)
 		}
 	}
 	cupti_enable_api_subset();
+	int driver_version = 0;
+	int (*driver_get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	if (driver_get_version)
+		driver_get_version(&driver_version);
+	collector_notice(WIRE_NOTICE_INFO, "cupti_version=%u\ncuda_driver_api_version=%d\ncupti_library=%s", version,
+			 driver_version, cupti_library_path());
 	atomic_store(&cu.active, 1);
 	atomic_store(&cu.flush_stop, 0);
 	sigset_t all, old;

@@ -13,20 +13,30 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define CHUNK_TARGET (256u * 1024)
+
+#define ZSTD_LEVEL 3
 
 struct pending_chunk {
 	uint32_t source;
 	uint8_t *buf;
 	size_t len, cap;
 	uint64_t first_ns, last_ns;
+	uint32_t events;
 };
 
 struct capture_writer {
 	int fd;
+	uint64_t offset; /* bytes written so far */
 	struct pending_chunk *chunks;
 	size_t chunk_count, chunk_cap;
+	struct capture_index_entry *index;
+	size_t index_count, index_cap;
+	ZSTD_CCtx *zstd;
+	uint8_t *zbuf;
+	size_t zcap;
 	unsigned written;
 	int error;
 };
@@ -48,10 +58,13 @@ static int write_all(int fd, const void *data, size_t len)
 }
 
 static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source, const void *payload, size_t len,
-		       uint64_t first_ns, uint64_t last_ns)
+		       uint64_t first_ns, uint64_t last_ns, uint32_t events)
 {
 	if (w->error)
 		return w->error;
+	xgrow((void **)&w->index, &w->index_cap, w->index_count + 1, sizeof *w->index);
+	w->index[w->index_count] = (struct capture_index_entry){w->offset, first_ns, last_ns, type, source,
+								 (uint32_t)len, events};
 	struct capture_chunk_header h = {
 		.magic = CAPTURE_CHUNK_MAGIC,
 		.type = type,
@@ -65,10 +78,13 @@ static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source,
 	int rc = write_all(w->fd, &h, sizeof h);
 	if (!rc)
 		rc = write_all(w->fd, payload, len);
-	if (rc)
+	if (rc) {
 		w->error = rc;
-	else
+	} else {
 		w->written++;
+		w->index_count++;
+		w->offset += sizeof h + len;
+	}
 	return rc;
 }
 
@@ -98,6 +114,8 @@ struct capture_writer *capture_writer_open(const char *path, int *err, const cha
 	}
 	struct capture_writer *w = xcalloc(1, sizeof *w);
 	w->fd = fd;
+	w->offset = sizeof h;
+	w->zstd = ZSTD_createCCtx();
 	return w;
 }
 
@@ -113,14 +131,59 @@ static struct pending_chunk *pending_for(struct capture_writer *w, uint32_t sour
 	return c;
 }
 
+/* Writes a source's pending frames as one chunk, zstd-compressed when that is smaller. */
 static int pending_write(struct capture_writer *w, struct pending_chunk *c)
 {
 	if (!c->len)
 		return 0;
-	int rc = write_chunk(w, CAPTURE_CHUNK_FRAMES, c->source, c->buf, c->len, c->first_ns, c->last_ns);
+	int rc = -1;
+	size_t bound = ZSTD_compressBound(c->len) + sizeof(uint32_t);
+	if (w->zstd) {
+		xgrow((void **)&w->zbuf, &w->zcap, bound, 1);
+		size_t z = ZSTD_compressCCtx(w->zstd, w->zbuf + sizeof(uint32_t), w->zcap - sizeof(uint32_t), c->buf,
+					     c->len, ZSTD_LEVEL);
+		if (!ZSTD_isError(z) && z + sizeof(uint32_t) < c->len) {
+			uint32_t raw = (uint32_t)c->len;
+			memcpy(w->zbuf, &raw, sizeof raw);
+			rc = write_chunk(w, CAPTURE_CHUNK_FRAMES_ZSTD, c->source, w->zbuf, z + sizeof raw, c->first_ns,
+					 c->last_ns, c->events);
+		}
+	}
+	if (rc == -1)
+		rc = write_chunk(w, CAPTURE_CHUNK_FRAMES, c->source, c->buf, c->len, c->first_ns, c->last_ns,
+				 c->events);
 	c->len = 0;
 	c->first_ns = c->last_ns = 0;
+	c->events = 0;
 	return rc;
+}
+
+/* Notes the time range of the events of one frame into the pending chunk. */
+static void pending_note_times(struct pending_chunk *c, uint32_t type, const void *payload, uint32_t length)
+{
+	size_t stride, offset;
+	if (type == WIRE_FRAME_EVENTS) {
+		stride = sizeof(struct wire_event);
+		offset = offsetof(struct wire_event, time_ns);
+	} else if (type == WIRE_FRAME_GPU) {
+		stride = sizeof(struct wire_gpu_event);
+		offset = offsetof(struct wire_gpu_event, start_ns);
+	} else {
+		return;
+	}
+	/* Frames inside a socket stream or chunk are not 8-byte aligned: copy, never dereference. */
+	const char *bytes = payload;
+	for (size_t i = 0; i < length / stride; i++) {
+		uint64_t t;
+		memcpy(&t, bytes + i * stride + offset, sizeof t);
+		c->events++;
+		if (!t)
+			continue;
+		if (!c->first_ns || t < c->first_ns)
+			c->first_ns = t;
+		if (t > c->last_ns)
+			c->last_ns = t;
+	}
 }
 
 int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
@@ -138,26 +201,13 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	memcpy(c->buf + c->len, &fh, sizeof fh);
 	memcpy(c->buf + c->len + sizeof fh, payload, length);
 	c->len += need;
-	if (type == WIRE_FRAME_EVENTS) {
-		/* Frames inside a socket stream or chunk are not 8-byte aligned: copy, never dereference. */
-		const char *bytes = payload;
-		for (size_t i = 0; i < length / sizeof(struct wire_event); i++) {
-			uint64_t t;
-			memcpy(&t, bytes + i * sizeof(struct wire_event) + offsetof(struct wire_event, time_ns), sizeof t);
-			if (!t)
-				continue;
-			if (!c->first_ns || t < c->first_ns)
-				c->first_ns = t;
-			if (t > c->last_ns)
-				c->last_ns = t;
-		}
-	}
+	pending_note_times(c, type, payload, length);
 	return 0;
 }
 
 int capture_writer_manifest(struct capture_writer *w, const char *text, size_t length)
 {
-	return write_chunk(w, CAPTURE_CHUNK_MANIFEST, 0, text, length, 0, 0);
+	return write_chunk(w, CAPTURE_CHUNK_MANIFEST, 0, text, length, 0, 0, 0);
 }
 
 int capture_writer_flush(struct capture_writer *w)
@@ -174,14 +224,21 @@ int capture_writer_close(struct capture_writer *w)
 {
 	int rc = capture_writer_flush(w);
 	if (!rc) {
-		uint32_t count = w->written;
-		rc = write_chunk(w, CAPTURE_CHUNK_END, 0, &count, sizeof count, 0, 0);
+		uint64_t index_offset = w->offset;
+		size_t entries = w->index_count;
+		rc = write_chunk(w, CAPTURE_CHUNK_INDEX, 0, w->index, entries * sizeof *w->index, 0, 0, 0);
+		struct capture_end end = {w->written, 0, rc ? 0 : index_offset};
+		if (!rc)
+			rc = write_chunk(w, CAPTURE_CHUNK_END, 0, &end, sizeof end, 0, 0, 0);
 	}
 	if (close(w->fd) != 0 && !rc)
 		rc = -errno;
 	for (size_t i = 0; i < w->chunk_count; i++)
 		free(w->chunks[i].buf);
 	free(w->chunks);
+	free(w->index);
+	free(w->zbuf);
+	ZSTD_freeCCtx(w->zstd);
 	free(w);
 	return rc;
 }
@@ -251,8 +308,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		*cause = msg_buf;
 		return -EPROTO;
 	}
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	uint8_t *buf = NULL, *raw_buf = NULL;
+	size_t cap = 0, raw_cap = 0;
 	int ended = 0;
 	/* Sources whose chunk failed are skipped from then on: later frames would lack context. */
 	uint32_t *bad_sources = NULL;
@@ -284,7 +341,7 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		}
 		if (crc32_update(0, buf, ch.length) != ch.payload_crc) {
 			res->chunks_corrupt++;
-			if (ch.type == CAPTURE_CHUNK_FRAMES) {
+			if (ch.type == CAPTURE_CHUNK_FRAMES || ch.type == CAPTURE_CHUNK_FRAMES_ZSTD) {
 				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
 				bad_sources[bad_count++] = ch.source;
 			}
@@ -296,14 +353,40 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 			break;
 		}
 		if (ch.type == CAPTURE_CHUNK_MANIFEST) {
+			char *joined = xasprintf("%s%.*s", res->manifest ? res->manifest : "", (int)ch.length,
+						 (const char *)buf);
 			free(res->manifest);
-			res->manifest = xstrndup((const char *)buf, ch.length);
+			res->manifest = joined;
 			res->chunks_ok++;
 			continue;
 		}
-		if (ch.type != CAPTURE_CHUNK_FRAMES) {
-			res->chunks_ok++; /* unknown optional chunk from a newer writer: skip */
+		if (ch.type == CAPTURE_CHUNK_INDEX)
+			res->has_index = 1;
+		if (ch.type != CAPTURE_CHUNK_FRAMES && ch.type != CAPTURE_CHUNK_FRAMES_ZSTD) {
+			res->chunks_ok++; /* index, or an optional chunk from a newer writer */
 			continue;
+		}
+		const uint8_t *frames = buf;
+		size_t frames_len = ch.length;
+		if (ch.type == CAPTURE_CHUNK_FRAMES_ZSTD) {
+			uint32_t raw = 0;
+			if (ch.length >= sizeof raw)
+				memcpy(&raw, buf, sizeof raw);
+			size_t got = 0;
+			if (ch.length >= sizeof raw && raw <= CAPTURE_CHUNK_MAX) {
+				xgrow((void **)&raw_buf, &raw_cap, raw ? raw : 1, 1);
+				got = ZSTD_decompress(raw_buf, raw, buf + sizeof raw, ch.length - sizeof raw);
+			}
+			if (ch.length < sizeof raw || raw > CAPTURE_CHUNK_MAX || ZSTD_isError(got) || got != raw) {
+				/* The checksum matched but the content does not decode: a writer bug or forgery. */
+				res->chunks_corrupt++;
+				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
+				bad_sources[bad_count++] = ch.source;
+				continue;
+			}
+			frames = raw_buf;
+			frames_len = raw;
+			res->compressed_chunks++;
 		}
 		if (ch.source > max_source)
 			max_source = ch.source;
@@ -311,7 +394,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		for (size_t i = 0; i < bad_count; i++)
 			skip |= bad_sources[i] == ch.source;
 		const char *why = NULL;
-		if (skip || ingest_chunk(store, ch.source, buf, ch.length, &why) != 0) {
+		uint64_t events_before = store_event_count(store);
+		if (skip || ingest_chunk(store, ch.source, frames, frames_len, &why) != 0) {
 			res->chunks_corrupt++;
 			if (!skip) {
 				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
@@ -319,8 +403,12 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 			}
 			continue;
 		}
+		res->frame_bytes += frames_len;
+		res->events += store_event_count(store) - events_before;
 		res->chunks_ok++;
 	}
+	res->file_bytes = (uint64_t)ftell(f);
+	free(raw_buf);
 	free(buf);
 	free(bad_sources);
 	fclose(f);

@@ -243,8 +243,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(read_file(fx->path, &st, &res, msg, sizeof msg, &cause), 0);
 	struct chunk_pos chunks[64];
 	size_t nchunks = parse_chunks(fx->bytes, fx->size, chunks, 64);
-	/* manifest + BATCHES x 2 sources + final flush (losses, bye: 2 chunks) + END */
-	assert_int_equal(nchunks, 1 + BATCHES * 2 + 2 + 1);
+	/* manifest + BATCHES x 2 sources + final flush (losses, bye: 2 chunks) + INDEX + END */
+	assert_int_equal(nchunks, 1 + BATCHES * 2 + 2 + 1 + 1);
 	assert_int_equal(res.chunks_total, nchunks);
 	assert_int_equal(res.chunks_ok, nchunks);
 	assert_int_equal(res.chunks_corrupt, 0);
@@ -289,11 +289,25 @@ static void test_round_trip(void **state)
 	/* Chunk headers carry the source and the time range of their events. */
 	assert_int_equal(chunks[0].h.type, CAPTURE_CHUNK_MANIFEST);
 	assert_int_equal(chunks[nchunks - 1].h.type, CAPTURE_CHUNK_END);
+	assert_int_equal(chunks[nchunks - 2].h.type, CAPTURE_CHUNK_INDEX);
+	assert_int_equal(res.has_index, 1);
+	/* The index lists every chunk before it, with the offsets and time ranges of the headers. */
+	assert_int_equal(chunks[nchunks - 2].h.length, (nchunks - 2) * sizeof(struct capture_index_entry));
+	for (size_t i = 0; i < nchunks - 2; i++) {
+		struct capture_index_entry e;
+		memcpy(&e, fx->bytes + chunks[nchunks - 2].offset + sizeof(struct capture_chunk_header) + i * sizeof e,
+		       sizeof e);
+		assert_int_equal(e.offset, chunks[i].offset);
+		assert_int_equal(e.type, chunks[i].h.type);
+		assert_int_equal(e.first_ns, chunks[i].h.first_ns);
+		assert_int_equal(e.last_ns, chunks[i].h.last_ns);
+	}
 	for (size_t i = 1; i <= BATCHES * 2; i++) {
 		uint32_t s = (uint32_t)((i - 1) % 2);
 		int b = (int)((i - 1) / 2);
 		assert_int_equal(chunks[i].h.magic, CAPTURE_CHUNK_MAGIC);
-		assert_int_equal(chunks[i].h.type, CAPTURE_CHUNK_FRAMES);
+		/* Event batches compress well: the writer stores them as zstd. */
+		assert_int_equal(chunks[i].h.type, CAPTURE_CHUNK_FRAMES_ZSTD);
 		assert_int_equal(chunks[i].h.source, s);
 		assert_int_equal(chunks[i].h.first_ns, event_time(s, b, 0, 0));
 		assert_int_equal(chunks[i].h.last_ns, event_time(s, b, PAIRS, 0));
@@ -400,7 +414,8 @@ static void test_corrupt_payload(void **state)
 	size_t k = 1 + (BATCHES - 1) * 2;
 	assert_int_equal(chunks[k].h.source, 0);
 	assert_int_equal(
-	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + 100, &st, &res), 0);
+	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + chunks[k].h.length / 2, &st, &res),
+	    0);
 	assert_int_equal(res.chunks_total, nchunks);
 	/* The later chunk of source 0 (the BYE) is skipped too: it would lack context. */
 	assert_int_equal(res.chunks_corrupt, 2);
@@ -419,7 +434,7 @@ static void test_corrupt_payload(void **state)
 	store_free(st);
 
 	/* The last chunk of source 1 (its LOSSES, after source 0's BYE): source 0 is read entirely. */
-	k = nchunks - 2;
+	k = nchunks - 3;
 	assert_int_equal(chunks[k].h.source, 1);
 	assert_int_equal(read_flipped(fx, chunks[k].end - 1, &st, &res), 0);
 	assert_int_equal(res.chunks_corrupt, 1);
@@ -440,7 +455,8 @@ static void test_corrupt_payload(void **state)
 	                 0);
 	size_t later_source1 = 0;
 	for (size_t i = k; i < nchunks; i++)
-		if (chunks[i].h.type == CAPTURE_CHUNK_FRAMES && chunks[i].h.source == 1)
+		if ((chunks[i].h.type == CAPTURE_CHUNK_FRAMES || chunks[i].h.type == CAPTURE_CHUNK_FRAMES_ZSTD) &&
+		    chunks[i].h.source == 1)
 			later_source1++;
 	assert_int_equal(res.chunks_corrupt, later_source1);
 	assert_int_equal(res.chunks_ok + res.chunks_corrupt, nchunks);
@@ -621,14 +637,11 @@ static void test_newer_version(void **state)
 }
 
 /*
- * KNOWN BUG (run with CUSCOPE_KNOWN_BUGS=1): a file refused for its wire version (or an unknown
+ * Regression (fixed): a file refused for its wire version (or an unknown
  * feature bit) is reported as "capture format 1, this one reads 1", naming a version that is fine.
  */
 static void test_newer_wire_version_message(void **state)
 {
-	const char *env = getenv("CUSCOPE_KNOWN_BUGS");
-	if (!env || strcmp(env, "1") != 0)
-		skip();
 	struct fixture *fx = *state;
 	struct store *st;
 	struct capture_read_result res;
@@ -665,9 +678,9 @@ static void test_writer_errors(void **state)
 	struct capture_read_result res;
 	char msg[256];
 	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
-	/* ...because its END chunk is a verified chunk. */
-	assert_int_equal(res.chunks_total, 1);
-	assert_int_equal(res.chunks_ok, 1);
+	/* ...because its (empty) INDEX and END chunks are verified chunks. */
+	assert_int_equal(res.chunks_total, 2);
+	assert_int_equal(res.chunks_ok, 2);
 	assert_int_equal(res.truncated, 0);
 	assert_int_equal(store_process_count(st), 0);
 	store_free(st);

@@ -357,16 +357,13 @@ static void test_two_thread_stress(void **state)
 }
 
 /*
- * KNOWN BUG (run with CUSCOPE_KNOWN_BUGS=1): a record larger than 65535 bytes fits the uint16_t size
+ * Regression (fixed): a record larger than 65535 bytes fits the uint16_t size
  * field only after truncation. ring_reserve checks need > UINT16_MAX only on its slow path (ring
  * nearly full), so on a big ring with room it returns a record whose size was cut modulo 65536.
  */
 static void test_oversized_record_refused(void **state)
 {
 	(void)state;
-	const char *env = getenv("CUSCOPE_KNOWN_BUGS");
-	if (!env || strcmp(env, "1") != 0)
-		skip();
 	size_t cap = 256 * 1024;
 	void *storage = aligned_alloc(64, cap);
 	assert_non_null(storage);
