@@ -291,7 +291,7 @@ tm()
 # Live UI under tmux: a GPU lane label is visible and the lane content changes within a second.
 check_tui()
 {
-	local i found=0 pane lim a b
+	local i found=0 pane lim a b latency
 	if ! command -v tmux >/dev/null 2>&1; then
 		result tui SKIP "no tmux"
 		return
@@ -300,7 +300,7 @@ check_tui()
 	lim=$(limit 60)
 	TMUX_USED=1
 	if ! tm new-session -d -s t -x 160 -y 50 \
-		"cd '$ROOT' && '$CUSCOPE' -- $PY tests/gpu/torch_loop.py --seconds 8; echo EXIT=\$? >'$T/tui.exit'; sleep 120"; then
+		"cd '$ROOT' && CUSCOPE_LATENCY=1 '$CUSCOPE' -- $PY tests/gpu/torch_loop.py --seconds 8 2>'$T/tui.err'; echo EXIT=\$? >'$T/tui.exit'; sleep 120"; then
 		result tui FAIL "tmux new-session failed"
 		return
 	fi
@@ -312,9 +312,28 @@ check_tui()
 		[ -s "$T/tui.exit" ] && break
 		sleep 0.25
 	done
+	# The first GPU line is the model's upload; cuBLAS start-up (seconds) follows. Wait until the
+	# status line reports GPU records arriving now, then compare two captures a second apart.
+	for ((i = 0; i < 120; i++)); do
+		tm capture-pane -p -t t 2>/dev/null | head -n 1 | grep -qE 'gpu [1-9][0-9.]*[kM]?/s' && break
+		sleep 0.25
+	done
 	tm capture-pane -p -t t >"$T/tui_capture1.txt" 2>/dev/null
 	sleep 1
 	tm capture-pane -p -t t >"$T/tui_capture2.txt" 2>/dev/null
+	# After the workload ends the picture stays until q; q then prints the latency report.
+	for ((i = 0; i < 60; i++)); do
+		tm capture-pane -p -t t 2>/dev/null | grep -q 'EXITED' && break
+		sleep 0.5
+	done
+	tm send-keys -t t q 2>/dev/null
+	for ((i = 0; i < 20; i++)); do
+		[ -s "$T/tui.exit" ] && break
+		sleep 0.25
+	done
+	latency=$(grep -o 'p50 .*' "$T/tui.err" 2>/dev/null | head -n 1)
+	echo "tui: event-to-screen latency: ${latency:-not reported} ($(cat "$T/tui.exit" 2>/dev/null))"
+	[ -n "${OUT:-}" ] && cp "$T"/tui_capture*.txt "$T/tui.err" "$OUT/" 2>/dev/null
 	pane=$(tm display-message -p -t t '#{pane_pid}' 2>/dev/null)
 	[ -n "$pane" ] && kill_tree "$pane"
 	tm kill-server 2>/dev/null
@@ -335,7 +354,7 @@ check_tui()
 	elif [ "$a" = "$b" ]; then
 		result tui FAIL "GPU lane lines identical 1 s apart (not live?): $(echo "$a" | head -n 1 | tr -s ' ' | cut -c1-120)"
 	else
-		result tui PASS "gpu_lane_lines=$(echo "$b" | wc -l) changed_in_1s=yes label=$(echo "$b" | grep -oE -- "${LANE_RE}[^ │|]*" | head -n 1)"
+		result tui PASS "gpu_lane_lines=$(echo "$b" | wc -l) changed_in_1s=yes latency=${latency:-n/a}"
 	fi
 }
 
