@@ -26,6 +26,8 @@ enum wire_frame_type {
 	WIRE_FRAME_GPU = 6,    /* an array of struct wire_gpu_event (CUPTI activity, decoded) */
 	WIRE_FRAME_GPU_DEVICE = 7, /* struct wire_gpu_device */
 	WIRE_FRAME_NOTICE = 8, /* struct wire_notice, then length bytes of one-line text for the user */
+	WIRE_FRAME_STACKS = 9, /* a sequence of struct wire_stack, each followed by depth uint32 frame ids */
+	WIRE_FRAME_COUNTERS = 10, /* an array of struct wire_counter (cumulative values, newest wins) */
 	WIRE_FRAME_TYPE_MAX
 };
 
@@ -74,6 +76,9 @@ enum wire_event_kind {
 	WIRE_EV_NVTX_CATEGORY = 6, /* name_id names category `value` in domain_id */
 	WIRE_EV_THREAD_NAME = 16,  /* thread tid is (now) called name_id; first one = thread seen */
 	WIRE_EV_THREAD_EXIT = 17,  /* thread tid has ended (time is when it was found gone) */
+	WIRE_EV_OSRT = 18,         /* a blocking call: time_ns..value (end ns), name_id = libc function name;
+				    * its stack is the STACKS record of kind WIRE_STACK_OSRT with the same tid and time */
+	WIRE_EV_GC = 19,           /* a Python garbage collection: time_ns..value (end ns), name_id = "gc gen N" */
 	WIRE_EV_KIND_MAX
 };
 
@@ -98,6 +103,7 @@ enum wire_loss_cause {
 	WIRE_LOSS_UNMATCHED_POP = 6,  /* a pop/end without its push/start (counted by the viewer) */
 	WIRE_LOSS_CUPTI_DROPPED = 7,  /* GPU records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
 	WIRE_LOSS_GPU_BUFFER = 8,     /* CUPTI buffers refused because the collector's buffer bound was reached */
+	WIRE_LOSS_SAMPLE_BUSY = 9,    /* CPU samples skipped: the thread was inside the collector or had no buffer */
 	WIRE_LOSS_CAUSE_MAX
 };
 
@@ -221,6 +227,36 @@ _Static_assert(sizeof(struct wire_notice) == 8, "wire_notice layout");
 const char *wire_memcpy_kind_name(uint32_t kind);
 const char *wire_mem_kind_name(uint32_t kind);
 const char *wire_sync_type_name(uint32_t type);
+
+/* ---- CPU side: stack samples, blocking-call stacks, counters ---- */
+
+enum wire_stack_kind {
+	WIRE_STACK_SAMPLE = 1, /* a CPU-time sample of thread tid */
+	WIRE_STACK_OSRT = 2,   /* the stack of the blocking call (WIRE_EV_OSRT) that started at time_ns */
+};
+
+/*
+ * One stack. Frame ids are interned strings "function\x1fmodule" (function may be a mangled C++
+ * name, the viewer demangles; "module+0xOFFSET" when the module has no symbol), leaf first.
+ */
+struct wire_stack {
+	uint64_t time_ns; /* CLOCK_MONOTONIC */
+	uint32_t tid;
+	uint16_t kind;    /* enum wire_stack_kind */
+	uint16_t depth;   /* frame ids that follow (uint32 each) */
+};
+_Static_assert(sizeof(struct wire_stack) == 16, "wire_stack layout");
+
+#define WIRE_STACK_MAX_DEPTH 128
+#define WIRE_FRAME_SEPARATOR '\x1f' /* between function and module in a frame id's text */
+
+struct wire_counter {
+	uint64_t time_ns;  /* when read, CLOCK_MONOTONIC */
+	uint64_t value;    /* cumulative since the thread (or counting) started */
+	uint32_t tid;
+	uint32_t event_id; /* interned event name ("task-clock", "cycles", ...) */
+};
+_Static_assert(sizeof(struct wire_counter) == 24, "wire_counter layout");
 
 /* Stable machine-readable name of a loss cause ("ring_full", ...), or NULL. */
 const char *wire_loss_cause_name(uint32_t cause);

@@ -13,6 +13,7 @@ static const char *const loss_cause_names[WIRE_LOSS_CAUSE_MAX] = {
 	[WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
 	[WIRE_LOSS_CUPTI_DROPPED] = "cupti_dropped",
 	[WIRE_LOSS_GPU_BUFFER] = "gpu_buffer_refused",
+	[WIRE_LOSS_SAMPLE_BUSY] = "samples_skipped",
 };
 
 static const char *const memcpy_kind_names[WIRE_MEMCPY_KIND_MAX] = {
@@ -56,6 +57,7 @@ static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
 	[WIRE_FRAME_HELLO] = "hello",   [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
 	[WIRE_FRAME_LOSSES] = "losses", [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
 	[WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice",
+	[WIRE_FRAME_STACKS] = "stacks",         [WIRE_FRAME_COUNTERS] = "counters",
 };
 
 const char *wire_loss_cause_name(uint32_t cause)
@@ -129,6 +131,27 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 		break;
 	case WIRE_FRAME_GPU_DEVICE:
 		if (length == sizeof(struct wire_gpu_device))
+			return 0;
+		break;
+	case WIRE_FRAME_STACKS: {
+		/* A sequence of variable-size records: each must fit exactly. */
+		const uint8_t *p = payload;
+		uint32_t off = 0;
+		while (off < length) {
+			struct wire_stack st;
+			if (length - off < sizeof st)
+				break;
+			memcpy(&st, p + off, sizeof st);
+			if (st.depth > WIRE_STACK_MAX_DEPTH || length - off - sizeof st < (uint32_t)st.depth * 4u)
+				break;
+			off += (uint32_t)sizeof st + (uint32_t)st.depth * 4u;
+		}
+		if (off == length)
+			return 0;
+		break;
+	}
+	case WIRE_FRAME_COUNTERS:
+		if (length % sizeof(struct wire_counter) == 0)
 			return 0;
 		break;
 	case WIRE_FRAME_NOTICE: {
