@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 PACKAGES="build-essential pkg-config libncurses-dev libcmocka-dev tmux python3 python3-venv python3-pip"
-PACKAGES="$PACKAGES libunwind-dev libpfm4-dev libzstd-dev procps"
+PACKAGES="$PACKAGES libunwind-dev libpfm4-dev libzstd-dev zlib1g-dev procps"
 BUILD=${BUILD:-build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 

@@ -15,6 +15,11 @@ int cli_view(int argc, char **argv);
 /* `cuscope stats [--format=F] FILE`: summary tables. */
 int cli_stats(int argc, char **argv);
 
+/* `cuscope export [-o OUT] [--from S] [--to S] FILE`: Chrome Trace Event JSON. */
+int cli_export(int argc, char **argv);
+/* `cuscope diff [--format=F] A B`: NVTX ranges and kernels of two captures compared. */
+int cli_diff(int argc, char **argv);
+
 /* `cuscope info FILE`: manifest, size, events and losses of a capture. */
 int cli_info(int argc, char **argv);
 

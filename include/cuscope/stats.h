@@ -2,6 +2,7 @@
 #ifndef CUSCOPE_STATS_H
 #define CUSCOPE_STATS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 struct store;
@@ -19,5 +20,17 @@ int stats_format_parse(const char *text, enum stats_format *out);
  * (kernels, memcpy, memset, sync, gpus, streams, api); 0 or -errno.
  */
 int stats_write(FILE *out, const struct store *store, enum stats_format format);
+
+#define STATS_SECTIONS_ALL (~0u)
+/*
+ * Parses a comma list of section names ("nvtx,kernels,api") into a bit mask (bit i = section i in
+ * the order above). Returns 0, or -EINVAL with *bad pointing at the unknown name inside list and
+ * *bad_len its length.
+ */
+int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_t *bad_len);
+/* Comma-separated names of every section, for messages and help. */
+const char *stats_section_names(void);
+/* Like stats_write, but only the sections in mask (JSON then holds only those). */
+int stats_write_sections(FILE *out, const struct store *store, enum stats_format format, unsigned mask);
 
 #endif

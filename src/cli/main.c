@@ -43,13 +43,41 @@ static const struct verb verbs[] = {
 	 "  --window SECONDS   initial visible span (default: the whole capture)\n"
 	 "  -h, --help         this help\n"},
 	{"stats", cli_stats, "print summary statistics of a capture file",
-	 "usage: cuscope stats [--format=table|csv|json] FILE\n"
+	 "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE\n"
 	 "\n"
-	 "Prints every section: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
-	 "max in ns), threads, processes and losses (every loss counter by cause). JSON always holds\n"
-	 "every section; table and CSV print each under a heading.\n"
+	 "Prints summary sections: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
+	 "max in ns), threads, processes, losses (every loss counter by cause), kernels (per name and\n"
+	 "device), memcpy, memset, sync, gpus, streams and api (CUDA calls). Table and CSV print each\n"
+	 "under a heading; JSON is one object with a member per section.\n"
 	 "\n"
-	 "  -f, --format F   table (default), csv or json\n"
+	 "  -f, --format F        table (default), csv or json\n"
+	 "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
+	 "  -h, --help            this help\n"},
+	{"export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
+	 "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] FILE\n"
+	 "\n"
+	 "Writes the capture as Chrome Trace Event JSON, which Perfetto UI (ui.perfetto.dev) and\n"
+	 "chrome://tracing open. Each process is a process track with its threads (NVTX push/pop ranges,\n"
+	 "marks, CUDA API calls and host syncs), an \"NVTX async\" track for start/end ranges and one\n"
+	 "track per GPU stream named like the UI (\"GPU0 s7\"): kernels, copies and memsets with their\n"
+	 "launch parameters, and flow arrows from each launch call (id = correlation id). Timestamps are\n"
+	 "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
+	 "Memory does not grow with the output: events are written as the capture is walked.\n"
+	 "\n"
+	 "  -o, --output OUT      file to write (default and \"-\": standard output); a name ending\n"
+	 "                        in .gz is gzip-compressed\n"
+	 "      --from SECONDS    only events overlapping the window starting this long after the\n"
+	 "      --to SECONDS      capture start, and ending at --to\n"
+	 "  -h, --help            this help\n"},
+	{"diff", cli_diff, "compare NVTX ranges and kernels of two captures",
+	 "usage: cuscope diff [--format=table|json] A B\n"
+	 "\n"
+	 "For each NVTX range (name, domain, style) and kernel (name, device) in either capture: count,\n"
+	 "p50 and total duration in A and in B and the change (absolute and percent), sorted by impact\n"
+	 "on total time (|total B - total A|, largest first). Rows found on one side only are listed\n"
+	 "(JSON member \"in\": \"a\", \"b\" or \"both\"; percent null where A has nothing).\n"
+	 "\n"
+	 "  -f, --format F   table (default) or json\n"
 	 "  -h, --help       this help\n"},
 	{"info", cli_info, "print a capture's manifest, size, events and losses",
 	 "usage: cuscope info FILE\n"

@@ -9,15 +9,17 @@
 int cli_stats(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"format", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"report", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	enum stats_format format = STATS_FORMAT_TABLE;
+	unsigned mask = STATS_SECTIONS_ALL;
 	int opt;
 	optind = 1;
 	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+f:r:h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			if (stats_format_parse(optarg, &format) != 0) {
@@ -25,6 +27,16 @@ int cli_stats(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
+		case 'r': {
+			const char *bad = NULL;
+			size_t bad_len = 0;
+			if (stats_report_parse(optarg, &mask, &bad, &bad_len) != 0) {
+				log_error("stats: unknown report '%.*s' (use a comma list of: %s)",
+				          (int)bad_len, bad, stats_section_names());
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		}
 		case 'h':
 			cli_usage("stats");
 			return 0;
@@ -38,7 +50,7 @@ int cli_stats(int argc, char **argv)
 	}
 	struct store *store = store_new();
 	int rc = cli_load_capture(argv[optind], store);
-	if (rc == 0 && stats_write(stdout, store, format) != 0) {
+	if (rc == 0 && stats_write_sections(stdout, store, format, mask) != 0) {
 		log_error("stats: cannot write output");
 		rc = 1;
 	}

@@ -2,6 +2,7 @@
  * Stats sections. Each section is built as a generic table (named columns, typed cells) and then
  * printed by one of three writers, so table, CSV and JSON always hold the same rows.
  */
+#include "cuscope/export.h"
 #include "cuscope/stats.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -606,36 +607,6 @@ static const struct section sections[] = {
 
 /* ---- writers ---- */
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		default:
-			if (*p < 0x20)
-				fprintf(out, "\\u%04x", *p);
-			else
-				fputc(*p, out);
-		}
-	}
-	fputc('"', out);
-}
-
 static void csv_string(FILE *out, const char *s)
 {
 	if (!strpbrk(s, ",\"\n\r")) {
@@ -660,7 +631,7 @@ static void write_json(FILE *out, const struct table *t, int first)
 			const struct cell *cell = &t->cells[r * t->col_count + c];
 			fprintf(out, "%s\"%s\": ", c ? ", " : "", t->cols[c].key);
 			if (t->cols[c].type == CELL_STR)
-				json_string(out, cell->str);
+				export_json_string(out, cell->str);
 			else if (t->cols[c].type == CELL_BOOL)
 				fputs(cell->num ? "true" : "false", out);
 			else
@@ -755,7 +726,43 @@ int stats_format_parse(const char *text, enum stats_format *out)
 	return -EINVAL;
 }
 
+int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_t *bad_len)
+{
+	unsigned m = 0;
+	const char *p = list;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		size_t s = 0;
+		while (s < sizeof sections / sizeof sections[0] &&
+		       !(strlen(sections[s].name) == len && strncmp(sections[s].name, p, len) == 0))
+			s++;
+		if (s == sizeof sections / sizeof sections[0]) {
+			if (len == 0 && p[len] == '\0' && p != list) /* a trailing comma */
+				break;
+			*bad = p;
+			*bad_len = len;
+			return -EINVAL;
+		}
+		m |= 1u << s;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	*mask = m;
+	return 0;
+}
+
+const char *stats_section_names(void)
+{
+	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api";
+}
+
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
+{
+	return stats_write_sections(out, st, format, STATS_SECTIONS_ALL);
+}
+
+int stats_write_sections(FILE *out, const struct store *st, enum stats_format format, unsigned mask)
 {
 	static void (*const writers[])(FILE *, const struct table *, int) = {
 	    [STATS_FORMAT_TABLE] = write_table,
@@ -764,10 +771,14 @@ int stats_write(FILE *out, const struct store *st, enum stats_format format)
 	};
 	if (format == STATS_FORMAT_JSON)
 		fputc('{', out);
+	int first = 1;
 	for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+		if (!(mask & 1u << s))
+			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
 		sections[s].build(st, &t);
-		writers[format](out, &t, s == 0);
+		writers[format](out, &t, first);
+		first = 0;
 		table_fini(&t);
 	}
 	if (format == STATS_FORMAT_JSON)

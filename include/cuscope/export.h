@@ -1,0 +1,43 @@
+/*
+ * Export of a store as Chrome Trace Event JSON (opened by Perfetto UI and chrome://tracing).
+ * Streaming: events are written while the lanes are walked, so the writer's memory does not grow
+ * with the capture. Timestamps are microseconds (three decimals, i.e. exact nanoseconds) relative
+ * to the time base (the earliest event, see export_time_base); the base is written to
+ * otherData.time_base_ns as CLOCK_MONOTONIC nanoseconds.
+ */
+#ifndef CUSCOPE_EXPORT_H
+#define CUSCOPE_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct store;
+
+struct export_options {
+	uint64_t from_ns; /* window start, CLOCK_MONOTONIC (0 = from the beginning) */
+	uint64_t to_ns;   /* window end, CLOCK_MONOTONIC (UINT64_MAX = to the end) */
+};
+
+/* What the writer emitted, for messages and tests. */
+struct export_counts {
+	uint64_t complete; /* "X" events: NVTX ranges, GPU ops, API calls */
+	uint64_t open;     /* "B" events: ranges begun but never ended */
+	uint64_t instant;  /* "i" events: NVTX marks */
+	uint64_t flows;    /* "s"/"f" pairs: launch call to GPU op */
+	uint64_t bytes;    /* uncompressed JSON bytes */
+};
+
+/* The time zero of an export: the earliest event, or the earliest process start (CLOCK_MONOTONIC). */
+uint64_t export_time_base(const struct store *store);
+
+/*
+ * Writes the store as Chrome JSON to path ("-" or NULL: stdout; a name ending in ".gz": gzip).
+ * Returns 0, or -errno with a one-line *cause (static or in msg_buf).
+ */
+int export_chrome_json(const struct store *store, const char *path, const struct export_options *opt,
+                       struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
+
+/* Writes s as a JSON string (quoted, escaped; bytes that are not valid UTF-8 become U+FFFD). */
+void export_json_string(FILE *out, const char *s);
+
+#endif

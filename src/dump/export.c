@@ -1,0 +1,639 @@
+/*
+ * Chrome Trace Event JSON export. Tracks:
+ *   process (pid)           "M" process_name = command line
+ *   OS thread (tid)         NVTX push/pop ranges ("X"), open ranges ("B"), marks ("i"), CUDA API calls and
+ *                           host syncs ("X")
+ *   NVTX async row          pseudo-thread "NVTX async" (one per packed row, so slices never overlap)
+ *   GPU stream row          pseudo-thread named like the UI label, "GPU0 s7": kernels, copies, memsets
+ * Flow arrows ("s" on the launching API call, "f" with bp "e" on the GPU op) carry id = correlation id
+ * (plus process index << 32 beyond the first process). Written through a 64 KiB buffer, hand-formatted.
+ */
+#include "cuscope/export.h"
+#include "cuscope/store.h"
+#include "cuscope/wire.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define OUT_BUF         (64u << 10)
+#define PSEUDO_TID_BASE 1000000000 /* above any Linux tid (pid_max <= 2^22) */
+#define GPU_SORT_BASE   1000000
+
+struct out {
+	FILE *file;
+	gzFile gz;
+	int err; /* first write error, -errno */
+	uint64_t bytes;
+	size_t n;
+	char buf[OUT_BUF];
+};
+
+static void out_flush(struct out *o)
+{
+	if (!o->n)
+		return;
+	if (!o->err) {
+		if (o->gz) {
+			if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
+				o->err = -EIO;
+		} else if (fwrite(o->buf, 1, o->n, o->file) != o->n) {
+			o->err = errno ? -errno : -EIO;
+		}
+	}
+	o->bytes += o->n;
+	o->n = 0;
+}
+
+static void out_mem(struct out *o, const void *p, size_t len)
+{
+	if (o->n + len > OUT_BUF) {
+		out_flush(o);
+		if (len > OUT_BUF) {
+			/* Never happens for our small pieces; kept correct anyway. */
+			const char *c = p;
+			while (len) {
+				size_t k = len < OUT_BUF ? len : OUT_BUF;
+				memcpy(o->buf, c, k);
+				o->n = k;
+				out_flush(o);
+				c += k;
+				len -= k;
+			}
+			return;
+		}
+	}
+	memcpy(o->buf + o->n, p, len);
+	o->n += len;
+}
+
+static void out_s(struct out *o, const char *s)
+{
+	out_mem(o, s, strlen(s));
+}
+
+static void out_u64(struct out *o, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof tmp;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	out_mem(o, tmp + i, sizeof tmp - (size_t)i);
+}
+
+static void out_i64(struct out *o, int64_t v)
+{
+	if (v < 0) {
+		out_mem(o, "-", 1);
+		out_u64(o, (uint64_t)0 - (uint64_t)v);
+	} else {
+		out_u64(o, (uint64_t)v);
+	}
+}
+
+/* Nanoseconds as microseconds with three decimals ("12.345"). */
+static void out_us(struct out *o, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	if (ns < 0)
+		out_mem(o, "-", 1);
+	out_u64(o, a / 1000);
+	char frac[4] = {'.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10), (char)('0' + a % 10)};
+	out_mem(o, frac, 4);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not valid UTF-8. */
+static int utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	int n;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	unsigned cp = c & (0x7f >> n);
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Escaped form of byte c (< 0x80) into esc; returns its length, 0 when it needs no escape. */
+static int json_escape_ascii(unsigned char c, char esc[8])
+{
+	static const char hex[] = "0123456789abcdef";
+	switch (c) {
+	case '"':
+		memcpy(esc, "\\\"", 2);
+		return 2;
+	case '\\':
+		memcpy(esc, "\\\\", 2);
+		return 2;
+	case '\n':
+		memcpy(esc, "\\n", 2);
+		return 2;
+	case '\t':
+		memcpy(esc, "\\t", 2);
+		return 2;
+	case '\r':
+		memcpy(esc, "\\r", 2);
+		return 2;
+	default:
+		if (c >= 0x20 && c != 0x7f)
+			return 0;
+		memcpy(esc, "\\u00", 4);
+		esc[4] = hex[c >> 4];
+		esc[5] = hex[c & 15];
+		return 6;
+	}
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+	out_mem(o, "\"", 1);
+	while (*p) {
+		char esc[8];
+		int e = 0, n = 1;
+		if (*p < 0x80) {
+			e = json_escape_ascii(*p, esc);
+		} else {
+			n = utf8_len(p);
+			if (!n) {
+				memcpy(esc, "\\ufffd", 6);
+				e = 6;
+				n = 1;
+			}
+		}
+		if (e) {
+			out_mem(o, run, (size_t)(p - run));
+			out_mem(o, esc, (size_t)e);
+			p += n;
+			run = p;
+		} else {
+			p += n;
+		}
+	}
+	out_mem(o, run, (size_t)(p - run));
+	out_mem(o, "\"", 1);
+}
+
+void export_json_string(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	fputc('"', out);
+	while (*p) {
+		char esc[8];
+		if (*p < 0x80) {
+			int e = json_escape_ascii(*p, esc);
+			if (e)
+				fwrite(esc, 1, (size_t)e, out);
+			else
+				fputc(*p, out);
+			p++;
+			continue;
+		}
+		int n = utf8_len(p);
+		if (n) {
+			fwrite(p, 1, (size_t)n, out);
+			p += n;
+		} else {
+			fputs("\\ufffd", out);
+			p++;
+		}
+	}
+	fputc('"', out);
+}
+
+uint64_t export_time_base(const struct store *st)
+{
+	uint64_t base = store_first_ns(st);
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		if (pi.start_ns && (!base || pi.start_ns < base))
+			base = pi.start_ns;
+	}
+	return base;
+}
+
+struct exporter {
+	const struct store *st;
+	struct out *o;
+	uint64_t base, from, to;
+	struct export_counts *counts;
+	int first; /* no event written yet (no comma before the next) */
+	size_t process;
+	pid_t pid;
+	int next_pseudo; /* pseudo-thread tids handed out in this process */
+};
+
+/* Starts one event object: `{"ph":"X","pid":P,"tid":T` (a comma before all but the first). */
+static void ev_begin(struct exporter *x, const char *ph, int64_t tid)
+{
+	struct out *o = x->o;
+	out_s(o, x->first ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
+	x->first = 0;
+	out_s(o, ph);
+	out_s(o, "\",\"pid\":");
+	out_i64(o, x->pid);
+	out_s(o, ",\"tid\":");
+	out_i64(o, tid);
+}
+
+static void ev_ts(struct exporter *x, uint64_t t_ns)
+{
+	out_s(x->o, ",\"ts\":");
+	out_us(x->o, (int64_t)(t_ns - x->base));
+}
+
+static void ev_name_cat(struct exporter *x, const char *name, const char *cat)
+{
+	out_s(x->o, ",\"name\":");
+	out_str(x->o, name);
+	out_s(x->o, ",\"cat\":");
+	out_str(x->o, cat);
+}
+
+/* An "X" event: name, cat, ts and dur; the caller adds ,"args":{...} and calls ev_end. */
+static void ev_complete(struct exporter *x, int64_t tid, const char *name, const char *cat, uint64_t start,
+                        uint64_t end)
+{
+	ev_begin(x, "X", tid);
+	ev_name_cat(x, name, cat);
+	ev_ts(x, start);
+	out_s(x->o, ",\"dur\":");
+	out_us(x->o, end >= start ? (int64_t)(end - start) : 0);
+	x->counts->complete++;
+}
+
+static void ev_end(struct exporter *x)
+{
+	out_mem(x->o, "}", 1);
+}
+
+static void arg_u64(struct exporter *x, const char *key, uint64_t v, int first)
+{
+	out_s(x->o, first ? "\"" : ",\"");
+	out_s(x->o, key);
+	out_s(x->o, "\":");
+	out_u64(x->o, v);
+}
+
+static void arg_str(struct exporter *x, const char *key, const char *v, int first)
+{
+	out_s(x->o, first ? "\"" : ",\"");
+	out_s(x->o, key);
+	out_s(x->o, "\":");
+	out_str(x->o, v);
+}
+
+/* A metadata event naming a process or thread. */
+static void ev_meta(struct exporter *x, const char *what, int64_t tid, const char *name)
+{
+	ev_begin(x, "M", tid);
+	out_s(x->o, ",\"name\":\"");
+	out_s(x->o, what);
+	out_s(x->o, "\",\"args\":{");
+	arg_str(x, "name", name, 1);
+	out_s(x->o, "}}");
+}
+
+static void ev_sort_index(struct exporter *x, int64_t tid, uint64_t index)
+{
+	ev_begin(x, "M", tid);
+	out_s(x->o, ",\"name\":\"thread_sort_index\",\"args\":{");
+	arg_u64(x, "sort_index", index, 1);
+	out_s(x->o, "}}");
+}
+
+static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
+
+/* An NVTX range (X), open range (B) or mark (i): name = message, cat = domain ("nvtx" for the default). */
+static void ev_nvtx(struct exporter *x, int64_t tid, const struct store_range *r, int style, int open)
+{
+	const char *name = store_string(x->st, r->name_id), *domain = store_string(x->st, r->domain_id);
+	const char *cat = *domain ? domain : "nvtx";
+	if (style == STORE_STYLE_MARK) {
+		ev_begin(x, "i", tid);
+		ev_name_cat(x, name, cat);
+		ev_ts(x, r->start_ns);
+		out_s(x->o, ",\"s\":\"t\"");
+		x->counts->instant++;
+	} else if (open) {
+		ev_begin(x, "B", tid);
+		ev_name_cat(x, name, cat);
+		ev_ts(x, r->start_ns);
+		x->counts->open++;
+	} else {
+		ev_complete(x, tid, name, cat, r->start_ns, r->end_ns);
+	}
+	out_s(x->o, ",\"args\":{");
+	arg_str(x, "domain", domain, 1);
+	arg_str(x, "style", style_names[style], 0);
+	if (open)
+		out_s(x->o, ",\"unfinished\":true");
+	out_s(x->o, "}}");
+}
+
+/* Flow id of a correlation id: unique across processes. */
+static uint64_t flow_id(const struct exporter *x, uint32_t correlation)
+{
+	return (uint64_t)x->process << 32 | correlation;
+}
+
+/* A GPU op, API call or host sync as an X event with its args; flows for ops with a known launch. */
+static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info *li,
+                   const struct store_gpu_op *op)
+{
+	const struct store *st = x->st;
+	char name[96];
+	const char *nm = name, *cat;
+	switch (op->kind) {
+	case WIRE_GPU_KERNEL:
+		nm = op->name_id ? store_string(st, op->name_id) : "kernel";
+		cat = "kernel";
+		break;
+	case WIRE_GPU_MEMCPY:
+		snprintf(name, sizeof name, "Memcpy %s", wire_memcpy_kind_name(op->subkind));
+		cat = "memcpy";
+		break;
+	case WIRE_GPU_MEMSET:
+		nm = "Memset";
+		cat = "memset";
+		break;
+	case WIRE_GPU_SYNC:
+		snprintf(name, sizeof name, "Sync %s", wire_sync_type_name(op->subkind));
+		cat = "sync";
+		break;
+	case WIRE_GPU_API_RUNTIME:
+	case WIRE_GPU_API_DRIVER:
+		nm = op->name_id ? store_string(st, op->name_id) : "CUDA API";
+		cat = op->kind == WIRE_GPU_API_RUNTIME ? "cuda_runtime" : "cuda_driver";
+		break;
+	default:
+		snprintf(name, sizeof name, "GPU op %u", op->kind);
+		cat = "gpu";
+		break;
+	}
+	ev_complete(x, tid, nm, cat, op->start_ns, op->end_ns);
+	out_s(x->o, ",\"args\":{");
+	arg_u64(x, "correlation", op->correlation_id, 1);
+	int on_stream = li->kind == STORE_LANE_GPU_STREAM;
+	if (on_stream) {
+		arg_u64(x, "device", li->device, 0);
+		arg_u64(x, "stream", li->stream, 0);
+	}
+	struct store_kernel_config k;
+	switch (op->kind) {
+	case WIRE_GPU_KERNEL:
+		if (store_gpu_op_kernel(st, x->process, op, &k) == 0) {
+			char dims[96];
+			snprintf(dims, sizeof dims, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d]", k.grid[0],
+			         k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]);
+			out_s(x->o, dims);
+			arg_u64(x, "registers", k.registers, 0);
+			arg_u64(x, "shared_static", k.shared_static, 0);
+			arg_u64(x, "shared_dynamic", k.shared_dynamic, 0);
+			if (k.graph_id)
+				arg_u64(x, "graph_id", k.graph_id, 0);
+		}
+		break;
+	case WIRE_GPU_MEMCPY:
+		arg_u64(x, "bytes", store_gpu_op_bytes(st, x->process, op), 0);
+		arg_str(x, "kind", wire_memcpy_kind_name(op->subkind), 0);
+		arg_str(x, "src_mem", wire_mem_kind_name(op->mem >> 4), 0);
+		arg_str(x, "dst_mem", wire_mem_kind_name(op->mem & 15), 0);
+		out_s(x->o, op->flags & WIRE_GPU_FLAG_ASYNC ? ",\"async\":true" : ",\"async\":false");
+		break;
+	case WIRE_GPU_MEMSET:
+		arg_u64(x, "bytes", store_gpu_op_bytes(st, x->process, op), 0);
+		arg_str(x, "mem", wire_mem_kind_name(op->mem & 15), 0);
+		out_s(x->o, op->flags & WIRE_GPU_FLAG_ASYNC ? ",\"async\":true" : ",\"async\":false");
+		break;
+	case WIRE_GPU_SYNC:
+		arg_str(x, "type", wire_sync_type_name(op->subkind), 0);
+		break;
+	default:
+		break;
+	}
+	out_s(x->o, "}}");
+
+	struct store_gpu_launch launch;
+	if (!on_stream || op->kind == WIRE_GPU_SYNC || !op->correlation_id ||
+	    store_gpu_op_get_launch(st, x->process, op, &launch) != 0)
+		return;
+	if (launch.end_ns <= x->from || launch.start_ns >= x->to)
+		return;
+	/* The start binds to the slice enclosing its ts: the midpoint of the call is inside the call. */
+	uint64_t mid =
+	    launch.start_ns + (launch.end_ns > launch.start_ns ? (launch.end_ns - launch.start_ns) / 2 : 0);
+	ev_begin(x, "s", launch.tid);
+	ev_name_cat(x, "launch", "cuda_flow");
+	ev_ts(x, mid);
+	out_s(x->o, ",\"id\":");
+	out_u64(x->o, flow_id(x, op->correlation_id));
+	ev_end(x);
+	ev_begin(x, "f", tid);
+	ev_name_cat(x, "launch", "cuda_flow");
+	ev_ts(x, op->start_ns);
+	out_s(x->o, ",\"bp\":\"e\",\"id\":");
+	out_u64(x->o, flow_id(x, op->correlation_id));
+	ev_end(x);
+	x->counts->flows++;
+}
+
+static void export_gpu_rows(struct exporter *x, size_t l, const struct store_lane_info *li, size_t row,
+                            int64_t tid)
+{
+	const struct store_gpu_op *v;
+	size_t n = store_lane_gpu_query(x->st, x->process, l, row, x->from, x->to, &v);
+	for (size_t i = 0; i < n; i++)
+		ev_gpu(x, tid, li, &v[i]);
+}
+
+static void export_range_row(struct exporter *x, size_t l, size_t row, int64_t tid, int style)
+{
+	const struct store_range *r;
+	size_t n = store_lane_row_query(x->st, x->process, l, row, x->from, x->to, &r);
+	for (size_t i = 0; i < n; i++)
+		ev_nvtx(x, tid, &r[i], style, 0);
+}
+
+static void export_open(struct exporter *x, size_t l, const struct store_lane_info *li, int64_t row_tid0,
+                        int style)
+{
+	for (size_t i = 0; i < li->open_count; i++) {
+		struct store_range r;
+		size_t row;
+		store_lane_open_get(x->st, x->process, l, i, &r, &row);
+		if (r.start_ns >= x->to)
+			continue;
+		ev_nvtx(x, style == STORE_STYLE_STARTEND ? row_tid0 + (int64_t)row : row_tid0, &r, style, 1);
+	}
+}
+
+static void export_lane(struct exporter *x, size_t l)
+{
+	struct store_lane_info li;
+	store_lane_get(x->st, x->process, l, &li);
+	char label[160];
+	if (li.kind == STORE_LANE_THREAD) {
+		if (*li.name) {
+			ev_meta(x, "thread_name", li.tid, li.name);
+		} else {
+			snprintf(label, sizeof label, "thread %d", (int)li.tid);
+			ev_meta(x, "thread_name", li.tid, label);
+		}
+		for (size_t row = 0; row < li.row_count; row++)
+			export_range_row(x, l, row, li.tid, STORE_STYLE_PUSHPOP);
+		export_open(x, l, &li, li.tid, STORE_STYLE_PUSHPOP);
+		const struct store_range *m;
+		size_t n = store_lane_mark_query(x->st, x->process, l, x->from, x->to, &m);
+		for (size_t i = 0; i < n; i++)
+			ev_nvtx(x, li.tid, &m[i], STORE_STYLE_MARK, 0);
+		for (size_t row = 0; row < li.gpu_row_count; row++)
+			export_gpu_rows(x, l, &li, row, li.tid);
+		return;
+	}
+	if (li.kind == STORE_LANE_NVTX_ASYNC) {
+		size_t rows = li.row_count;
+		for (size_t i = 0; i < li.open_count; i++) {
+			struct store_range r;
+			size_t row;
+			store_lane_open_get(x->st, x->process, l, i, &r, &row);
+			if (row + 1 > rows && row < 4096)
+				rows = row + 1;
+		}
+		int64_t tid0 = PSEUDO_TID_BASE + x->next_pseudo;
+		x->next_pseudo += (int)rows;
+		for (size_t row = 0; row < rows; row++) {
+			if (row == 0)
+				snprintf(label, sizeof label, "NVTX async");
+			else
+				snprintf(label, sizeof label, "NVTX async #%zu", row + 1);
+			ev_meta(x, "thread_name", tid0 + (int64_t)row, label);
+			ev_sort_index(x, tid0 + (int64_t)row, GPU_SORT_BASE / 2 + row);
+			if (row < li.row_count)
+				export_range_row(x, l, row, tid0 + (int64_t)row, STORE_STYLE_STARTEND);
+		}
+		for (size_t i = 0; i < li.open_count; i++) {
+			struct store_range r;
+			size_t row;
+			store_lane_open_get(x->st, x->process, l, i, &r, &row);
+			if (r.start_ns < x->to && row < rows)
+				ev_nvtx(x, tid0 + (int64_t)row, &r, STORE_STYLE_STARTEND, 1);
+		}
+		return;
+	}
+	if (li.kind == STORE_LANE_GPU_STREAM) {
+		const char *gl = store_lane_gpu_label(x->st, x->process, l);
+		int64_t tid0 = PSEUDO_TID_BASE + x->next_pseudo;
+		x->next_pseudo += (int)li.gpu_row_count;
+		for (size_t row = 0; row < li.gpu_row_count; row++) {
+			if (row == 0)
+				snprintf(label, sizeof label, "%s", gl);
+			else
+				snprintf(label, sizeof label, "%s #%zu", gl, row + 1);
+			ev_meta(x, "thread_name", tid0 + (int64_t)row, label);
+			ev_sort_index(x, tid0 + (int64_t)row,
+			              GPU_SORT_BASE + (uint64_t)li.device * 100000 +
+			                  (uint64_t)li.stream % 100000);
+			export_gpu_rows(x, l, &li, row, tid0 + (int64_t)row);
+		}
+	}
+}
+
+int export_chrome_json(const struct store *st, const char *path, const struct export_options *opt,
+                       struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause)
+{
+	struct out *o = calloc(1, sizeof *o);
+	if (!o) {
+		*cause = "out of memory";
+		return -ENOMEM;
+	}
+	size_t plen = path ? strlen(path) : 0;
+	int to_stdout = !path || strcmp(path, "-") == 0;
+	if (to_stdout) {
+		o->file = stdout;
+	} else if (plen > 3 && strcmp(path + plen - 3, ".gz") == 0) {
+		errno = 0;
+		o->gz = gzopen(path, "wb1");
+		if (!o->gz) {
+			int err = errno ? errno : ENOMEM;
+			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(err));
+			*cause = msg_buf;
+			free(o);
+			return -err;
+		}
+		gzbuffer(o->gz, 256u << 10);
+	} else {
+		o->file = fopen(path, "wb");
+		if (!o->file) {
+			int err = errno;
+			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(err));
+			*cause = msg_buf;
+			free(o);
+			return -err;
+		}
+	}
+	memset(counts, 0, sizeof *counts);
+	struct exporter x = {st, o, export_time_base(st), opt->from_ns, opt->to_ns, counts, 1, 0, 0, 0};
+	out_s(o, "{\"traceEvents\":[");
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		x.process = p;
+		x.pid = pi.pid;
+		x.next_pseudo = 0;
+		char label[64];
+		snprintf(label, sizeof label, "pid %d", (int)pi.pid);
+		ev_meta(&x, "process_name", 0, pi.cmdline && *pi.cmdline ? pi.cmdline : label);
+		for (size_t l = 0; l < pi.lane_count; l++)
+			export_lane(&x, l);
+	}
+	out_s(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"cuscope\",\"clock\":"
+	         "\"CLOCK_MONOTONIC\","
+	         "\"ts_unit\":\"us since time_base_ns\",\"time_base_ns\":");
+	out_u64(o, x.base);
+	out_s(o, "}}\n");
+	out_flush(o);
+	counts->bytes = o->bytes;
+	int rc = o->err;
+	if (o->gz) {
+		int zrc = gzclose(o->gz);
+		if (!rc && zrc != Z_OK)
+			rc = -EIO;
+	} else if (to_stdout) {
+		if (fflush(stdout) != 0 && !rc)
+			rc = errno ? -errno : -EIO;
+	} else if (fclose(o->file) != 0 && !rc) {
+		rc = errno ? -errno : -EIO;
+	}
+	free(o);
+	if (rc) {
+		snprintf(msg_buf, msg_size, "cannot write %s: %s", to_stdout ? "standard output" : path,
+		         strerror(-rc));
+		*cause = msg_buf;
+	}
+	return rc;
+}
