@@ -30,6 +30,14 @@ struct layout_row {
 	pid_t pid;
 	pid_t tid;       /* THREAD and NVTX rows */
 	uint32_t device; /* GPU_DEVICE and GPU_STREAM rows: CUDA device ordinal */
+	int folded;      /* PROCESS, THREAD, GPU_DEVICE: the group's rows are hidden */
+};
+
+/* A folded group: a process (tid 0), a thread (tid) or a GPU device of a process (is_device). */
+struct layout_fold {
+	pid_t pid, tid;
+	uint32_t device;
+	int is_device;
 };
 
 struct layout {
@@ -38,6 +46,8 @@ struct layout {
 	size_t cap;
 	size_t top;      /* first row on screen */
 	size_t selected; /* highlighted row, < count when count > 0 */
+	struct layout_fold *folds;
+	size_t fold_count, fold_cap;
 };
 
 void layout_init(struct layout *layout);
@@ -70,6 +80,12 @@ void layout_build(struct layout *layout, const struct store *store);
 void layout_select(struct layout *layout, long delta, size_t height);
 /* Clamps top and selected after a rebuild or a resize, keeping the selection visible. */
 void layout_clamp(struct layout *layout, size_t height);
+/* Whether a row heads a group that can fold (process, thread, GPU device). */
+int layout_is_group(const struct layout_row *row);
+/* Folds or unfolds the group headed by row index; 0, or -EINVAL when it heads none. Rebuild after. */
+int layout_toggle_fold(struct layout *layout, size_t index);
+/* Unfolds whatever hides rows of process pid (its header and, if tid, that thread). */
+void layout_reveal(struct layout *layout, pid_t pid, pid_t tid, int device_row, uint32_t device);
 /* Index of the row with the same identity as key, or count if gone. */
 size_t layout_find(const struct layout *layout, const struct layout_row *key);
 

@@ -7,6 +7,7 @@
 #define CUSCOPE_UI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct store;
@@ -26,20 +27,26 @@ struct ui_status {
 };
 
 struct ui_options {
-	int ascii;        /* draw with ASCII only */
-	double window_s;  /* initial visible time span, seconds (default 10) */
+	int ascii;         /* draw with ASCII only */
+	double window_s;   /* initial visible time span, seconds (default 10) */
+	const char *theme; /* theme name or path (NULL: dark) */
+	double gap_ms;     /* shade GPU idle gaps longer than this (0: default 10 ms, < 0: off) */
+	int no_mouse;      /* leave the mouse to the terminal */
 };
 
 enum ui_action {
 	UI_ACTION_NONE = 0,
-	UI_ACTION_QUIT = 1 << 0,     /* leave: the target is gone or this is view mode */
-	UI_ACTION_DETACH = 1 << 1,   /* leave the target running and exit */
-	UI_ACTION_STOP = 1 << 2,     /* stop the target (SIGTERM to its process group), then exit */
-	UI_ACTION_INTERRUPT = 1 << 3,/* Ctrl-C typed: forward SIGINT to the target */
+	UI_ACTION_QUIT = 1 << 0,      /* leave: the target is gone or this is view mode */
+	UI_ACTION_DETACH = 1 << 1,    /* leave the target running and exit */
+	UI_ACTION_STOP = 1 << 2,      /* stop the target (SIGTERM to its process group), then exit */
+	UI_ACTION_INTERRUPT = 1 << 3, /* Ctrl-C typed: forward SIGINT to the target */
 };
 
 /* Takes over the terminal (initscr etc.); returns NULL with *cause if there is no usable terminal. */
 struct ui *ui_new(struct store *store, const struct ui_options *options, const char **cause);
+/* ui_new on given streams (benchmarks draw into a file or a pipe); no terminal check. */
+struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE *out, FILE *in,
+                     const char **cause);
 /* Restores the terminal and frees the UI. Safe to call from an atexit path once. */
 void ui_free(struct ui *ui);
 /* Reads every pending key (non-blocking) and returns enum ui_action flags. */

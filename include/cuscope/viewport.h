@@ -53,6 +53,21 @@ uint64_t viewport_tick_step(const struct viewport *vp, uint64_t origin_ns, int *
 /* Fills up to max ticks inside the view; returns how many. Labels are seconds since origin_ns. */
 size_t viewport_ticks(const struct viewport *vp, uint64_t origin_ns, struct viewport_tick *out, size_t max);
 
+/* How the axis is labelled at the current zoom (viewport_axis). */
+struct viewport_axis {
+	char unit[4];     /* "s", "ms" or "us" */
+	uint64_t base_ns; /* labels are relative to this time (== origin for "s") */
+	char base[32];    /* "" for "s"; else the base as seconds since origin, e.g. "12.345s" */
+};
+
+/*
+ * Ticks with units that follow the zoom: whole-window views are labelled in seconds since origin;
+ * when a tick step is under 100 ms the labels are milliseconds (under 100 µs: microseconds)
+ * after a base time that the caller shows once (axis->base). Returns the ticks written.
+ */
+size_t viewport_axis_ticks(const struct viewport *vp, uint64_t origin_ns, struct viewport_tick *out,
+                           size_t max, struct viewport_axis *axis);
+
 /* Whether a range is too narrow for a box of its own and is folded into a density cell. */
 int viewport_is_folded(const struct viewport *vp, uint64_t start_ns, uint64_t end_ns);
 

@@ -162,12 +162,15 @@ int cli_live(int argc, char **argv)
 	static const struct option options[] = {
 		{"ascii", no_argument, NULL, 'a'},
 		{"window", required_argument, NULL, 'w'},
+		{"theme", required_argument, NULL, 'T'},
+		{"gap-ms", required_argument, NULL, 'G'},
+		{"no-mouse", no_argument, NULL, 'M'},
 		{"buffer-mb", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	struct ui_options ui_opts = {0, 10.0};
+	struct ui_options ui_opts = {.window_s = 10.0};
 	unsigned buffer_mb = 0;
 	int opt;
 	optind = 1;
@@ -177,6 +180,22 @@ int cli_live(int argc, char **argv)
 		case 'a':
 			ui_opts.ascii = 1;
 			break;
+		case 'T':
+			ui_opts.theme = optarg;
+			break;
+		case 'M':
+			ui_opts.no_mouse = 1;
+			break;
+		case 'G': {
+			char *gend;
+			double g = strtod(optarg, &gend);
+			if (gend == optarg || *gend || g < 0) {
+				log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			ui_opts.gap_ms = g > 0 ? g : -1;
+			break;
+		}
 		case 'w':
 			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
 				log_error("--window needs a positive number of seconds, not '%s'", optarg);

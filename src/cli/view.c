@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t view_quit;
@@ -22,10 +23,13 @@ int cli_view(int argc, char **argv)
 	static const struct option options[] = {
 		{"ascii", no_argument, NULL, 'a'},
 		{"window", required_argument, NULL, 'w'},
+		{"theme", required_argument, NULL, 'T'},
+		{"gap-ms", required_argument, NULL, 'G'},
+		{"no-mouse", no_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	struct ui_options ui_opts = {0, 0};
+	struct ui_options ui_opts = {0};
 	int opt;
 	optind = 1;
 	optopt = 0;
@@ -34,6 +38,22 @@ int cli_view(int argc, char **argv)
 		case 'a':
 			ui_opts.ascii = 1;
 			break;
+		case 'T':
+			ui_opts.theme = optarg;
+			break;
+		case 'M':
+			ui_opts.no_mouse = 1;
+			break;
+		case 'G': {
+			char *gend;
+			double g = strtod(optarg, &gend);
+			if (gend == optarg || *gend || g < 0) {
+				log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			ui_opts.gap_ms = g > 0 ? g : -1;
+			break;
+		}
 		case 'w':
 			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
 				log_error("view: --window needs a positive number of seconds, not '%s'", optarg);

@@ -1,5 +1,6 @@
 #include "cuscope/layout.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@ void layout_init(struct layout *layout)
 void layout_fini(struct layout *layout)
 {
 	free(layout->rows);
+	free(layout->folds);
 	memset(layout, 0, sizeof *layout);
 }
 
@@ -121,6 +123,61 @@ static int gpu_lane_cmp(const void *a, const void *b)
 	return x->stream < y->stream ? -1 : x->stream > y->stream;
 }
 
+/* Index of the fold entry, or fold_count. */
+static size_t layout_fold_index(const struct layout *layout, pid_t pid, pid_t tid, int is_device,
+                                uint32_t device)
+{
+	for (size_t i = 0; i < layout->fold_count; i++) {
+		const struct layout_fold *f = &layout->folds[i];
+		if (f->pid == pid && f->is_device == is_device &&
+		    (is_device ? f->device == device : f->tid == tid))
+			return i;
+	}
+	return layout->fold_count;
+}
+
+static int layout_folded(const struct layout *layout, pid_t pid, pid_t tid, int is_device, uint32_t device)
+{
+	return layout_fold_index(layout, pid, tid, is_device, device) < layout->fold_count;
+}
+
+int layout_is_group(const struct layout_row *row)
+{
+	return row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_THREAD ||
+	       row->kind == LAYOUT_ROW_GPU_DEVICE;
+}
+
+int layout_toggle_fold(struct layout *layout, size_t index)
+{
+	if (index >= layout->count || !layout_is_group(&layout->rows[index]))
+		return -EINVAL;
+	const struct layout_row *r = &layout->rows[index];
+	int dev = r->kind == LAYOUT_ROW_GPU_DEVICE;
+	pid_t tid = r->kind == LAYOUT_ROW_THREAD ? r->tid : 0;
+	size_t i = layout_fold_index(layout, r->pid, tid, dev, r->device);
+	if (i < layout->fold_count) {
+		layout->folds[i] = layout->folds[--layout->fold_count];
+		return 0;
+	}
+	xgrow((void **)&layout->folds, &layout->fold_cap, layout->fold_count + 1, sizeof *layout->folds);
+	layout->folds[layout->fold_count++] = (struct layout_fold){r->pid, tid, r->device, dev};
+	return 0;
+}
+
+void layout_reveal(struct layout *layout, pid_t pid, pid_t tid, int device_row, uint32_t device)
+{
+	for (size_t i = 0; i < layout->fold_count;) {
+		const struct layout_fold *f = &layout->folds[i];
+		int hides = f->pid == pid &&
+		            ((!f->is_device && f->tid == 0) || (!f->is_device && tid && f->tid == tid) ||
+		             (f->is_device && device_row && f->device == device));
+		if (hides)
+			layout->folds[i] = layout->folds[--layout->fold_count];
+		else
+			i++;
+	}
+}
+
 void layout_build(struct layout *layout, const struct store *store)
 {
 	struct gpu_lane_ref *gpu = NULL;
@@ -137,6 +194,10 @@ void layout_build(struct layout *layout, const struct store *store)
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
 		layout_add_process(layout, p, pi.pid);
+		if (layout_folded(layout, pi.pid, 0, 0, 0)) {
+			layout->rows[layout->count - 1].folded = 1;
+			continue;
+		}
 		size_t async_lane = 0, async_rows = 0, gpu_count = 0;
 		for (size_t l = 0; l < pi.lane_count; l++) {
 			struct store_lane_info li;
@@ -152,6 +213,11 @@ void layout_build(struct layout *layout, const struct store *store)
 				                                         li.is_default, li.gpu_row_count};
 				continue;
 			}
+			if (layout_folded(layout, li.pid, li.tid, 0, 0)) {
+				layout_add_thread(layout, p, l, li.pid, li.tid, 0);
+				layout->rows[layout->count - 1].folded = 1;
+				continue;
+			}
 			layout_add_thread(layout, p, l, li.pid, li.tid, li.row_count);
 			layout_add_cuda_api(layout, p, l, li.pid, li.tid, li.gpu_row_count);
 		}
@@ -159,8 +225,13 @@ void layout_build(struct layout *layout, const struct store *store)
 		if (gpu_count)
 			qsort(gpu, gpu_count, sizeof *gpu, gpu_lane_cmp);
 		for (size_t i = 0; i < gpu_count; i++) {
-			if (i == 0 || gpu[i].device != gpu[i - 1].device)
+			int dev_folded = layout_folded(layout, pi.pid, 0, 1, gpu[i].device);
+			if (i == 0 || gpu[i].device != gpu[i - 1].device) {
 				layout_add_gpu_device(layout, p, pi.pid, gpu[i].device);
+				layout->rows[layout->count - 1].folded = dev_folded;
+			}
+			if (dev_folded)
+				continue;
 			layout_add_gpu_stream(layout, p, gpu[i].lane, pi.pid, gpu[i].device, gpu[i].rows);
 		}
 	}

@@ -174,6 +174,95 @@ size_t viewport_ticks(const struct viewport *vp, uint64_t origin_ns, struct view
 	return n;
 }
 
+/* rel_ns / unit_ns with the given decimals, exactly. */
+static void format_scaled(char *buf, size_t size, i128 rel_ns, uint64_t unit_ns, int decimals)
+{
+	const char *sign = rel_ns < 0 ? "-" : "";
+	unsigned __int128 a = rel_ns < 0 ? (unsigned __int128)-rel_ns : (unsigned __int128)rel_ns;
+	unsigned long long whole = (unsigned long long)(a / unit_ns);
+	unsigned long long frac = (unsigned long long)(a % unit_ns);
+	int unit_digits = 0;
+	for (uint64_t u = unit_ns; u > 1; u /= 10)
+		unit_digits++;
+	if (decimals <= 0) {
+		snprintf(buf, size, "%s%llu", sign, whole);
+		return;
+	}
+	if (decimals > unit_digits)
+		decimals = unit_digits;
+	for (int i = decimals; i < unit_digits; i++)
+		frac /= 10;
+	snprintf(buf, size, "%s%llu.%0*llu", sign, whole, decimals & 15, frac);
+}
+
+size_t viewport_axis_ticks(const struct viewport *vp, uint64_t origin_ns, struct viewport_tick *out,
+                           size_t max, struct viewport_axis *axis)
+{
+	static const uint64_t mant[] = {1, 2, 5};
+	uint64_t step = 1, unit = 1000000000ull;
+	int decimals = 0;
+	i128 base_rel = 0;
+	for (uint64_t pow = 1; pow <= 100000000000000000ull; pow *= 10) {
+		int found = 0;
+		for (size_t m = 0; m < 3 && !found; m++) {
+			step = mant[m] * pow;
+			unit = step >= 100000000ull ? 1000000000ull
+			       : step >= 100000ull  ? 1000000ull
+			                            : 1000ull;
+			/* The base: the view start floored to a whole unit above ours (1 s for ms, 1 ms for
+			 * us). */
+			base_rel = 0;
+			if (unit != 1000000000ull) {
+				i128 start_rel = (i128)vp->start_ns - origin_ns;
+				base_rel = floor_div(start_rel, (i128)unit * 1000) * (i128)unit * 1000;
+			}
+			int unit_digits = unit == 1000000000ull ? 9 : unit == 1000000ull ? 6 : 3;
+			decimals = step_decimals(step) - (9 - unit_digits);
+			if (decimals < 0)
+				decimals = 0;
+			char a[40], b[40];
+			format_scaled(a, sizeof a, (i128)vp->start_ns - origin_ns - base_rel, unit, decimals);
+			format_scaled(b, sizeof b, (i128)viewport_end_ns(vp) - origin_ns - base_rel, unit,
+			              decimals);
+			size_t width = strlen(a) > strlen(b) ? strlen(a) : strlen(b);
+			if ((i128)step * vp->cols >= (i128)(width + 2) * vp->span_ns)
+				found = 1;
+		}
+		if (found)
+			break;
+	}
+	memset(axis, 0, sizeof *axis);
+	snprintf(axis->unit, sizeof axis->unit, "%s",
+	         unit == 1000000000ull ? "s"
+	         : unit == 1000000ull  ? "ms"
+	                               : "us");
+	axis->base_ns = (uint64_t)((i128)origin_ns + base_rel);
+	if (unit != 1000000000ull) {
+		format_scaled(axis->base, sizeof axis->base - 1, base_rel, 1000000000ull,
+		              unit == 1000000ull ? 0 : 3);
+		strcat(axis->base, "s");
+	}
+	i128 rel = ceil_div((i128)vp->start_ns - origin_ns - base_rel, step) * step;
+	size_t n = 0;
+	while (n < max) {
+		i128 t = rel + base_rel + (i128)origin_ns;
+		if (t < 0) {
+			rel += step;
+			continue;
+		}
+		int64_t col = viewport_col_of(vp, (uint64_t)t);
+		if (col >= vp->cols)
+			break;
+		if (col >= 0) {
+			out[n].col = (int)col;
+			format_scaled(out[n].label, sizeof out[n].label, rel, unit, decimals);
+			n++;
+		}
+		rel += step;
+	}
+	return n;
+}
+
 int viewport_is_folded(const struct viewport *vp, uint64_t start_ns, uint64_t end_ns)
 {
 	uint64_t width = end_ns > start_ns ? end_ns - start_ns : 0;

@@ -1,0 +1,166 @@
+/*
+ * Built-in copies of themes/NAME.theme, so a bare binary has every theme (test_theme checks they
+ * match the files). Regenerate after editing a theme file:
+ *   tests/unit/test_theme.c says which differs; copy the file text here, a string per line.
+ */
+#include "cuscope/theme.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct theme_builtin {
+	const char *name;
+	const char *text;
+};
+
+static const struct theme_builtin theme_builtins[] = {
+    {"dark",
+     "# cuscope theme: dark (the default). key = FG [on BG] [bold] [dim] [reverse] [underline]\n"
+     "# Colours: default, black, red, green, yellow, blue, magenta, cyan, white, gray, bright-NAME, 0-255.\n"
+     "name = dark\n"
+     "normal = default on default\n"
+     "status = white on blue\n"
+     "status_live = bright-green on blue bold\n"
+     "status_paused = black on yellow bold\n"
+     "axis = cyan on default\n"
+     "process = yellow on default bold\n"
+     "thread = white on default\n"
+     "fold = yellow on default\n"
+     "mark = red on default bold\n"
+     "baseline = blue on default\n"
+     "log = white on default\n"
+     "help = white on blue\n"
+     "message = yellow on default bold\n"
+     "prompt = black on yellow\n"
+     "gpu_header = green on default bold\n"
+     "copy = magenta on default bold\n"
+     "memset = cyan on default bold\n"
+     "sync = red on default bold\n"
+     "api = white on default dim\n"
+     "gap = 244 on 236\n"
+     "cursor = black on white\n"
+     "selected = default on default reverse\n"
+     "panel_header = cyan on default bold\n"
+     "panel = white on default\n"
+     "util_sm = green on default\n"
+     "util_copy = magenta on default\n"
+     "range0 = black on green\n"
+     "range1 = black on cyan\n"
+     "range2 = black on yellow\n"
+     "range3 = black on magenta\n"
+     "range4 = white on blue\n"
+     "range5 = white on red\n"},
+    {"light", "# cuscope theme: light, for terminals with a white background.\n"
+              "name = light\n"
+              "normal = default on default\n"
+              "status = white on 24\n"
+              "status_live = 120 on 24 bold\n"
+              "status_paused = black on 214 bold\n"
+              "axis = 24 on default\n"
+              "process = 130 on default bold\n"
+              "thread = black on default\n"
+              "fold = 130 on default\n"
+              "mark = 160 on default bold\n"
+              "baseline = 250 on default\n"
+              "log = 236 on default\n"
+              "help = black on 153\n"
+              "message = 130 on default bold\n"
+              "prompt = black on 214\n"
+              "gpu_header = 28 on default bold\n"
+              "copy = 127 on default bold\n"
+              "memset = 30 on default bold\n"
+              "sync = 160 on default bold\n"
+              "api = 240 on default\n"
+              "gap = 240 on 254\n"
+              "cursor = white on black\n"
+              "selected = default on default reverse\n"
+              "panel_header = 24 on default bold\n"
+              "panel = black on default\n"
+              "util_sm = 28 on default\n"
+              "util_copy = 127 on default\n"
+              "range0 = black on 151\n"
+              "range1 = black on 153\n"
+              "range2 = black on 229\n"
+              "range3 = black on 218\n"
+              "range4 = black on 189\n"
+              "range5 = black on 223\n"},
+    {"mono", "# cuscope theme: mono. No colours at all: attributes only (what NO_COLOR looks like).\n"
+             "name = mono\n"
+             "normal = default on default\n"
+             "status = default on default reverse\n"
+             "status_live = default on default reverse bold\n"
+             "status_paused = default on default reverse bold underline\n"
+             "axis = default on default\n"
+             "process = default on default bold\n"
+             "thread = default on default\n"
+             "fold = default on default\n"
+             "mark = default on default bold\n"
+             "baseline = default on default dim\n"
+             "log = default on default\n"
+             "help = default on default reverse\n"
+             "message = default on default bold\n"
+             "prompt = default on default reverse\n"
+             "gpu_header = default on default bold\n"
+             "copy = default on default\n"
+             "memset = default on default\n"
+             "sync = default on default bold\n"
+             "api = default on default dim\n"
+             "gap = default on default dim\n"
+             "cursor = default on default reverse\n"
+             "selected = default on default reverse\n"
+             "panel_header = default on default bold\n"
+             "panel = default on default\n"
+             "util_sm = default on default\n"
+             "util_copy = default on default\n"
+             "range0 = default on default reverse\n"
+             "range1 = default on default reverse\n"
+             "range2 = default on default reverse\n"
+             "range3 = default on default reverse\n"
+             "range4 = default on default reverse\n"
+             "range5 = default on default reverse\n"},
+    {"high-contrast",
+     "# cuscope theme: high-contrast. Black background, saturated bright colours, bold text.\n"
+     "name = high-contrast\n"
+     "normal = bright-white on black\n"
+     "status = black on bright-white bold\n"
+     "status_live = black on bright-green bold\n"
+     "status_paused = black on bright-yellow bold\n"
+     "axis = bright-yellow on black bold\n"
+     "process = bright-yellow on black bold\n"
+     "thread = bright-white on black bold\n"
+     "fold = bright-yellow on black bold\n"
+     "mark = bright-red on black bold\n"
+     "baseline = bright-white on black\n"
+     "log = bright-white on black\n"
+     "help = black on bright-white\n"
+     "message = bright-yellow on black bold\n"
+     "prompt = black on bright-yellow bold\n"
+     "gpu_header = bright-green on black bold\n"
+     "copy = bright-magenta on black bold\n"
+     "memset = bright-cyan on black bold\n"
+     "sync = bright-red on black bold\n"
+     "api = bright-white on black\n"
+     "gap = bright-white on 238\n"
+     "cursor = black on bright-yellow\n"
+     "selected = default on default reverse\n"
+     "panel_header = bright-cyan on black bold\n"
+     "panel = bright-white on black\n"
+     "util_sm = bright-green on black bold\n"
+     "util_copy = bright-magenta on black bold\n"
+     "range0 = black on bright-green\n"
+     "range1 = black on bright-cyan\n"
+     "range2 = black on bright-yellow\n"
+     "range3 = black on bright-magenta\n"
+     "range4 = bright-white on blue\n"
+     "range5 = bright-white on red\n"},
+};
+
+const char *const theme_builtin_names[] = {"dark", "light", "mono", "high-contrast", NULL};
+
+const char *theme_builtin_text(const char *name)
+{
+	for (size_t i = 0; i < sizeof theme_builtins / sizeof theme_builtins[0]; i++)
+		if (strcmp(theme_builtins[i].name, name) == 0)
+			return theme_builtins[i].text;
+	return NULL;
+}
