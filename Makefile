@@ -56,7 +56,13 @@ PROG_SRC  := $(wildcard tests/progs/*.c)
 PROG_BIN  := $(patsubst tests/progs/%.c,$(BUILD)/tests/progs/%,$(PROG_SRC))
 
 .PHONY: all deps test test-unit demo bench dist install clean format fuzz
-all: $(CLI) $(COLLECTOR) $(BUILD)/share/man/man1/cuscope.1
+PYHOOK := $(BUILD)/lib/cuscope/python/sitecustomize.py
+all: $(CLI) $(COLLECTOR) $(PYHOOK) $(BUILD)/share/man/man1/cuscope.1
+
+# Python hook (GC ranges) shipped beside the collector; launch mode puts its folder on PYTHONPATH.
+$(PYHOOK): src/collector/python/sitecustomize.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 $(BUILD)/pic/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -74,7 +80,7 @@ $(VIEWER_LIB): $(VIEWER_OBJ)
 $(COLLECTOR): $(COLLECTOR_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
-	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt
+	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lunwind -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
 
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
@@ -139,6 +145,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cuscope $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/cuscope
 	install -m 0755 $(COLLECTOR) $(DESTDIR)$(PREFIX)/lib/cuscope/libcuscope.so
+	install -d $(DESTDIR)$(PREFIX)/lib/cuscope/python
+	install -m 0644 $(PYHOOK) $(DESTDIR)$(PREFIX)/lib/cuscope/python/sitecustomize.py
 	install -m 0644 contrib/cuscope.1 $(DESTDIR)$(PREFIX)/share/man/man1/cuscope.1
 	install -d $(DESTDIR)$(PREFIX)/share/cuscope/themes
 	install -m 0644 themes/*.theme $(DESTDIR)$(PREFIX)/share/cuscope/themes/ 2>/dev/null || true

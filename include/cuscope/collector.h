@@ -55,6 +55,18 @@ extern _Atomic uint64_t collector_lost_no_memory;
 
 /* This thread's ring, created on first use; NULL when not running or out of memory. */
 struct thread_ring *collector_thread_ring(void);
+/* For signal handlers: this thread's ring, created with signal-safe calls only; NULL if impossible. */
+struct thread_ring *collector_thread_ring_in_signal(void);
+/* 1 while the calling thread is inside the collector (its ring code, unwinding) or is one of the
+ * collector's own threads: samples and blocking-call records must not be taken then. */
+int collector_thread_busy(void);
+/* Marks the calling thread as inside the collector; returns the previous state for leave. */
+int collector_thread_enter(void);
+void collector_thread_leave(int was);
+/* Signal handler: defer this thread's sample until it leaves the collector. */
+void collector_note_pending_sample(void);
+/* CLOCK_MONOTONIC now, ns. */
+uint64_t collector_now_ns(void);
 /* Cached OS thread id of the caller. */
 pid_t collector_gettid(void);
 /*
@@ -80,6 +92,14 @@ int collector_is_own_tid(pid_t tid);
 
 /* Record flag on WIRE_EV_THREAD_NAME: the kernel name changed (pthread_setname_np/prctl), not NVTX. */
 #define COLLECTOR_NAME_FROM_KERNEL 1u
+/*
+ * Emits a range record [start_ns, end_ns) of `kind` named by name_ref, with an optional stack
+ * (return addresses, caller first) as its inline text. Returns 1 if written.
+ */
+int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, const struct collector_string *name_ref,
+			 const uint64_t *pcs, size_t depth);
+/* Blocking-call tracing: threshold and on/off (from the environment at start). */
+void osrt_init(uint64_t threshold_ns, int enabled);
 /* Makes a heap copy of text as a collector_string (NULL on allocation failure). */
 struct collector_string *collector_string_new(const char *text, size_t length);
 
@@ -114,6 +134,32 @@ int cupti_running(void);
 /* GPU-side loss counters by wire cause. */
 uint64_t cupti_loss(uint32_t cause);
 void cupti_forget_after_fork(void);
+
+/* Ring record kinds private to the collector (beyond the wire event kinds). */
+#define COLLECTOR_REC_SAMPLE 200 /* text = uint64 return addresses, leaf first */
+
+/* CPU sampling at hz per thread CPU-second; 0 disables. Returns 0 or -1 (a notice says why). */
+int sampler_init(unsigned hz);
+/* Sender thread: start/stop sampling a thread found in / gone from /proc/self/task. */
+void sampler_thread_added(pid_t tid);
+void sampler_thread_removed(pid_t tid);
+void sampler_stop(void);
+void sampler_forget_after_fork(void);
+uint64_t sampler_skipped(void);
+
+/* Per-thread counters (sender thread): open on thread found, close on gone, read periodically;
+ * counters_poll(0) forces a read of everything (at exit). */
+int counters_init(const char *list);
+void counters_thread_added(pid_t tid);
+void counters_thread_removed(pid_t tid);
+void counters_poll(uint64_t now_ns);
+void counters_forget_after_fork(void);
+/* Sender service for counters: queues one COUNTERS record. */
+void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t value);
+
+/* Symbolisation (sender thread): address -> interned "function\x1fmodule" id. */
+uint32_t symbolize_pc(uint64_t pc, int is_return_address);
+void symbolize_forget(void);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

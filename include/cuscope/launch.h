@@ -9,7 +9,25 @@ struct launch_options {
 	int log_output;         /* send the target's stdout/stderr to a log file in the session */
 	unsigned buffer_mb;     /* flight-recorder bound per process, 0 = collector default */
 	unsigned wait_viewer_ms; /* how long an exiting process waits for a first viewer */
+	const char *sample_hz;  /* CPU sampling rate per thread CPU-second ("0" = off), NULL = default */
+	const char *osrt_threshold_us; /* blocking calls shorter than this are not recorded ("off") */
+	const char *counters;   /* counter list ("none" = off), NULL = default set */
+	int python_perf;        /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
+	int no_gpu;             /* do not trace GPU activity */
 };
+
+/* Collector options shared by live mode and record: getopt_long table entries and their parser. */
+#define LAUNCH_OPTION_IDS_BASE 1000
+#define LAUNCH_LONG_OPTIONS                                                                                       \
+	{"sample-hz", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 0},                                       \
+		{"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                       \
+		{"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                                \
+		{"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                   \
+		{"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4}
+/* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
+int launch_parse_option(struct launch_options *options, int opt, const char *arg);
+/* Help text lines for these options. */
+extern const char launch_options_help[];
 
 struct launch {
 	char session_dir[512];

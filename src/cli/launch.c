@@ -13,6 +13,59 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+const char launch_options_help[] =
+	"      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+	"      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
+	"      --counters LIST    per-thread counters: comma list of perf/libpfm4 event names\n"
+	"                         (default task-clock,context-switches,page-faults,cycles,instructions,\n"
+	"                         LLC-load-misses; none = off)\n"
+	"      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
+	"      --no-gpu           do not trace GPU activity (CUPTI)\n";
+
+static int launch_number_option(const char *name, const char *arg, int allow_off)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if ((allow_off && strcmp(arg, "off") == 0) || (*arg && !*end && v <= 100000000ul))
+		return 0;
+	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "", arg);
+	return -1;
+}
+
+int launch_parse_option(struct launch_options *options, int opt, const char *arg)
+{
+	switch (opt - LAUNCH_OPTION_IDS_BASE) {
+	case 0:
+		if (launch_number_option("sample-hz", arg, 0) != 0 || strtoul(arg, NULL, 10) > 100000) {
+			if (strtoul(arg, NULL, 10) > 100000)
+				fprintf(stderr, "cuscope: --sample-hz at most 100000\n");
+			return -1;
+		}
+		options->sample_hz = arg;
+		return 1;
+	case 1:
+		if (launch_number_option("osrt-threshold-us", arg, 1) != 0)
+			return -1;
+		options->osrt_threshold_us = arg;
+		return 1;
+	case 2:
+		if (!*arg || strlen(arg) > 500) {
+			fprintf(stderr, "cuscope: --counters needs a comma list of event names (or none)\n");
+			return -1;
+		}
+		options->counters = arg;
+		return 1;
+	case 3:
+		options->python_perf = 1;
+		return 1;
+	case 4:
+		options->no_gpu = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int launch_find_collector(char *out, size_t size)
 {
 	const char *env = getenv("CUSCOPE_COLLECTOR");
@@ -105,6 +158,30 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 	if (options->buffer_mb)
 		launch_setenv_number(SESSION_ENV_BUFFER_MB, options->buffer_mb);
 	launch_setenv_number(SESSION_ENV_WAIT_VIEWER_MS, options->wait_viewer_ms);
+	if (options->sample_hz)
+		setenv("CUSCOPE_SAMPLE_HZ", options->sample_hz, 1);
+	if (options->osrt_threshold_us)
+		setenv("CUSCOPE_OSRT_THRESHOLD_US", options->osrt_threshold_us, 1);
+	if (options->counters)
+		setenv("CUSCOPE_COUNTERS", options->counters, 1);
+	if (options->no_gpu)
+		setenv("CUSCOPE_NO_GPU", "1", 1);
+	if (options->python_perf)
+		setenv("PYTHONPERFSUPPORT", "1", 1);
+	/* The GC hook: our sitecustomize first on PYTHONPATH (it chains to any other). */
+	char pyhook[4200];
+	snprintf(pyhook, sizeof pyhook, "%s", launch->collector);
+	char *slash = strrchr(pyhook, '/');
+	if (slash) {
+		snprintf(slash, sizeof pyhook - (size_t)(slash - pyhook), "/python");
+		const char *old_path = getenv("PYTHONPATH");
+		char pythonpath[8192];
+		if (old_path && *old_path)
+			snprintf(pythonpath, sizeof pythonpath, "%s:%s", pyhook, old_path);
+		else
+			snprintf(pythonpath, sizeof pythonpath, "%s", pyhook);
+		setenv("PYTHONPATH", pythonpath, 1);
+	}
 	/* The target starts with default signal handling, whatever the viewer set up. */
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);

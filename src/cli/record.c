@@ -39,6 +39,8 @@ struct recorder {
 	int protocol_error;
 	pid_t source_pid[4096]; /* pid behind each source, for messages */
 	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
+	char *said[32];         /* warnings already printed */
+	size_t said_count;
 };
 
 /* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
@@ -55,6 +57,12 @@ static void record_notice(struct recorder *rec, int source, const void *payload)
 		rec->runtime_manifest = next;
 		return;
 	}
+	/* A forked child inherits its parent's conditions (and notices): say each thing once. */
+	for (size_t i = 0; i < rec->said_count; i++)
+		if (strlen(rec->said[i]) == n.length && memcmp(rec->said[i], text, n.length) == 0)
+			return;
+	if (rec->said_count < sizeof rec->said / sizeof rec->said[0])
+		rec->said[rec->said_count++] = xstrndup(text, n.length);
 	log_warn("pid %d: %.*s", (int)pid, (int)n.length, text);
 }
 
@@ -215,8 +223,10 @@ int cli_record(int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"buffer-mb", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
+		LAUNCH_LONG_OPTIONS,
 		{0},
 	};
+	struct launch_options lopts = {.log_output = 0, .wait_viewer_ms = 3000};
 	const char *output = NULL;
 	double duration_s = 0;
 	unsigned buffer_mb = 0;
@@ -247,8 +257,13 @@ int cli_record(int argc, char **argv)
 		case 'h':
 			cli_usage("record");
 			return 0;
-		default:
-			return cli_bad_option("record", argv);
+		default: {
+			int rc = launch_parse_option(&lopts, opt, optarg);
+			if (rc < 0)
+				return CLI_EXIT_USAGE;
+			if (rc == 0)
+				return cli_bad_option("record", argv);
+		}
 		}
 	}
 	if (!output) {
@@ -277,7 +292,7 @@ int cli_record(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 
 	struct launch launch;
-	struct launch_options lopts = {.log_output = 0, .buffer_mb = buffer_mb, .wait_viewer_ms = 3000};
+	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
 	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
 	if (rc) {

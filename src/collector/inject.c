@@ -9,6 +9,7 @@
 #include "cuscope/wire.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <link.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,10 +30,19 @@ struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
 _Atomic int collector_wake_fd = -1;
 
-static __thread struct thread_ring *thread_ring_self;
-static __thread pid_t thread_tid_self;
+/* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
+#define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
+static COLLECTOR_TLS struct thread_ring *thread_ring_self;
+static COLLECTOR_TLS pid_t thread_tid_self;
+/* Set while this thread is inside the collector's ring code: a sample then must not write. */
+static COLLECTOR_TLS volatile sig_atomic_t thread_in_collector;
 static pthread_key_t thread_ring_key;
 static pid_t collector_pid;
+
+uint64_t collector_now_ns(void)
+{
+	return clock_mono_ns();
+}
 
 pid_t collector_gettid(void)
 {
@@ -52,7 +64,9 @@ static void thread_ring_release(void *arg)
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
 }
 
-static __thread int thread_is_collector;
+static COLLECTOR_TLS int thread_is_collector;
+/* A sample arrived while this thread was inside the collector: taken when it leaves. */
+static COLLECTOR_TLS volatile sig_atomic_t sample_pending;
 
 void collector_mark_own_thread(void)
 {
@@ -78,21 +92,20 @@ int collector_is_own_tid(pid_t tid)
 	return 0;
 }
 
-struct thread_ring *collector_thread_ring(void)
+/*
+ * Creates and publishes this thread's ring using only async-signal-safe calls (mmap, atomics), so
+ * the sampler's signal handler can use it too. The exit destructor is registered separately.
+ */
+static struct thread_ring *thread_ring_create(void)
 {
-	struct thread_ring *tr = thread_ring_self;
-	if (tr)
-		return tr;
-	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
-		return NULL;
 	/* mmap rather than malloc: safe even if the app replaced malloc, and never touches its heap locks. */
-	size_t bytes = sizeof *tr + collector_config.ring_bytes;
+	size_t bytes = sizeof(struct thread_ring) + collector_config.ring_bytes;
 	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		atomic_fetch_add_explicit(&collector_lost_no_memory, 1, memory_order_relaxed);
 		return NULL;
 	}
-	tr = mem;
+	struct thread_ring *tr = mem;
 	ring_init(&tr->ring, (char *)mem + sizeof *tr, collector_config.ring_bytes);
 	tr->tid = collector_gettid();
 	struct thread_ring *head = atomic_load_explicit(&collector_rings, memory_order_relaxed);
@@ -101,6 +114,88 @@ struct thread_ring *collector_thread_ring(void)
 	} while (!atomic_compare_exchange_weak_explicit(&collector_rings, &head, tr, memory_order_release,
 							 memory_order_relaxed));
 	thread_ring_self = tr;
+	return tr;
+}
+
+struct thread_ring *collector_thread_ring_in_signal(void)
+{
+	struct thread_ring *tr = thread_ring_self;
+	if (tr)
+		return tr;
+	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+		return NULL;
+	/* No destructor from here (pthread_setspecific is not signal-safe): the sender's thread scan
+	 * retires this ring when the thread is gone. */
+	return thread_ring_create();
+}
+
+int collector_thread_busy(void)
+{
+	return thread_in_collector || thread_is_collector;
+}
+
+void collector_note_pending_sample(void)
+{
+	sample_pending = 1;
+}
+
+/*
+ * Takes a sample deferred by the signal handler, now that the ring is consistent. Its stack shows
+ * the collector frames the thread was in, which is where its time went.
+ */
+static void flush_pending_sample(void)
+{
+	if (!sample_pending || thread_in_collector || thread_is_collector)
+		return;
+	sample_pending = 0;
+	struct thread_ring *tr = thread_ring_self;
+	if (!tr)
+		return;
+	thread_in_collector = 1;
+	void *pcs[128];
+	int depth = unw_backtrace(pcs, 128);
+	struct ring_record *rec = depth > 0 ? ring_reserve(&tr->ring, (size_t)depth * sizeof(uint64_t)) : NULL;
+	if (rec) {
+		rec->kind = COLLECTOR_REC_SAMPLE;
+		rec->flags = 0;
+		rec->tid = (uint32_t)tr->tid;
+		rec->reserved = 0;
+		rec->time_ns = clock_mono_ns();
+		rec->value = 0;
+		rec->name_ref = NULL;
+		rec->domain_ref = NULL;
+		memcpy(rec + 1, pcs, (size_t)depth * sizeof(uint64_t));
+		ring_commit(&tr->ring, rec);
+	}
+	thread_in_collector = 0;
+}
+
+int collector_thread_enter(void)
+{
+	int was = thread_in_collector;
+	thread_in_collector = 1;
+	return was;
+}
+
+void collector_thread_leave(int was)
+{
+	thread_in_collector = was;
+	if (!was)
+		flush_pending_sample();
+}
+
+struct thread_ring *collector_thread_ring(void)
+{
+	struct thread_ring *tr = thread_ring_self;
+	if (tr)
+		return tr;
+	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+		return NULL;
+	thread_in_collector = 1;
+	tr = thread_ring_create();
+	thread_in_collector = 0;
+	if (!tr)
+		return NULL;
 	pthread_setspecific(thread_ring_key, tr);
 	/* Name the thread now: it may end before the sender's next scan of /proc. */
 	char comm[17] = "";
@@ -116,9 +211,12 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 {
 	if (text_len > 4096)
 		text_len = 4096;
+	thread_in_collector = 1;
 	struct ring_record *rec = ring_reserve_headroom(&tr->ring, text_len, headroom);
-	if (!rec)
+	if (!rec) {
+		thread_in_collector = 0;
 		return 0;
+	}
 	rec->kind = kind;
 	rec->flags = flags;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
@@ -130,6 +228,8 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
 	ring_commit(&tr->ring, rec);
+	thread_in_collector = 0;
+	flush_pending_sample();
 	/* A burst must not wait for the sender's next timer: one non-blocking eventfd write per half ring. */
 	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
 	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) && ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
@@ -153,6 +253,34 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 	if (!tr)
 		return 0;
 	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
+}
+
+int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, const struct collector_string *name_ref,
+			 const uint64_t *pcs, size_t depth)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr)
+		return 0;
+	thread_in_collector = 1;
+	struct ring_record *rec = ring_reserve(&tr->ring, depth * sizeof(uint64_t));
+	if (!rec) {
+		thread_in_collector = 0;
+		return 0;
+	}
+	rec->kind = kind;
+	rec->flags = 0;
+	rec->tid = (uint32_t)tr->tid;
+	rec->reserved = 0;
+	rec->time_ns = start_ns;
+	rec->value = end_ns;
+	rec->name_ref = name_ref;
+	rec->domain_ref = NULL;
+	if (depth)
+		memcpy(rec + 1, pcs, depth * sizeof(uint64_t));
+	ring_commit(&tr->ring, rec);
+	thread_in_collector = 0;
+	flush_pending_sample();
+	return 1;
 }
 
 int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
@@ -273,11 +401,18 @@ __attribute__((constructor)) static void collector_init(void)
 	collector_config.gpu_buffer_bytes = env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
 		return;
+	const char *osrt_env = getenv("CUSCOPE_OSRT_THRESHOLD_US");
+	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100, 1000, 0, (size_t)3600 * 1000000000ull),
+		  !(osrt_env && strcmp(osrt_env, "off") == 0));
 	collector_pid = getpid();
 	pthread_atfork(NULL, NULL, collector_atfork_child);
+	counters_init(getenv("CUSCOPE_COUNTERS"));
 	if (sender_start() != 0)
 		return;
 	atomic_store_explicit(&collector_running, 1, memory_order_release);
+	/* After the sender runs: it creates each thread's sampling timer as it finds the thread. */
+	const char *hz = getenv("CUSCOPE_SAMPLE_HZ");
+	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
 	atexit(collector_at_exit);
 }
 

@@ -52,6 +52,7 @@ struct known_thread {
 	uint64_t first_ns;
 	int seen;           /* found in the latest scan */
 	int exited;         /* its exit was reported by the thread itself; forget it once /proc does */
+	int sampled;        /* the sampler and counters know this thread */
 };
 
 static struct sender {
@@ -75,6 +76,9 @@ static struct sender {
 	size_t event_count;
 	struct wire_gpu_event gpu_events[GPU_EVENTS_PER_FRAME];
 	size_t gpu_event_count;
+	uint8_t stacks[64 * 1024]; /* pending STACKS frame payload */
+	size_t stacks_len;
+	uint64_t stacks_count;
 	/* Kept for viewers that connect later: they need these to label GPU lanes. */
 	struct wire_gpu_device devices[MAX_GPU_DEVICES];
 	size_t device_count;
@@ -211,6 +215,57 @@ static void flush_gpu_batch(void)
 		return;
 	}
 	if (snd.viewer_fd < 0)
+		queue_trim_unwatched();
+}
+
+static uint32_t intern(const char *text, size_t len);
+
+static void flush_stack_batch(void)
+{
+	if (!snd.stacks_len)
+		return;
+	size_t len = snd.stacks_len;
+	uint64_t count = snd.stacks_count;
+	snd.stacks_len = 0;
+	snd.stacks_count = 0;
+	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
+		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
+		return;
+	}
+	if (queue_append(WIRE_FRAME_STACKS, snd.stacks, len, NULL, 0, count) != 0) {
+		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
+		return;
+	}
+	if (snd.viewer_fd < 0)
+		queue_trim_unwatched();
+}
+
+/* Symbolises a record's return addresses into a STACKS record. */
+static void push_stack(uint16_t kind, uint64_t time_ns, uint32_t tid, const uint64_t *pcs, size_t depth)
+{
+	if (depth > WIRE_STACK_MAX_DEPTH)
+		depth = WIRE_STACK_MAX_DEPTH;
+	size_t need = sizeof(struct wire_stack) + depth * sizeof(uint32_t);
+	if (snd.stacks_len + need > sizeof snd.stacks)
+		flush_stack_batch();
+	uint32_t ids[WIRE_STACK_MAX_DEPTH];
+	/* The first address of a sample is where the thread was (not a return address). */
+	for (size_t i = 0; i < depth; i++)
+		ids[i] = symbolize_pc(pcs[i], kind == WIRE_STACK_OSRT || i > 0);
+	struct wire_stack st = {time_ns, tid, kind, (uint16_t)depth};
+	memcpy(snd.stacks + snd.stacks_len, &st, sizeof st);
+	memcpy(snd.stacks + snd.stacks_len + sizeof st, ids, depth * sizeof(uint32_t));
+	snd.stacks_len += need;
+	snd.stacks_count++;
+}
+
+void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t value)
+{
+	struct wire_counter c = {time_ns, value, (uint32_t)tid, intern(event, strlen(event))};
+	flush_event_batch();
+	if (queue_append(WIRE_FRAME_COUNTERS, &c, sizeof c, NULL, 0, 0) != 0)
+		snd.lost[WIRE_LOSS_NO_MEMORY]++;
+	else if (snd.viewer_fd < 0)
 		queue_trim_unwatched();
 }
 
@@ -403,8 +458,17 @@ static void scan_threads(uint64_t now)
 				continue;
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			t->seen = 1;
+			t->sampled = 1;
+			sampler_thread_added(tid);
+			counters_thread_added(tid);
 			emit_thread_name(t);
 			continue;
+		}
+		if (!t->sampled) {
+			/* Known from its own records before the scan saw it. */
+			t->sampled = 1;
+			sampler_thread_added(tid);
+			counters_thread_added(tid);
 		}
 		t->seen = 1;
 		if (t->exited)
@@ -428,6 +492,15 @@ static void scan_threads(uint64_t now)
 			struct wire_event ev = {.time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
 			push_event(&ev);
 		}
+		pid_t gone = snd.threads[i].tid;
+		if (snd.threads[i].sampled) {
+			sampler_thread_removed(gone);
+			counters_thread_removed(gone);
+		}
+		/* Rings made in a signal handler have no exit destructor: retire them here. */
+		for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
+			if (tr->tid == gone)
+				atomic_store_explicit(&tr->dead, 1, memory_order_release);
 		snd.threads[i] = snd.threads[--snd.thread_count];
 	}
 }
@@ -470,6 +543,23 @@ static void convert_record(const struct ring_record *rec)
 					.tid = rec->tid,
 					.kind = WIRE_EV_THREAD_NAME};
 		ev.name_id = intern(name, strlen(name));
+		push_event(&ev);
+		return;
+	}
+	if (rec->kind == COLLECTOR_REC_SAMPLE) {
+		uint64_t pcs[WIRE_STACK_MAX_DEPTH];
+		size_t depth = rec->text_len / sizeof(uint64_t);
+		memcpy(pcs, rec + 1, depth * sizeof(uint64_t));
+		push_stack(WIRE_STACK_SAMPLE, rec->time_ns, rec->tid, pcs, depth);
+		return;
+	}
+	if (rec->kind == WIRE_EV_OSRT && rec->text_len) {
+		uint64_t pcs[WIRE_STACK_MAX_DEPTH];
+		size_t depth = rec->text_len / sizeof(uint64_t);
+		memcpy(pcs, rec + 1, depth * sizeof(uint64_t));
+		push_stack(WIRE_STACK_OSRT, rec->time_ns, rec->tid, pcs, depth);
+		struct wire_event ev = {.time_ns = rec->time_ns, .value = rec->value, .tid = rec->tid, .kind = WIRE_EV_OSRT};
+		ev.name_id = intern_ref(rec->name_ref);
 		push_event(&ev);
 		return;
 	}
@@ -533,6 +623,7 @@ static size_t drain_rings(void)
 		tr = next;
 	}
 	flush_event_batch();
+	flush_stack_batch();
 	drained += cupti_drain();
 	flush_gpu_batch();
 	return drained;
@@ -553,6 +644,7 @@ static uint64_t loss_total(void)
 	uint64_t total = atomic_load(&collector_lost_no_memory);
 	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
 		total += snd.lost[i] + cupti_loss((uint32_t)i);
+	total += sampler_skipped();
 	return total;
 }
 
@@ -565,6 +657,8 @@ static size_t build_losses(struct wire_loss *out)
 		if (cause == WIRE_LOSS_UNMATCHED_POP)
 			continue; /* counted by the viewer */
 		uint64_t count = snd.lost[cause] + cupti_loss(cause);
+		if (cause == WIRE_LOSS_SAMPLE_BUSY)
+			count += sampler_skipped();
 		if (cause == WIRE_LOSS_NO_MEMORY)
 			count += atomic_load(&collector_lost_no_memory);
 		out[n++] = (struct wire_loss){cause, 0, count};
@@ -768,6 +862,7 @@ static void periodic_work(uint64_t now)
 {
 	if (snd.viewer_fd >= 0)
 		queue_notices();
+	counters_poll(now);
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -787,7 +882,9 @@ static void periodic_work(uint64_t now)
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
+	sampler_stop();
 	scan_threads(now);
+	counters_poll(0);
 	drain_rings();
 	struct wire_bye bye = {now, -1, 0};
 	uint64_t deadline = now + 2000000000ull;
@@ -913,6 +1010,11 @@ void sender_forget_after_fork(void)
 	snd.event_count = 0;
 	spare_blocks = NULL;
 	spare_count = 0;
+	snd.stacks_len = 0;
+	snd.stacks_count = 0;
+	sampler_forget_after_fork();
+	counters_forget_after_fork();
+	symbolize_forget();
 	snd.gpu_event_count = 0;
 	snd.device_count = snd.context_count = 0;
 	snd.notices_sent = 0;

@@ -1,0 +1,175 @@
+/*
+ * CPU stack sampling: one POSIX timer per thread on that thread's own CPU-time clock
+ * (CLOCK_THREAD_CPUTIME_ID semantics, created by the sender for every thread it finds), delivering
+ * a real-time signal to exactly that thread. The handler unwinds with libunwind from the signal
+ * context and stores raw return addresses in the thread's ring; symbolisation happens later on
+ * the sender thread. The application's own SIGPROF/SIGALRM are never touched.
+ */
+#include "cuscope/clock.h"
+#include "cuscope/collector.h"
+#include "cuscope/wire.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+/* Linux encodes a thread's CPU clock as ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED. */
+#define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
+
+#define MAX_SAMPLED_THREADS 4096
+
+struct sampled_thread {
+	pid_t tid;
+	timer_t timer;
+};
+
+static int sampler_signal;
+static long sampler_period_ns;
+static _Atomic int sampler_on;
+static _Atomic uint64_t samples_skipped;
+static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* sender thread only */
+static size_t sampled_count;
+
+static void sampler_handler(int sig, siginfo_t *info, void *context)
+{
+	(void)sig;
+	(void)info;
+	if (!atomic_load_explicit(&sampler_on, memory_order_relaxed))
+		return;
+	int saved_errno = errno;
+	/* A sample that lands while this thread writes its ring would corrupt the record in progress:
+	 * it is taken when the thread leaves the collector instead. */
+	if (collector_thread_busy()) {
+		collector_note_pending_sample();
+		errno = saved_errno;
+		return;
+	}
+	struct thread_ring *tr = collector_thread_ring_in_signal();
+	struct ring_record *rec = tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
+	if (!rec) {
+		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
+		errno = saved_errno;
+		return;
+	}
+	uint64_t *pcs = (uint64_t *)(rec + 1);
+	size_t depth = 0;
+	int was = collector_thread_enter();
+	unw_cursor_t cursor;
+	if (unw_init_local2(&cursor, (unw_context_t *)context, UNW_INIT_SIGNAL_FRAME) == 0) {
+		do {
+			unw_word_t ip = 0;
+			if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+				break;
+			pcs[depth++] = ip;
+		} while (depth < WIRE_STACK_MAX_DEPTH && unw_step(&cursor) > 0);
+	}
+	collector_thread_leave(was);
+	/* Shrink the record to what was unwound; nothing was written after it yet. */
+	size_t text = depth * sizeof(uint64_t);
+	rec->size = (uint16_t)((sizeof(struct ring_record) + text + 7) & ~(size_t)7);
+	rec->text_len = (uint16_t)text;
+	rec->kind = COLLECTOR_REC_SAMPLE;
+	rec->flags = 0;
+	rec->tid = (uint32_t)tr->tid;
+	rec->reserved = 0;
+	rec->time_ns = clock_mono_ns();
+	rec->value = 0;
+	rec->name_ref = NULL;
+	rec->domain_ref = NULL;
+	ring_commit(&tr->ring, rec);
+	errno = saved_errno;
+}
+
+int sampler_init(unsigned hz)
+{
+	if (hz == 0)
+		return 0;
+	sampler_signal = SIGRTMAX - 2;
+	struct sigaction old;
+	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+		collector_notice(WIRE_NOTICE_WARNING,
+				 "CPU sampling unavailable: signal %d already has a handler in this program", sampler_signal);
+		return -1;
+	}
+	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = sampler_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sampler_signal, &sa, NULL) != 0) {
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s", strerror(errno));
+		return -1;
+	}
+	sampler_period_ns = 1000000000L / (long)hz;
+	atomic_store(&sampler_on, 1);
+	return 0;
+}
+
+void sampler_thread_added(pid_t tid)
+{
+	if (!atomic_load(&sampler_on) || sampled_count == MAX_SAMPLED_THREADS)
+		return;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = sampler_signal;
+	sev._sigev_un._tid = tid;
+	timer_t timer;
+	if (timer_create(THREAD_CPU_CLOCK(tid), &sev, &timer) != 0) {
+		/* ESRCH / EINVAL: the thread ended between the scan and now. */
+		if (errno != ESRCH && errno != EINVAL) {
+			static int warned;
+			if (!warned++)
+				collector_notice(WIRE_NOTICE_WARNING, "CPU sampling: timer_create failed: %s",
+						 strerror(errno));
+		}
+		return;
+	}
+	struct itimerspec its = {{0, sampler_period_ns}, {0, sampler_period_ns}};
+	if (its.it_interval.tv_nsec >= 1000000000L) {
+		its.it_interval.tv_sec = its.it_value.tv_sec = its.it_interval.tv_nsec / 1000000000L;
+		its.it_interval.tv_nsec = its.it_value.tv_nsec = its.it_interval.tv_nsec % 1000000000L;
+	}
+	timer_settime(timer, 0, &its, NULL);
+	sampled[sampled_count++] = (struct sampled_thread){tid, timer};
+}
+
+void sampler_thread_removed(pid_t tid)
+{
+	for (size_t i = 0; i < sampled_count; i++) {
+		if (sampled[i].tid == tid) {
+			timer_delete(sampled[i].timer);
+			sampled[i] = sampled[--sampled_count];
+			return;
+		}
+	}
+}
+
+void sampler_stop(void)
+{
+	atomic_store(&sampler_on, 0);
+	for (size_t i = 0; i < sampled_count; i++)
+		timer_delete(sampled[i].timer);
+	sampled_count = 0;
+}
+
+void sampler_forget_after_fork(void)
+{
+	/* POSIX timers are not inherited: only the bookkeeping is stale. */
+	sampled_count = 0;
+}
+
+uint64_t sampler_skipped(void)
+{
+	return atomic_load(&samples_skipped);
+}
