@@ -116,6 +116,17 @@ $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(VIEWER_LIBS)
 
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c) on the viewer library built with clang, ASan and UBSan in
+# build-fuzz/, then tests/fuzz/run.sh runs each for FUZZ_SECONDS (default 60) on seeds from real captures.
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+fuzz: all tests-build
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz 'SAN=$(FUZZ_SAN)' build-fuzz/obj/libviewer.a
+	$(Q)for h in capture wire; do \
+		clang $(CPPFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
+			build-fuzz/obj/libviewer.a $(VIEWER_LIBS) || exit 1; \
+	done
+	$(Q)./tests/fuzz/run.sh
+
 deps:
 	$(Q)./tests/install-deps.sh
 

@@ -1,0 +1,59 @@
+"""Writes seed frame streams for fuzz_wire: HELLO, strings, NVTX events and GPU records.
+
+Each seed starts with an even byte (raw stream: the HELLO is in the seed) or an odd one (the harness
+prepends a HELLO and the seed holds only the frames after it).
+"""
+import os
+import struct
+import sys
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def frame(t, payload):
+    return struct.pack("<II", t, len(payload)) + payload
+
+
+def hello(pid=99):
+    argv = b"prog\0arg"
+    h = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", 1, 128, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv), 0)
+    return frame(1, h + argv)
+
+
+def string(i, s):
+    b = s.encode()
+    return frame(2, struct.pack("<II", i, len(b)) + b)
+
+
+def ev(t, kind, name=0, dom=0, value=0, tid=99):
+    return struct.pack("<QQIIIHH", t, value, tid, name, dom, kind, 0)
+
+
+def gpu(kind, start, end, name=0, corr=0, stream=7, sub=0, nbytes=0, tid=99):
+    return struct.pack("<QQQIIIIIHHI3i3iIIIBBBBI", start, end, nbytes, corr, name, 0, 1, stream, kind, sub, tid,
+                       128, 1, 1, 256, 1, 1, 32, 0, 0, 2, 3, 1, 0, 0)
+
+
+body = string(1, "step") + string(2, "dom") + string(3, "_Z6kernelPfi") + string(4, "cudaLaunchKernel") + string(5, "w\u00e9")
+evs = b"".join([ev(10**9 + 10, 16, 5), ev(10**9 + 100, 1, 1), ev(10**9 + 150, 1, 1, 2), ev(10**9 + 180, 5, 1, 2),
+                ev(10**9 + 200, 2, 0, 2), ev(10**9 + 300, 2), ev(10**9 + 310, 3, 1, 0, 7), ev(10**9 + 400, 4, 0, 0, 7),
+                ev(10**9 + 500, 17)])
+g = b"".join([gpu(7, 0, 0, stream=1), gpu(5, 10**9 + 100, 10**9 + 150, 4, 1), gpu(1, 10**9 + 200, 10**9 + 260, 3, 1),
+              gpu(2, 10**9 + 300, 10**9 + 320, 0, 2, sub=1, nbytes=4096), gpu(3, 10**9 + 330, 10**9 + 340, 0, 3, nbytes=64),
+              gpu(4, 10**9 + 350, 10**9 + 360, sub=3)])
+losses = frame(4, struct.pack("<IIQ", 1, 0, 5) + struct.pack("<IIQ", 7, 0, 2))
+dev = frame(7, struct.pack("<II16sQIIII", 0, 5, b"\x01" * 16, 1 << 30, 80, 9, 0, 0))
+notice = frame(8, struct.pack("<II", 1, 5) + b"hello")
+bye = frame(5, struct.pack("<QiI", 10**9 + 1000, 0, 0))
+stream = body + frame(3, evs) + frame(6, g) + losses + dev + notice + bye
+seeds = {
+    "raw_full": b"\x00" + hello() + stream,
+    "hello_only": b"\x00" + hello(),
+    "pre_full": b"\x01" + stream,
+    "pre_events": b"\x01" + body + frame(3, evs),
+    "pre_gpu": b"\x01" + body + frame(6, g),
+}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer harnesses built by `make fuzz` for FUZZ_SECONDS each (default 60) on a seed
+# corpus made from real captures (tests/progs recorded with build/bin/cuscope when it is built,
+# plus tests/bench/gen_capture output) and hand-made frame streams. Prints executions and crashes
+# per harness; exits 1 if any harness found a crash, leak or timeout (reproducers in build-fuzz/).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+F=${FUZZ_BUILD:-build-fuzz}
+B=${BUILD:-build}
+SECS=${FUZZ_SECONDS:-60}
+mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/corpus/capture" "$F/corpus/wire" "$F/artifacts"
+
+# Seeds: captures of real programs (small ones, so mutations stay fast).
+if [ -x "$B/bin/cuscope" ]; then
+	export CUSCOPE_COLLECTOR=${CUSCOPE_COLLECTOR:-$PWD/$B/lib/cuscope/libcuscope.so}
+	for p in nvtx_threads nvtx_domains nvtx_unbalanced exit_code; do
+		[ -x "$B/tests/progs/$p" ] || continue
+		timeout 60 "$B/bin/cuscope" record -o "$F/seeds/capture/$p.cap" -- "$B/tests/progs/$p" >/dev/null 2>&1
+	done
+fi
+if [ -f "$B/obj/libviewer.a" ] && cc -O2 -Iinclude -D_GNU_SOURCE -o "$F/gen_capture" tests/bench/gen_capture.c \
+	"$B/obj/libviewer.a" -lzstd -lz -lstdc++ -lm -lpthread 2>/dev/null; then
+	"$F/gen_capture" "$F/seeds/capture/gen20.cap" 20 >/dev/null
+	"$F/gen_capture" "$F/seeds/capture/gen200.cap" 200 >/dev/null
+fi
+python3 tests/fuzz/make_wire_seeds.py "$F/seeds/wire"
+
+status=0
+for h in capture wire; do
+	bin=$F/fuzz_$h
+	[ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz)"; exit 2; }
+	log=$F/fuzz_$h.log
+	"$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+		-artifact_prefix="$F/artifacts/$h-" "$F/corpus/$h" "$F/seeds/$h" >"$log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	crashes=$(find "$F/artifacts" -name "$h-*" -type f | wc -l)
+	echo "fuzz_$h: ${SECS}s, ${execs:-?} executions, $(ls "$F/corpus/$h" | wc -l) corpus inputs, exit $rc, $crashes crash/leak/timeout artifacts"
+	if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
+		status=1
+		grep -m3 -E 'ERROR|SUMMARY|Test unit written' "$log" | sed 's/^/    /'
+	fi
+done
+exit $status
