@@ -127,6 +127,11 @@ fuzz: all tests-build
 	done
 	$(Q)./tests/fuzz/run.sh
 
+# The UI frame benchmark (tests/bench/run.sh builds it on demand).
+$(BUILD)/tests/bench/ui_bench: tests/bench/ui_bench.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
+
 deps:
 	$(Q)./tests/install-deps.sh
 

@@ -53,6 +53,8 @@ void ui_free(struct ui *ui);
 int ui_handle_input(struct ui *ui, const struct ui_status *status);
 /* Redraws if the store, the status or the view changed (or force); one doupdate at most. */
 void ui_draw(struct ui *ui, const struct ui_status *status, int force);
+/* Shows [start_ns, start_ns + span_ns) and stops following now (benchmarks, a --from option). */
+void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns);
 /* Shows a one-line message at the bottom for a few seconds (e.g. a warning). */
 void ui_message(struct ui *ui, const char *text);
 /* Restores the terminal from a signal or crash path (async-signal-tolerant best effort). */

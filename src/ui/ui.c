@@ -157,6 +157,8 @@ struct ui {
 	int detail_count;
 	char message[256];
 	uint64_t message_until;
+	char queued[4][256]; /* messages waiting for the line (each gets its few seconds) */
+	int queued_count;
 	uint64_t input_serial;
 
 	/* find */
@@ -485,11 +487,18 @@ static void ui_rebuild_layout(struct ui *ui, int force)
 	}
 }
 
+/* Shows a message now (the answer to a key), replacing what the line shows. */
+static void ui_say(struct ui *ui, const char *text)
+{
+	snprintf(ui->message, sizeof ui->message, " %.250s", text);
+	ui->message_until = clock_mono_ns() + UI_MESSAGE_NS;
+}
+
 static void ui_set_message(struct ui *ui, const char *fmt, const char *arg)
 {
 	char text[256];
 	snprintf(text, sizeof text, fmt, arg ? arg : "");
-	ui_message(ui, text);
+	ui_say(ui, text);
 }
 
 /* ---- events: under the cursor, search, details ---------------------------------------------- */
@@ -951,7 +960,7 @@ static int ui_key_pause(struct ui *ui, const struct ui_status *status, int key)
 	if (ui_live(status))
 		ui_set_paused(ui, !ui->paused);
 	else
-		ui_message(ui, "a capture file is already still: space pauses live views");
+		ui_say(ui, "a capture file is already still: space pauses live views");
 	return UI_ACTION_NONE;
 }
 
@@ -1080,7 +1089,7 @@ static void ui_panel_jump(struct ui *ui)
 	char dur[32], msg[256];
 	ui_format_dur(dur, sizeof dur, e->slow_end_ns - e->slow_start_ns);
 	snprintf(msg, sizeof msg, "slowest %s: %s", store_string(ui->store, e->name_id), dur);
-	ui_message(ui, msg);
+	ui_say(ui, msg);
 }
 
 static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
@@ -1123,7 +1132,7 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 	if (!hit.found) {
 		if (row->kind == LAYOUT_ROW_THREAD)
 			return ui_key_fold(ui, status, key);
-		ui_message(ui, "nothing under the cursor on this lane (move it with < >, or click)");
+		ui_say(ui, "nothing under the cursor on this lane (move it with < >, or click)");
 		return UI_ACTION_NONE;
 	}
 	ui_details(ui, &hit);
@@ -1142,7 +1151,7 @@ static int ui_key_prompt(struct ui *ui, const struct ui_status *status, int key)
 static void ui_find_step(struct ui *ui, int dir)
 {
 	if (!ui->query[0]) {
-		ui_message(ui, "no search yet: / starts one");
+		ui_say(ui, "no search yet: / starts one");
 		return;
 	}
 	uint64_t from;
@@ -1155,7 +1164,7 @@ static void ui_find_step(struct ui *ui, int dir)
 		/* Wrap around once. */
 		hit = ui_find(ui, dir, dir > 0 ? 0 : UINT64_MAX - 1);
 		if (hit.found)
-			ui_message(ui, dir > 0 ? "search wrapped to the start" : "search wrapped to the end");
+			ui_say(ui, dir > 0 ? "search wrapped to the start" : "search wrapped to the end");
 	}
 	if (!hit.found) {
 		ui_set_message(ui, "no match for '%s'", ui->query);
@@ -1191,12 +1200,14 @@ static void ui_load_theme(struct ui *ui, const char *name, int quiet)
 	const char *dirs[4];
 	theme_search_dirs(ui->exe_dir, bufs, dirs);
 	theme_load(&ui->theme, name, dirs, msg, sizeof msg, from, sizeof from);
-	if (msg[0])
+	if (msg[0] && quiet)
 		ui_message(ui, msg);
+	else if (msg[0])
+		ui_say(ui, msg);
 	else if (!quiet) {
 		char text[300];
 		snprintf(text, sizeof text, "theme %.60s (%.200s)", ui->theme.name, from);
-		ui_message(ui, text);
+		ui_say(ui, text);
 	}
 	ui_apply_theme(ui);
 }
@@ -1644,6 +1655,22 @@ static void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 		ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
 }
 
+/* Shows the time cursor on row y: its cell in reverse video, or the cursor glyph on a blank. */
+static void ui_cursor_cell(const struct ui *ui, int y)
+{
+	int cx = ui_gutter() + ui_cursor_col(ui);
+	cchar_t cc;
+	wchar_t wch[CCHARW_MAX + 1];
+	attr_t at;
+	short pair;
+	if (cx >= COLS || mvin_wch(y, cx, &cc) != OK || getcchar(&cc, wch, &at, &pair, NULL) != OK)
+		return;
+	if (wch[0] == L' ')
+		ui_put(ui, y, cx, 1, ui_attr(ui, THEME_CURSOR), ui->g->cursor);
+	else
+		mvchgat(y, cx, 1, at ^ A_REVERSE, pair, NULL);
+}
+
 static void ui_draw_axis(struct ui *ui, int y)
 {
 	int gx = ui_gutter();
@@ -1673,7 +1700,7 @@ static void ui_draw_axis(struct ui *ui, int y)
 		snprintf(g, sizeof g, " time");
 	ui_put(ui, y, 0, gx - 1, a | A_DIM, g);
 	ui_put(ui, y, gx - 1, 1, a, ui->g->vline);
-	ui_put(ui, y, gx + ui_cursor_col(ui), 1, ui_attr(ui, THEME_CURSOR), ui->g->cursor);
+	ui_cursor_cell(ui, y);
 }
 
 /* Draws one range box over cells [col0, col1) of row y. */
@@ -2035,13 +2062,7 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 	ui_put(ui, y, gx - 1, 1, ui_attr(ui, THEME_AXIS), ui->g->vline);
 	if (selected && !ui->panel_focus) {
 		/* The time cursor on the selected lane: its cell in reverse video. */
-		int cx = gx + ui_cursor_col(ui);
-		cchar_t cc;
-		wchar_t wch[CCHARW_MAX + 1];
-		attr_t at;
-		short pair;
-		if (cx < COLS && mvin_wch(y, cx, &cc) == OK && getcchar(&cc, wch, &at, &pair, NULL) == OK)
-			mvchgat(y, cx, 1, at ^ A_REVERSE, pair, NULL);
+		ui_cursor_cell(ui, y);
 	}
 }
 
@@ -2352,6 +2373,11 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		ui->segs = xrealloc(ui->segs, ui->seg_cap * sizeof *ui->segs);
 	}
 	ui_update_gpu(ui);
+	if (ui->queued_count && clock_mono_ns() >= ui->message_until) {
+		snprintf(ui->message, sizeof ui->message, "%s", ui->queued[0]);
+		ui->message_until = clock_mono_ns() + UI_MESSAGE_NS;
+		memmove(ui->queued, ui->queued + 1, (size_t)--ui->queued_count * sizeof ui->queued[0]);
+	}
 	ui_rebuild_layout(ui, 0);
 	if (!ui->paused)
 		nvtx_stats_update(&ui->stats, ui->store);
@@ -2428,12 +2454,31 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	doupdate();
 }
 
+void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns)
+{
+	if (!ui)
+		return;
+	viewport_set(&ui->vp, start_ns, span_ns, ui_timeline_cols());
+	ui->view_ready = 1;
+	ui->follow = 0;
+	ui->paused = 0;
+}
+
 void ui_message(struct ui *ui, const char *text)
 {
 	if (!ui)
 		return;
+	uint64_t now = clock_mono_ns();
+	/* A message shown for less than a second is not replaced: the new one waits its turn. */
+	if (ui->message[0] && now < ui->message_until &&
+	    ui->message_until - now > UI_MESSAGE_NS - 1000000000ull) {
+		if (ui->queued_count < 4)
+			snprintf(ui->queued[ui->queued_count++], sizeof ui->queued[0], " %.250s",
+			         text ? text : "");
+		return;
+	}
 	snprintf(ui->message, sizeof ui->message, " %.250s", text ? text : "");
-	ui->message_until = clock_mono_ns() + UI_MESSAGE_NS;
+	ui->message_until = now + UI_MESSAGE_NS;
 }
 
 /* log_warn/log_error while curses owns the screen would scribble over it: show them instead. */
