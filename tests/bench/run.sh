@@ -94,3 +94,43 @@ pe=$("$CLI" info "$tmp/p.cap" | awk '/^events/ {print $2}')
 "$CLI" info "$tmp/p.cap" | sed -n 's/^events *//p' | sed 's/^/recorded nvtx_producer: /'
 read -r pw _ < <(wall_rss "$CLI" stats --report=processes "$tmp/p.cap")
 awk -v e="$pe" -v w="$pw" 'BEGIN {printf "recorded read: %.2f s = %.1f M events/s\n", w, e / w / 1e6}'
+
+echo
+echo "== Capture write/read speed, bytes/event on disk, export of 10M events =="
+echo "method: tests/bench/gen_capture.c writes a synthetic capture through capture_writer_* (one process, per step"
+echo "        NVTX push/pop x2 + a CUDA launch + a kernel, every 10th step a mark, a start/end range, memcpy,"
+echo "        memset and sync: 6.8 events/step); write speed = events / wall time of the generator. Read speed ="
+echo "        events / wall time of 'cuscope stats --report=processes' (capture_read into the store, no tables)."
+echo "        bytes/event from 'cuscope info'. Export: 'cuscope export -o OUT' wall time and peak RSS"
+echo "        (/usr/bin/time -v), next to the peak RSS of the read alone: the difference is the exporter's own"
+echo "        memory. A recorded nvtx_producer capture (1M push/pop pairs) gives real-capture numbers."
+GEN_EVENTS=${GEN_EVENTS:-10000000}
+cc -O2 -Iinclude -D_GNU_SOURCE -o "$tmp/gen_capture" tests/bench/gen_capture.c "$B/obj/libviewer.a" \
+	-lzstd -lz -lstdc++ -lm -lpthread || echo "cannot build gen_capture"
+now_s() { date +%s.%N; }
+wall_rss() { # wall_rss CMD...: prints "WALL_S PEAK_RSS_KB"
+	/usr/bin/time -f '%e %M' -o "$tmp/time" "$@" >/dev/null 2>"$tmp/cmd.err"
+	cat "$tmp/time"
+}
+steps=$((GEN_EVENTS * 10 / 68))
+t0=$(now_s)
+"$tmp/gen_capture" "$tmp/gen.cap" "$steps" >"$tmp/gen.truth"
+t1=$(now_s)
+events=$(sed 's/.*"events": \([0-9]*\).*/\1/' "$tmp/gen.truth")
+awk -v e="$events" -v a="$t0" -v b="$t1" 'BEGIN {printf "write: %d events in %.2f s = %.1f M events/s\n", e, b - a, e / (b - a) / 1e6}'
+"$CLI" info "$tmp/gen.cap" | sed -n 's/^size *//p; s/^events *//p' | sed 's/^/synthetic capture: /'
+read -r rw rr < <(wall_rss "$CLI" stats --report=processes "$tmp/gen.cap")
+awk -v e="$events" -v w="$rw" -v r="$rr" 'BEGIN {printf "read:  %.2f s = %.1f M events/s, peak RSS %.0f MiB (the store)\n", w, e / w / 1e6, r / 1024}'
+read -r ew er < <(wall_rss "$CLI" export -o "$tmp/gen.json" "$tmp/gen.cap")
+awk -v e="$events" -v w="$ew" -v r="$er" -v rr="$rr" -v s="$(stat -c %s "$tmp/gen.json")" \
+	'BEGIN {printf "export: %.2f s for %d events (read included), %.0f MiB JSON, peak RSS %.0f MiB (+%.1f MiB over the read)\n", w, e, s / 1048576, r / 1024, (r - rr) / 1024}'
+rm -f "$tmp/gen.json"
+read -r gw gr < <(wall_rss "$CLI" export -o "$tmp/gen.json.gz" "$tmp/gen.cap")
+awk -v w="$gw" -v r="$gr" -v s="$(stat -c %s "$tmp/gen.json.gz")" \
+	'BEGIN {printf "export .gz (zlib level 1): %.2f s, %.0f MiB, peak RSS %.0f MiB\n", w, s / 1048576, r / 1024}'
+rm -f "$tmp/gen.json.gz" "$tmp/gen.cap"
+"$CLI" record -o "$tmp/p.cap" -- "$PRODUCER" 1000000 4000 1 >/dev/null 2>&1
+pe=$("$CLI" info "$tmp/p.cap" | awk '/^events/ {print $2}')
+"$CLI" info "$tmp/p.cap" | sed -n 's/^events *//p' | sed 's/^/recorded nvtx_producer: /'
+read -r pw _ < <(wall_rss "$CLI" stats --report=processes "$tmp/p.cap")
+awk -v e="$pe" -v w="$pw" 'BEGIN {printf "recorded read: %.2f s = %.1f M events/s\n", w, e / w / 1e6}'

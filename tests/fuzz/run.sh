@@ -30,12 +30,17 @@ for h in capture wire; do
 	bin=$F/fuzz_$h
 	[ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz)"; exit 2; }
 	log=$F/fuzz_$h.log
-	"$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+	# Fork mode keeps going after an out-of-memory or a timeout (saved as oom-*/timeout-* and
+	# counted apart); a crash (ASan/UBSan report, leak, abort) stops the run and fails.
+	"$bin" -fork=1 -ignore_ooms=1 -ignore_timeouts=1 -ignore_crashes=0 -max_total_time="$SECS" -timeout=10 \
+		-rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=262144 \
 		-artifact_prefix="$F/artifacts/$h-" "$F/corpus/$h" "$F/seeds/$h" >"$log" 2>&1
 	rc=$?
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-	crashes=$(find "$F/artifacts" -name "$h-*" -type f | wc -l)
-	echo "fuzz_$h: ${SECS}s, ${execs:-?} executions, $(ls "$F/corpus/$h" | wc -l) corpus inputs, exit $rc, $crashes crash/leak/timeout artifacts"
+	execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
+	crashes=$(find "$F/artifacts" -name "$h-crash-*" -o -name "$h-leak-*" -o -name "$h-undefined-*" | wc -l)
+	ooms=$(find "$F/artifacts" -name "$h-oom-*" | wc -l)
+	touts=$(find "$F/artifacts" -name "$h-timeout-*" | wc -l)
+	echo "fuzz_$h: ${SECS}s, ${execs:-?} executions, $(ls "$F/corpus/$h" | wc -l) corpus inputs, exit $rc, $crashes crashes, $ooms out-of-memory, $touts timeouts (artifacts: $F/artifacts/$h-*)"
 	if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
 		status=1
 		grep -m3 -E 'ERROR|SUMMARY|Test unit written' "$log" | sed 's/^/    /'
