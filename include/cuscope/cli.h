@@ -8,6 +8,23 @@ struct store;
 
 /* `cuscope [options] -- CMD...`: launch CMD and watch it live. */
 int cli_live(int argc, char **argv);
+struct launch;
+struct ui_options;
+/* The live UI over a launched or attached target's session until the user leaves; exit status. */
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts);
+/*
+ * Records a launched or attached target's session into output until it exits, a stop signal, or
+ * duration_s (0 = none) passes; a launched target is stopped then, an attached one left running.
+ * Returns the exit status cuscope should use.
+ */
+struct capture_writer;
+int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command_for_manifest,
+	       double duration_s);
+/* `cuscope attach [--record -o FILE --duration S] PID`. */
+int cli_attach(int argc, char **argv);
+/* `cuscope run --detached -- CMD`: an armed launch with no viewer. */
+int cli_run(int argc, char **argv);
+
 /* `cuscope record -o FILE [--duration S] -- CMD...`: headless capture. */
 int cli_record(int argc, char **argv);
 /* `cuscope view FILE`: the live UI on a capture. */

@@ -41,6 +41,7 @@ struct collector_config {
 	uint32_t wait_viewer_ms; /* at exit, wait this long for a first viewer */
 	uint32_t max_strings;
 	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
+	int attached;          /* started by `cuscope attach`: stop collecting when the viewer leaves */
 };
 
 extern struct collector_config collector_config;
@@ -103,6 +104,9 @@ void osrt_init(uint64_t threshold_ns, int enabled);
 /* Makes a heap copy of text as a collector_string (NULL on allocation failure). */
 struct collector_string *collector_string_new(const char *text, size_t length);
 
+/* Attach mode: the sender calls this after stopping, leaving the library inert. */
+void collector_detached(void);
+
 /* Starts the sender thread and listening socket; 0 or -errno. */
 int sender_start(void);
 /* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
@@ -126,6 +130,11 @@ void sender_gpu_context(const struct wire_gpu_event *ev);
 
 /* CUPTI: start on the first CUDA call (InitializeInjection); 0 or -1 (a notice says why). */
 int cupti_start(void);
+/* Attach mode, viewer gone: flush and ask CUPTI to detach (cuptiFinalize at the next API exit). */
+void cupti_detach(void);
+/* Starts CUPTI in a process whose CUDA is already up (attach): also dumps existing devices,
+ * contexts and streams. Call from a collector thread. */
+int cupti_start_late(void);
 /* Exit: stop the flush thread and force out every record (bounded). */
 void cupti_stop(void);
 /* Sender thread: decodes completed CUPTI buffers; returns records decoded. */

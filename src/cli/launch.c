@@ -271,6 +271,11 @@ int launch_poll(struct launch *launch)
 {
 	if (!launch->running)
 		return 0;
+	if (launch->attached) {
+		if (kill(launch->pid, 0) != 0 && errno == ESRCH)
+			launch->running = 0;
+		return launch->running;
+	}
 	int status;
 	pid_t r = waitpid(launch->pid, &status, WNOHANG);
 	if (r == launch->pid) {
@@ -284,6 +289,8 @@ int launch_poll(struct launch *launch)
 
 int launch_exit_code(const struct launch *launch)
 {
+	if (launch->attached)
+		return 0;
 	if (WIFEXITED(launch->status))
 		return WEXITSTATUS(launch->status);
 	if (WIFSIGNALED(launch->status))
@@ -294,12 +301,12 @@ int launch_exit_code(const struct launch *launch)
 void launch_signal(const struct launch *launch, int sig)
 {
 	if (launch->pid > 0 && launch->running)
-		kill(-launch->pid, sig);
+		kill(launch->attached ? launch->pid : -launch->pid, sig);
 }
 
 void launch_cleanup(struct launch *launch)
 {
-	if (!launch->session_dir[0] || launch->running)
+	if (!launch->session_dir[0] || (launch->running && !launch->attached))
 		return;
 	DIR *d = opendir(launch->session_dir);
 	if (d) {

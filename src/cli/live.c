@@ -168,8 +168,10 @@ int cli_live(int argc, char **argv)
 		{"buffer-mb", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		LAUNCH_LONG_OPTIONS,
 		{0},
 	};
+	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 3000};
 	struct ui_options ui_opts = {.window_s = 10.0};
 	unsigned buffer_mb = 0;
 	int opt;
@@ -218,8 +220,13 @@ int cli_live(int argc, char **argv)
 		case 'V':
 			printf("cuscope %s\n", CUSCOPE_VERSION);
 			return 0;
-		default:
-			return cli_bad_option("", argv);
+		default: {
+			int lrc = launch_parse_option(&lopts, opt, optarg);
+			if (lrc < 0)
+				return CLI_EXIT_USAGE;
+			if (lrc == 0)
+				return cli_bad_option("", argv);
+		}
 		}
 	}
 	if (optind >= argc) {
@@ -233,7 +240,7 @@ int cli_live(int argc, char **argv)
 	}
 
 	struct launch launch;
-	struct launch_options lopts = {.log_output = 1, .buffer_mb = buffer_mb, .wait_viewer_ms = 3000};
+	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
 	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
 	if (rc) {
@@ -241,6 +248,15 @@ int cli_live(int argc, char **argv)
 		return rc;
 	}
 
+	char *command_line = live_join(command);
+	rc = live_run(&launch, command_line, &ui_opts);
+	free(command_line);
+	return rc;
+}
+
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+{
+	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
@@ -248,10 +264,10 @@ int cli_live(int argc, char **argv)
 	if (lv.latency.enabled)
 		lv.latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv.latency.samples);
 	const char *cause = NULL;
-	lv.ui = ui_new(lv.store, &ui_opts, &cause);
+	lv.ui = ui_new(lv.store, ui_opts, &cause);
 	if (!lv.ui) {
-		log_error("%s; pid %d keeps running, output in %s", cause ? cause : "cannot start the terminal UI",
-			  (int)launch.pid, launch.log_path);
+		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI", (int)launch.pid,
+			  launch.attached ? "" : ", output in ", launch.attached ? "" : launch.log_path);
 		store_free(lv.store);
 		return 1;
 	}
@@ -274,13 +290,12 @@ int cli_live(int argc, char **argv)
 
 	struct tap_callbacks cb = {.ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
-	char *command_line = live_join(command);
 	struct ui_status status = {
 		.command = command_line,
 		.pid = launch.pid,
 		.live = 1,
 		.target_alive = 1,
-		.log_path = launch.log_path,
+		.log_path = launch.attached ? NULL : launch.log_path,
 	};
 
 	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0;
@@ -344,7 +359,13 @@ int cli_live(int argc, char **argv)
 	log_set_sink(NULL);
 	tap_free(tap);
 	int exit_code;
-	if (detached) {
+	if (launch.attached) {
+		/* Attach: our side ends here; the collector stops when it sees the viewer go. */
+		if (live_detach_signal != SIGHUP && status.target_alive)
+			fprintf(stderr, "cuscope: detached from pid %d; it runs on\n", (int)launch.pid);
+		launch_cleanup(&launch);
+		exit_code = 0;
+	} else if (detached) {
 		if (live_detach_signal != SIGHUP)
 			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n", (int)launch.pid,
 				launch.log_path);
@@ -357,7 +378,6 @@ int cli_live(int argc, char **argv)
 		launch_cleanup(&launch);
 		exit_code = launch_exit_code(&launch);
 	}
-	free(command_line);
 	latency_report(&lv.latency);
 	free(lv.latency.samples);
 	store_free(lv.store);

@@ -21,6 +21,26 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
+	{"attach", cli_attach, "watch or record a process that is already running",
+	 "usage: cuscope attach [OPTIONS] PID\n"
+	 "       cuscope attach --record -o FILE [--duration SECONDS] [OPTIONS] PID\n"
+	 "\n"
+	 "Shows PID live (or records it headless) and detaches at the end, leaving it running. A process\n"
+	 "started under cuscope (or `cuscope run --detached`, or with the collector preloaded and\n"
+	 "CUSCOPE_ARM=1) is armed: its recent past is shown at once. Any other dynamically linked process\n"
+	 "gets the collector loaded with ptrace (same user, or root); NVTX ranges of code that already\n"
+	 "used NVTX and blocking-call tracing are not available then.\n"
+	 "\n"
+	 "  -r, --record           record instead of the live view (needs -o)\n"
+	 "  -o, --output FILE      capture file for --record\n"
+	 "  -d, --duration SECONDS stop recording after this long (default: until Ctrl-C or the target exits)\n"
+	 "      --ascii, --window SECONDS, --theme NAME   as in live mode\n"
+	 "  -h, --help             this help\n"},
+	{"run", cli_run, "start a command armed, with no viewer (attach to it later)",
+	 "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
+	 "\n"
+	 "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
+	 "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
 	{"record", cli_record, "run a command headless and write a capture file",
 	 "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
 	 "\n"

@@ -43,6 +43,9 @@ struct recorder {
 	size_t said_count;
 };
 
+/* One recording per process; its callbacks receive it as ctx. */
+static struct recorder the_recorder;
+
 /* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
 static void record_notice(struct recorder *rec, int source, const void *payload)
 {
@@ -278,18 +281,11 @@ int cli_record(int argc, char **argv)
 
 	int err = 0;
 	const char *cause = NULL;
-	static struct recorder rec;
-	rec.writer = capture_writer_open(output, &err, &cause);
-	if (!rec.writer) {
+	the_recorder.writer = capture_writer_open(output, &err, &cause);
+	if (!the_recorder.writer) {
 		log_error("record: %s %s: %s", cause, output, strerror(-err));
 		return CLI_EXIT_USAGE;
 	}
-
-	struct sigaction sa = {0};
-	sa.sa_handler = record_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 
 	struct launch launch;
 	lopts.buffer_mb = buffer_mb;
@@ -297,25 +293,39 @@ int cli_record(int argc, char **argv)
 	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
-		capture_writer_close(rec.writer);
+		capture_writer_close(the_recorder.writer);
 		unlink(output);
 		return rc;
 	}
-	struct tap_callbacks cb = {.ctx = &rec, .frame = record_frame, .error = record_error};
+	return record_run(&launch, the_recorder.writer, output, command, duration_s);
+}
+
+int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command,
+	       double duration_s)
+{
+	struct launch launch = *target;
+	the_recorder.writer = writer;
+	struct sigaction sa = {0};
+	sa.sa_handler = record_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	struct tap_callbacks cb = {.ctx = &the_recorder, .frame = record_frame, .error = record_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
 	/* Gathered while the command starts (pip and nvidia-smi take a moment); collectors queue meanwhile. */
-	record_manifest(rec.writer, command);
+	record_manifest(the_recorder.writer, command);
 
 	uint64_t start = clock_mono_ns();
 	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
-	int forwarded = 0;
+	int forwarded = 0, connected_once = 0;
 	for (;;) {
 		tap_pump(tap, 20, -1);
 		uint64_t now = clock_mono_ns();
 		if (now - last_flush >= RECORD_FLUSH_NS) {
 			last_flush = now;
-			capture_writer_flush(rec.writer);
+			capture_writer_flush(the_recorder.writer);
 		}
+		connected_once |= tap_connection_count(tap) > 0;
 		if (!launch_poll(&launch) && !exited_at)
 			exited_at = now;
 		if (exited_at) {
@@ -327,6 +337,11 @@ int cli_record(int argc, char **argv)
 		int stop_sig = record_stop_signal;
 		if (!stop_sig && duration_s > 0 && now - start >= (uint64_t)(duration_s * 1e9))
 			stop_sig = SIGTERM;
+		/* An attached target is never signalled: the recording just ends and we detach. */
+		if (stop_sig && launch.attached)
+			break;
+		if (launch.attached && connected_once && tap_connection_count(tap) == 0)
+			break; /* its collector went away (detached elsewhere or exiting) */
 		if (stop_sig && !forwarded) {
 			launch_signal(&launch, stop_sig == SIGHUP ? SIGTERM : stop_sig);
 			forwarded = 1;
@@ -339,15 +354,19 @@ int cli_record(int argc, char **argv)
 		}
 	}
 	tap_free(tap);
-	if (rec.runtime_manifest) {
-		capture_writer_manifest(rec.writer, rec.runtime_manifest, strlen(rec.runtime_manifest));
-		free(rec.runtime_manifest);
+	if (the_recorder.runtime_manifest) {
+		capture_writer_manifest(the_recorder.writer, the_recorder.runtime_manifest, strlen(the_recorder.runtime_manifest));
+		free(the_recorder.runtime_manifest);
 	}
-	int close_rc = capture_writer_close(rec.writer);
-	if (close_rc && !rec.write_error)
+	int close_rc = capture_writer_close(the_recorder.writer);
+	if (close_rc && !the_recorder.write_error)
 		log_error("record: cannot finish %s: %s", output, strerror(-close_rc));
 	launch_cleanup(&launch);
-	if (rec.protocol_error)
-		return CLI_EXIT_USAGE;
+	if (the_recorder.protocol_error || the_recorder.write_error || close_rc)
+		return launch.attached ? 1 : CLI_EXIT_USAGE;
+	if (launch.attached && !connected_once) {
+		log_error("record: pid %d's collector never answered", (int)launch.pid);
+		return 1;
+	}
 	return launch_exit_code(&launch);
 }

@@ -42,6 +42,9 @@ struct cupti_fns {
 	CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	CUptiResult (*result_string)(CUptiResult, const char **);
 	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType);
+	CUptiResult (*enable_and_dump)(CUpti_ActivityKind);
+	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+	CUptiResult (*finalize)(void);
 };
 
 /* A buffer CUPTI filled, queued for the sender (Treiber stack; the sender reverses it to FIFO). */
@@ -70,6 +73,8 @@ static struct {
 	uint32_t runtime_names[CUPTI_NAME_CACHE];
 	uint32_t driver_names[CUPTI_NAME_CACHE];
 	uint32_t names_generation;
+	int late;                   /* started after CUDA was initialised (attach) */
+	_Atomic int detach_requested; /* finalize at the next API exit (cuptiFinalize's rule) */
 } cu;
 
 static uint64_t CUPTIAPI cupti_timestamp(void)
@@ -136,7 +141,14 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
 				   const void *data)
 {
 	(void)userdata;
-	(void)data;
+	/* Detach: CUPTI may only be finalized from inside a callback, at an API exit. */
+	if (atomic_load(&cu.detach_requested) &&
+	    (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT) {
+		atomic_store(&cu.detach_requested, 0);
+		cu.fn.finalize();
+		return;
+	}
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING &&
 	    atomic_load(&cu.active) && cu.pid == getpid())
 		cu.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -227,6 +239,9 @@ static int cupti_resolve(char *why, size_t why_size)
 		{(void **)&cu.fn.callback_name, "cuptiGetCallbackName", 1},
 		{(void **)&cu.fn.result_string, "cuptiGetResultString", 1},
 		{(void **)&cu.fn.set_thread_id_type, "cuptiSetThreadIdType", 1},
+		{(void **)&cu.fn.enable_and_dump, "cuptiActivityEnableAndDump", 1},
+		{(void **)&cu.fn.enable_domain, "cuptiEnableDomain", 1},
+		{(void **)&cu.fn.finalize, "cuptiFinalize", 1},
 	};
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		*table[i].slot = dlsym(cu.lib, table[i].name);
@@ -351,7 +366,11 @@ int cupti_start(void)
 		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_OVERHEAD,
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		rc = cu.fn.activity_enable(kinds[i]);
+		/* Late start: the devices, contexts and streams that exist already are dumped at once. */
+		int dump = cu.late && cu.fn.enable_and_dump &&
+			   (kinds[i] == CUPTI_ACTIVITY_KIND_DEVICE || kinds[i] == CUPTI_ACTIVITY_KIND_CONTEXT ||
+			    kinds[i] == CUPTI_ACTIVITY_KIND_STREAM);
+		rc = dump ? cu.fn.enable_and_dump(kinds[i]) : cu.fn.activity_enable(kinds[i]);
 		if (rc != CUPTI_SUCCESS && kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 			collector_notice(WIRE_NOTICE_WARNING,
 					 "GPU tracing unavailable: cannot enable kernel tracing (%s); CPU and NVTX lanes "
@@ -375,6 +394,31 @@ int cupti_start(void)
 	cu.flush_started = pthread_create(&cu.flush_thread, NULL, cupti_flush_main, NULL) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 0;
+}
+
+int cupti_start_late(void)
+{
+	cu.late = 1;
+	return cupti_start();
+}
+
+void cupti_detach(void)
+{
+	if (!atomic_load(&cu.active) || cu.pid != getpid())
+		return;
+	if (cu.flush_started) {
+		atomic_store(&cu.flush_stop, 1);
+		pthread_join(cu.flush_thread, NULL);
+		cu.flush_started = 0;
+	}
+	cu.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cupti_drain();
+	atomic_store(&cu.active, 0);
+	if (cu.fn.finalize && cu.fn.enable_domain) {
+		atomic_store(&cu.detach_requested, 1);
+		cu.fn.enable_domain(1, cu.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+		cu.fn.enable_domain(1, cu.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	}
 }
 
 void cupti_stop(void)

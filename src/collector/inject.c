@@ -9,6 +9,7 @@
 #include "cuscope/wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -307,9 +308,54 @@ struct collector_string *collector_string_new(const char *text, size_t length)
 	return s;
 }
 
+/*
+ * Configuration: the environment (launch mode) or, after an attach, the rendezvous file the CLI
+ * wrote for this pid (setenv in a running multi-threaded program is unsafe, so it is parsed here).
+ */
+static char rendezvous[4096];
+
+static const char *config_value(const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *line = rendezvous; *line;) {
+		const char *end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		if ((size_t)(end - line) > len && strncmp(line, name, len) == 0 && line[len] == '=') {
+			static char value[8][1024];
+			static unsigned next;
+			char *out = value[next++ % 8];
+			size_t n = (size_t)(end - line) - len - 1;
+			if (n >= sizeof value[0])
+				n = sizeof value[0] - 1;
+			memcpy(out, line + len + 1, n);
+			out[n] = '\0';
+			return out;
+		}
+		line = *end ? end + 1 : end;
+	}
+	return getenv(name);
+}
+
+/* Reads and removes /tmp/cuscope-UID/attach-PID.env; returns 1 if there was one. */
+static int rendezvous_read(void)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/tmp/cuscope-%u/attach-%d.env", (unsigned)getuid(), (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	rendezvous[0] = '\0';
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, rendezvous, sizeof rendezvous - 1);
+	close(fd);
+	unlink(path);
+	rendezvous[n > 0 ? n : 0] = '\0';
+	return n > 0;
+}
+
 static size_t env_size(const char *name, size_t fallback, size_t unit, size_t min, size_t max)
 {
-	const char *v = getenv(name);
+	const char *v = config_value(name);
 	if (!v || !*v)
 		return fallback;
 	char *end;
@@ -383,37 +429,101 @@ static void collector_at_exit(void)
 }
 
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
+/* Reads the configuration (environment or rendezvous) that every start shares. */
+static void collector_configure(void)
+{
+	collector_config.ring_bytes = round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
+	collector_config.buffer_bytes = env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
+	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
+	collector_config.max_strings = (uint32_t)env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
+	collector_config.gpu_buffer_bytes =
+		env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
+	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
+	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100, 1000, 0, (size_t)3600 * 1000000000ull),
+		  !(osrt_env && strcmp(osrt_env, "off") == 0));
+	counters_init(config_value("CUSCOPE_COUNTERS"));
+}
+
+/* Starts the sender and the sampler; 0 or -1. */
+static int collector_start(void)
+{
+	if (sender_start() != 0)
+		return -1;
+	atomic_store_explicit(&collector_running, 1, memory_order_release);
+	/* After the sender runs: it creates each thread's sampling timer as it finds the thread. */
+	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
+	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
+	return 0;
+}
+
+/* Armed mode (CUSCOPE_ARM=1 with the collector preloaded): a session of our own to attach to later. */
+static const char *collector_armed_session(void)
+{
+	static char dir[256];
+	const char *cause;
+	const char *arm = getenv("CUSCOPE_ARM");
+	if (!arm || strcmp(arm, "1") != 0 || session_create(dir, sizeof dir, &cause) != 0)
+		return NULL;
+	return dir;
+}
+
+/* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
 __attribute__((constructor)) static void collector_init(void)
 {
 	static int initialised;
 	if (initialised)
 		return;
 	initialised = 1;
+	int attached = 0;
 	const char *session = getenv(SESSION_ENV);
+	if (!session || !*session) {
+		attached = rendezvous_read();
+		session = attached ? config_value(SESSION_ENV) : collector_armed_session();
+	}
 	/* Without a session the library stays inert: loaded but costing nothing. */
 	if (!session || !*session || strlen(session) >= sizeof collector_config.session_dir)
 		return;
 	strcpy(collector_config.session_dir, session);
-	collector_config.ring_bytes = round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
-	collector_config.buffer_bytes = env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
-	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
-	collector_config.max_strings = (uint32_t)env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
-	collector_config.gpu_buffer_bytes = env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
+	collector_config.attached = attached;
 	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
 		return;
-	const char *osrt_env = getenv("CUSCOPE_OSRT_THRESHOLD_US");
-	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100, 1000, 0, (size_t)3600 * 1000000000ull),
-		  !(osrt_env && strcmp(osrt_env, "off") == 0));
+	collector_configure();
 	collector_pid = getpid();
 	pthread_atfork(NULL, NULL, collector_atfork_child);
-	counters_init(getenv("CUSCOPE_COUNTERS"));
-	if (sender_start() != 0)
+	if (collector_start() != 0)
 		return;
-	atomic_store_explicit(&collector_running, 1, memory_order_release);
-	/* After the sender runs: it creates each thread's sampling timer as it finds the thread. */
-	const char *hz = getenv("CUSCOPE_SAMPLE_HZ");
-	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
 	atexit(collector_at_exit);
+}
+
+/*
+ * Called by `cuscope attach` (through ptrace) when the library is already loaded but inert after a
+ * detach: reads the new rendezvous and starts collecting again. Returns 1 when running.
+ */
+COLLECTOR_EXPORT int cuscope_attach_start(void)
+{
+	if (atomic_load(&collector_running))
+		return 1;
+	if (!rendezvous_read())
+		return 0;
+	const char *session = config_value(SESSION_ENV);
+	if (!session || strlen(session) >= sizeof collector_config.session_dir)
+		return 0;
+	strcpy(collector_config.session_dir, session);
+	collector_config.attached = 1;
+	if (collector_pid == 0) {
+		pthread_key_create(&thread_ring_key, thread_ring_release);
+		pthread_atfork(NULL, NULL, collector_atfork_child);
+		atexit(collector_at_exit);
+	}
+	collector_pid = getpid();
+	collector_configure();
+	return collector_start() == 0;
+}
+
+/* The sender's detach in attach mode: the viewer left, so collection stops and the library rests. */
+void collector_detached(void)
+{
+	atomic_store_explicit(&collector_running, 0, memory_order_release);
 }
 
 /* NVTX entry point, found through NVTX_INJECTION64_PATH. */

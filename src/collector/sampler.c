@@ -94,7 +94,9 @@ int sampler_init(unsigned hz)
 		return 0;
 	sampler_signal = SIGRTMAX - 2;
 	struct sigaction old;
-	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+	/* Our own handler is still installed after a detach: a re-attach reuses it. */
+	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN &&
+	    old.sa_sigaction != sampler_handler) {
 		collector_notice(WIRE_NOTICE_WARNING,
 				 "CPU sampling unavailable: signal %d already has a handler in this program", sampler_signal);
 		return -1;

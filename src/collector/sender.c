@@ -11,6 +11,7 @@
 #include "cuscope/wire.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -907,6 +908,32 @@ static void sender_final_flush(void)
 	}
 }
 
+/* Attach mode: the viewer is gone (or never came), so stop everything and leave the library inert. */
+static void sender_detach(void)
+{
+	drain_rings();
+	sampler_stop();
+	counters_forget_after_fork(); /* closes this process's counter fds */
+	cupti_detach();
+	if (snd.viewer_fd >= 0)
+		close(snd.viewer_fd);
+	snd.viewer_fd = -1;
+	close(snd.listen_fd);
+	snd.listen_fd = -1;
+	unlink(snd.socket_path);
+	while (snd.head)
+		queue_pop_head();
+	snd.ever_connected = 0;
+	snd.thread_count = 0;
+	strtab_fini(&snd.strings);
+	close(snd.wake_fd);
+	snd.wake_fd = -1;
+	atomic_store(&collector_wake_fd, -1);
+	collector_detached();
+	snd.started = 0;
+	pthread_detach(pthread_self());
+}
+
 static void *sender_main(void *arg)
 {
 	(void)arg;
@@ -915,7 +942,16 @@ static void *sender_main(void *arg)
 	snd.tid = collector_gettid();
 	collector_register_own_tid(snd.tid);
 	snd.last_scan_ns = 0;
+	uint64_t started_ns = clock_mono_ns();
+	/* Attached late to a CUDA program: GPU tracing starts here, not at its first CUDA call. */
+	if (collector_config.attached && dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) && !getenv("CUSCOPE_NO_GPU"))
+		cupti_start_late();
 	while (!atomic_load_explicit(&snd.stop, memory_order_acquire)) {
+		if (collector_config.attached && snd.viewer_fd < 0 &&
+		    (snd.ever_connected || clock_mono_ns() - started_ns > 30000000000ull)) {
+			sender_detach();
+			return NULL;
+		}
 		size_t drained = drain_rings();
 		uint64_t now = clock_mono_ns();
 		periodic_work(now);

@@ -1,0 +1,35 @@
+/*
+ * Calling a function inside another process with ptrace (x86-64): stop one thread, point it at
+ * the function with arguments in registers and a zero return address, let it run until the
+ * return faults, take the result, and put every register and byte back exactly as it was.
+ */
+#ifndef CUSCOPE_REMOTE_H
+#define CUSCOPE_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct remote_module {
+	char path[4096];
+	uint64_t bias; /* load bias: absolute address = bias + st_value */
+};
+
+/* Finds a mapped module whose file name starts with prefix; 0, -ENOENT or -errno. */
+int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out);
+/* Absolute address of a dynamic symbol of a module mapped in pid; 0 or -errno. */
+int remote_symbol(pid_t pid, const char *module_prefix, const char *symbol, uint64_t *address);
+/* Picks the thread to borrow: one asleep in a system call (holding no user-space locks) if any. */
+pid_t remote_pick_thread(pid_t pid);
+
+#define REMOTE_ARG_DATA UINT64_MAX /* replaced by the address of the copied data */
+
+/*
+ * Calls func(a1, a2) in thread tid of pid; data (may be NULL) is copied onto that thread's stack
+ * first. Returns 0 and the function's return value in *ret, or -errno with a one-line message in
+ * err (-ESRCH: the process exited; -ETIMEDOUT: the call did not return in time).
+ */
+int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, const void *data, size_t data_len,
+		uint64_t *ret, int timeout_ms, char *err, size_t err_size);
+
+#endif
