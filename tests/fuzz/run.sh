@@ -41,7 +41,8 @@ for h in capture wire; do
 	ooms=$(find "$F/artifacts" -name "$h-oom-*" | wc -l)
 	touts=$(find "$F/artifacts" -name "$h-timeout-*" | wc -l)
 	echo "fuzz_$h: ${SECS}s, ${execs:-?} executions, $(ls "$F/corpus/$h" | wc -l) corpus inputs, exit $rc, $crashes crashes, $ooms out-of-memory, $touts timeouts (artifacts: $F/artifacts/$h-*)"
-	if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
+	# fork mode exits non-zero after ignored OOMs/timeouts; only crashes (or a failure without any) count
+	if [ "$crashes" != 0 ] || { [ "$rc" != 0 ] && [ $((ooms + touts)) = 0 ]; }; then
 		status=1
 		grep -m3 -E 'ERROR|SUMMARY|Test unit written' "$log" | sed 's/^/    /'
 	fi
