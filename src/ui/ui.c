@@ -1395,7 +1395,8 @@ static void ui_prompt_submit(struct ui *ui, enum ui_prompt kind)
 		if (!ui->input[0])
 			return;
 		snprintf(ui->query, sizeof ui->query, "%s", ui->input);
-		memset(ui->match, -1, ui->match_cap);
+		if (ui->match)
+			memset(ui->match, -1, ui->match_cap);
 		ui->last_hit.found = 0;
 		/* The first match at or after the cursor. */
 		uint64_t t = ui_cursor_ns(ui);
@@ -1745,7 +1746,7 @@ static void ui_draw_box(struct ui *ui, int y, int col0, int col1, int clip_left,
 static void ui_draw_ranges(struct ui *ui, int y, size_t process, size_t lane, size_t row,
                            const struct store_lane_info *li)
 {
-	const struct store_range *r;
+	const struct store_range *r = NULL;
 	uint64_t from = ui->vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->vp));
 	size_t n = from < to ? store_lane_row_query(ui->store, process, lane, row, from, to, &r) : 0;
 	size_t ns = viewport_fold(&ui->vp, r, n, ui->segs, ui->seg_cap);
@@ -1794,7 +1795,7 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 	if (li->first_ns && c1 >= c0)
 		ui_fill(y, gx + (int)c0, (int)(c1 - c0 + 1), ui_attr(ui, THEME_BASELINE), ui->g->baseline);
 
-	const struct store_range *m;
+	const struct store_range *m = NULL;
 	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
 	size_t n = ui->vp.start_ns < to
 	               ? store_lane_mark_query(ui->store, process, lane, ui->vp.start_ns, to, &m)
