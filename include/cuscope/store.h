@@ -232,4 +232,125 @@ const char *store_notice_get(const struct store *store, size_t process, size_t i
 /* Notices received in total: a UI shows the ones with seq above what it has shown. */
 uint64_t store_notice_total(const struct store *store);
 
+/* ---- CPU side (added): stack samples, blocking calls (OS runtime), Python GC, counters ----
+ *
+ * Frames are store-wide ids (0 = none) of distinct "function\x1fmodule" texts, with the function
+ * demangled once. Stacks are store-wide ids (0 = no stack) of distinct frame sequences, leaf first.
+ * A thread lane holds its samples (sorted by time), its blocking calls on osrt rows and its GC
+ * ranges on gc rows (calls on one row never overlap and are sorted by start, like range rows).
+ */
+
+/* One CPU-time sample of a thread. */
+struct store_sample {
+	uint64_t time_ns;  /* CLOCK_MONOTONIC */
+	uint32_t stack_id; /* store_stack_frames; 0 = no stack */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct store_sample) == 16, "store_sample layout");
+
+/* A blocking call (OSRT) or a Python GC range on a thread (starts with the fields of store_range). */
+struct store_call {
+	uint64_t start_ns; /* CLOCK_MONOTONIC */
+	uint64_t end_ns;
+	uint32_t name_id;  /* global string: libc function ("read", "nanosleep", ...) or "gc gen N" */
+	uint32_t stack_id; /* the caller's stack (blocking calls), 0 = none (yet) */
+};
+_Static_assert(sizeof(struct store_call) == 24, "store_call layout");
+
+struct store_frame {
+	uint32_t function_id; /* global string: demangled function, "module+0xOFF", "0xADDR", a Python name */
+	uint32_t module_id;   /* global string: module base name, "[python]", "[unknown]", "" */
+	uint32_t text_id;     /* global string: the frame's text as sent ("function\x1fmodule") */
+};
+
+/* CPU data of one lane. */
+struct store_lane_cpu_info {
+	uint64_t samples;      /* CPU samples on this thread */
+	size_t osrt_row_count; /* rows of blocking calls */
+	uint64_t osrt_calls;   /* blocking calls in all rows */
+	size_t gc_row_count;   /* rows of GC ranges */
+	uint64_t gc_count;     /* GC ranges */
+	size_t osrt_pending;   /* call stacks waiting for their call event (normally 0 at rest) */
+};
+
+/* Counter of one thread: the newest cumulative value received. */
+struct store_counter {
+	pid_t tid;
+	uint32_t event_id; /* global string: "task-clock", "cycles", ... */
+	uint64_t value;    /* cumulative since the thread (or counting) started */
+	uint64_t time_ns;  /* when it was read */
+};
+
+/* A function's samples in a window of a lane. */
+struct store_hot_function {
+	uint32_t frame_id; /* store_frame_get */
+	uint32_t reserved;
+	uint64_t self;  /* samples with this frame as the leaf */
+	uint64_t total; /* samples with this frame anywhere in the stack (counted once per sample) */
+};
+
+/* What a thread did in a time interval (the "why was the GPU idle" answer). */
+struct store_thread_activity {
+	size_t lane;          /* the thread's lane, SIZE_MAX when the tid is unknown */
+	uint64_t samples;     /* CPU samples in the interval (0: the thread was off CPU or unsampled) */
+	uint32_t top_frame;   /* leaf frame of the most samples, 0 = none */
+	uint32_t top_stack;   /* most frequent whole stack, 0 = none */
+	uint64_t top_samples; /* samples with top_frame as their leaf */
+	int has_blocking;     /* blocking is the call overlapping the interval the longest */
+	struct store_call blocking;
+	uint64_t blocking_overlap_ns;
+	int has_nvtx;            /* nvtx is the innermost push/pop range overlapping the interval */
+	struct store_range nvtx; /* end_ns = 0 when still open */
+	size_t nvtx_depth;       /* its row (nesting depth) */
+	int has_gc;              /* gc is the GC range overlapping the interval the longest */
+	struct store_call gc;
+	uint64_t gc_overlap_ns; /* GC time inside the interval, all ranges */
+};
+
+/* CPU samples ingested in total. */
+uint64_t store_sample_count(const struct store *store);
+/* CPU data of a lane (all zero for lanes without any). */
+void store_lane_cpu_get(const struct store *store, size_t process, size_t lane,
+                        struct store_lane_cpu_info *out);
+/* Lane index of thread tid in a process, or SIZE_MAX. */
+size_t store_thread_lane_find(const struct store *store, size_t process, pid_t tid);
+/*
+ * Samples of a lane in [from_ns, to_ns), sorted by time: *out = first, returns the count. Valid
+ * until the next store_feed.
+ */
+size_t store_lane_samples(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
+                          uint64_t to_ns, const struct store_sample **out);
+/*
+ * Sample counts of a lane in `buckets` equal slices of [from_ns, to_ns) into out_counts[buckets]
+ * (one binary search per slice boundary, never a walk over the samples); returns the total.
+ */
+uint64_t store_lane_sample_density(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
+                                   uint64_t to_ns, size_t buckets, uint32_t *out_counts);
+/* Blocking calls on osrt row `row` of a lane overlapping [from_ns, to_ns): *out = first, returns count. */
+size_t store_lane_osrt_query(const struct store *store, size_t process, size_t lane, size_t row,
+                             uint64_t from_ns, uint64_t to_ns, const struct store_call **out);
+/* Python GC ranges on gc row `row` of a lane overlapping [from_ns, to_ns) (stack_id is 0). */
+size_t store_lane_gc_query(const struct store *store, size_t process, size_t lane, size_t row,
+                           uint64_t from_ns, uint64_t to_ns, const struct store_call **out);
+/* Frames of a stack, leaf first: *frames = first frame id, returns the depth (0 for stack 0). */
+size_t store_stack_frames(const struct store *store, uint32_t stack_id, const uint32_t **frames);
+/* A frame by id (all zero for 0 or an unknown id). */
+void store_frame_get(const struct store *store, uint32_t frame_id, struct store_frame *out);
+/* Function / module text of a frame ("" for 0). */
+const char *store_frame_function(const struct store *store, uint32_t frame_id);
+const char *store_frame_module(const struct store *store, uint32_t frame_id);
+/*
+ * Functions of a lane's samples in [from_ns, to_ns), most self samples first (then total, then
+ * frame id): fills up to top_n of out, returns how many; *samples (if not NULL) = samples in the
+ * window. Every frame seen in a stack is a candidate (self may be 0 for callers).
+ */
+size_t store_hot_functions(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
+                           uint64_t to_ns, size_t top_n, struct store_hot_function *out, uint64_t *samples);
+/* What thread tid of a process was doing in [from_ns, to_ns); see struct store_thread_activity. */
+void store_thread_activity(const struct store *store, size_t process, pid_t tid, uint64_t from_ns,
+                           uint64_t to_ns, struct store_thread_activity *out);
+/* Counters of a process (one per thread and event, newest value), in order of first arrival. */
+size_t store_counter_count(const struct store *store, size_t process);
+void store_counter_get(const struct store *store, size_t process, size_t index, struct store_counter *out);
+
 #endif

@@ -84,6 +84,7 @@ static void lane_free(struct lane *l)
 	free(l->open);
 	free(l->marks);
 	store_gpu_lane_fini(l);
+	store_cpu_lane_fini(l);
 }
 
 void store_free(struct store *st)
@@ -100,6 +101,7 @@ void store_free(struct store *st)
 		free(pr->tid_vals);
 		free(pr->pending);
 		store_gpu_process_fini(pr);
+		store_cpu_process_fini(pr);
 		for (size_t n = 0; n < pr->notice_count; n++)
 			free(pr->notices[n].text);
 		free(pr->notices);
@@ -113,6 +115,7 @@ void store_free(struct store *st)
 	free(st->hash_slots);
 	free(st->demangled);
 	free(st->short_name);
+	store_cpu_fini(st);
 	free(st->sources);
 	free(st->procs);
 	free(st);
@@ -303,6 +306,10 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		pr->pending[pr->pending_count++] = (struct pending_end){ev->value, t};
 		break;
 	}
+	case WIRE_EV_OSRT:
+	case WIRE_EV_GC:
+		store_cpu_event(st, pr, ev, name);
+		break;
 	default:
 		/* Kinds from newer collectors (e.g. categories) carry nothing the store shows yet. */
 		break;
@@ -459,6 +466,9 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 	case WIRE_FRAME_GPU:
 	case WIRE_FRAME_GPU_DEVICE:
 		return store_gpu_ingest(st, pr, src, type, payload, length);
+	case WIRE_FRAME_STACKS:
+	case WIRE_FRAME_COUNTERS:
+		return store_cpu_ingest(st, pr, src, type, payload, length);
 	}
 	return 0;
 }
@@ -695,5 +705,5 @@ size_t store_memory_bytes(const struct store *st)
 				bytes += ln->rows[r].cap * sizeof *ln->rows[r].v;
 		}
 	}
-	return bytes + store_gpu_memory_bytes(st);
+	return bytes + store_gpu_memory_bytes(st) + store_cpu_memory_bytes(st);
 }

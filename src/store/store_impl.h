@@ -55,6 +55,8 @@ struct lane {
 	uint64_t kernels, copies; /* kernels; memcpy + memset */
 	int is_default;
 	char label[48];
+	/* CPU (store_cpu.c): samples, blocking calls, GC; NULL until the thread has any */
+	struct cpu_lane *cpu;
 };
 
 struct pending_end {
@@ -134,6 +136,8 @@ struct process {
 	size_t device_count, device_cap;
 	struct notice *notices;
 	size_t notice_count, notice_cap;
+	/* CPU (store_cpu.c): counters */
+	struct cpu_process *cpu;
 };
 
 struct source {
@@ -163,6 +167,8 @@ struct store {
 	uint32_t *demangled;  /* global id -> global id of its demangled text, 0 = not done */
 	uint32_t *short_name; /* global id -> global id of its short label, 0 = not done */
 	size_t name_cache_cap;
+	/* CPU (store_cpu.c): frames and interned stacks, shared by all processes */
+	struct cpu_store *cpu;
 };
 
 /* store.c */
@@ -177,5 +183,15 @@ int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, u
 void store_gpu_process_fini(struct process *pr);
 void store_gpu_lane_fini(struct lane *l);
 size_t store_gpu_memory_bytes(const struct store *st);
+
+/* store_cpu.c */
+int store_cpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
+                     const void *payload, uint32_t length);
+/* A WIRE_EV_OSRT or WIRE_EV_GC event; name is its global string id. */
+void store_cpu_event(struct store *st, struct process *pr, const struct wire_event *ev, uint32_t name);
+void store_cpu_lane_fini(struct lane *l);
+void store_cpu_process_fini(struct process *pr);
+void store_cpu_fini(struct store *st);
+size_t store_cpu_memory_bytes(const struct store *st);
 
 #endif

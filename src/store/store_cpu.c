@@ -1,0 +1,907 @@
+/*
+ * CPU side of the event store: stack samples on thread lanes (stacks interned store-wide, frames
+ * split into demangled function + module once), blocking calls (OSRT) joined with their stacks
+ * whichever arrives first, Python GC ranges, per-thread counters; and the queries over them (sample
+ * density, hot functions, what a thread did in an interval).
+ */
+#include "store_impl.h"
+
+#include "cuscope/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PENDING_STACKS_MAX 1024 /* OSRT stacks per lane waiting for their call event */
+
+/* Calls on one row: sorted by start, never overlapping. */
+struct call_row {
+	struct store_call *v;
+	size_t n, cap;
+};
+
+struct call_rows {
+	struct call_row *rows;
+	size_t count, cap;
+	uint64_t calls;
+};
+
+/* An OSRT stack that arrived before its call event. */
+struct pending_stack {
+	uint64_t time_ns;
+	uint32_t stack_id;
+};
+
+struct cpu_lane {
+	struct store_sample *samples; /* sorted by time */
+	size_t sample_count, sample_cap;
+	struct call_rows osrt, gc;
+	struct pending_stack *pending; /* FIFO ring of PENDING_STACKS_MAX */
+	size_t pending_head, pending_count;
+};
+
+struct cpu_counter {
+	pid_t tid;
+	uint32_t event_id;
+	uint64_t value, time_ns;
+};
+
+struct cpu_process {
+	struct cpu_counter *v;
+	size_t n, cap;
+	uint32_t *slots; /* index + 1 */
+	size_t slot_count;
+};
+
+struct stack_ref {
+	size_t off; /* into pool */
+	uint32_t depth;
+	uint32_t hash;
+};
+
+struct cpu_store {
+	struct store_frame *frames; /* [0] unused */
+	size_t frame_count, frame_cap;
+	uint32_t *frame_of_string; /* global string id -> frame id, 0 = not seen */
+	size_t fos_cap;
+	uint32_t *pool; /* frame ids of all stacks */
+	size_t pool_n, pool_cap;
+	struct stack_ref *stacks; /* [0] = the empty stack */
+	size_t stack_count, stack_cap;
+	uint32_t *stack_slots; /* stack id, 0 = empty */
+	size_t stack_slot_count;
+	uint64_t samples;
+};
+
+static struct cpu_store *cpu_store(struct store *st)
+{
+	if (!st->cpu) {
+		st->cpu = xcalloc(1, sizeof *st->cpu);
+		st->cpu->frame_count = 1;
+		st->cpu->stack_count = 1;
+		xgrow((void **)&st->cpu->frames, &st->cpu->frame_cap, 1, sizeof *st->cpu->frames);
+		xgrow((void **)&st->cpu->stacks, &st->cpu->stack_cap, 1, sizeof *st->cpu->stacks);
+		memset(&st->cpu->frames[0], 0, sizeof st->cpu->frames[0]);
+		memset(&st->cpu->stacks[0], 0, sizeof st->cpu->stacks[0]);
+	}
+	return st->cpu;
+}
+
+static struct cpu_lane *cpu_lane(struct lane *l)
+{
+	if (!l->cpu)
+		l->cpu = xcalloc(1, sizeof *l->cpu);
+	return l->cpu;
+}
+
+/* ---- frames and stacks ---- */
+
+/* Frame id of global string text_id ("function\x1fmodule"), created on first sight. */
+static uint32_t frame_of(struct store *st, uint32_t text_id)
+{
+	struct cpu_store *c = cpu_store(st);
+	if (!text_id)
+		return 0;
+	if (text_id >= c->fos_cap) {
+		size_t old = c->fos_cap;
+		xgrow((void **)&c->frame_of_string, &c->fos_cap, (size_t)text_id + 1,
+		      sizeof *c->frame_of_string);
+		memset(c->frame_of_string + old, 0, (c->fos_cap - old) * sizeof *c->frame_of_string);
+	}
+	if (c->frame_of_string[text_id])
+		return c->frame_of_string[text_id];
+	/* Strings are separately allocated: text stays valid while store_intern grows the table. */
+	const char *text = st->strings[text_id];
+	size_t len = st->string_len[text_id];
+	const char *sep = memrchr(text, WIRE_FRAME_SEPARATOR, len);
+	size_t fn_len = sep ? (size_t)(sep - text) : len;
+	struct store_frame f = {0, 0, text_id};
+	if (sep)
+		f.module_id = store_intern(st, sep + 1, len - fn_len - 1);
+	char *fn = xstrndup(text, fn_len);
+	char buf[8192];
+	const char *d = store_demangle(fn, buf, sizeof buf);
+	f.function_id = d ? store_intern(st, d, strlen(d)) : store_intern(st, fn, fn_len);
+	free(fn);
+	xgrow((void **)&c->frames, &c->frame_cap, c->frame_count + 1, sizeof *c->frames);
+	uint32_t id = (uint32_t)c->frame_count++;
+	c->frames[id] = f;
+	c->frame_of_string[text_id] = id;
+	return id;
+}
+
+static uint32_t stack_hash(const uint32_t *f, size_t n)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ f[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+static void stack_rehash(struct cpu_store *c)
+{
+	free(c->stack_slots);
+	c->stack_slot_count = c->stack_slot_count ? c->stack_slot_count * 2 : 1024;
+	c->stack_slots = xcalloc(c->stack_slot_count, sizeof *c->stack_slots);
+	for (uint32_t id = 1; id < c->stack_count; id++) {
+		size_t s = c->stacks[id].hash & (c->stack_slot_count - 1);
+		while (c->stack_slots[s])
+			s = (s + 1) & (c->stack_slot_count - 1);
+		c->stack_slots[s] = id;
+	}
+}
+
+/* Stack id of a frame sequence (leaf first), interning it; 0 for an empty one. */
+static uint32_t stack_intern(struct cpu_store *c, const uint32_t *f, size_t n)
+{
+	if (!n)
+		return 0;
+	if ((c->stack_count + 1) * 2 > c->stack_slot_count)
+		stack_rehash(c);
+	uint32_t h = stack_hash(f, n);
+	size_t s = h & (c->stack_slot_count - 1);
+	while (c->stack_slots[s]) {
+		const struct stack_ref *r = &c->stacks[c->stack_slots[s]];
+		if (r->hash == h && r->depth == n && memcmp(c->pool + r->off, f, n * sizeof *f) == 0)
+			return c->stack_slots[s];
+		s = (s + 1) & (c->stack_slot_count - 1);
+	}
+	xgrow((void **)&c->pool, &c->pool_cap, c->pool_n + n, sizeof *c->pool);
+	memcpy(c->pool + c->pool_n, f, n * sizeof *f);
+	xgrow((void **)&c->stacks, &c->stack_cap, c->stack_count + 1, sizeof *c->stacks);
+	uint32_t id = (uint32_t)c->stack_count++;
+	c->stacks[id] = (struct stack_ref){c->pool_n, (uint32_t)n, h};
+	c->pool_n += n;
+	c->stack_slots[s] = id;
+	return id;
+}
+
+/* ---- calls on rows ---- */
+
+/* First index whose start_ns > t. */
+static size_t call_upper_bound(const struct store_call *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start_ns > t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* First index whose start_ns >= t. */
+static size_t call_lower_bound(const struct store_call *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start_ns >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
+static size_t call_first_ending_after(const struct store_call *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].end_ns > t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Puts a call on the lowest row where it overlaps nothing, keeping the row sorted. */
+static void calls_insert(struct call_rows *cr, const struct store_call *call)
+{
+	for (size_t row = 0;; row++) {
+		if (row == cr->count) {
+			xgrow((void **)&cr->rows, &cr->cap, row + 1, sizeof *cr->rows);
+			memset(&cr->rows[row], 0, sizeof *cr->rows);
+			cr->count++;
+		}
+		struct call_row *r = &cr->rows[row];
+		size_t pos = r->n;
+		if (r->n && r->v[r->n - 1].start_ns > call->start_ns)
+			pos = call_upper_bound(r->v, r->n, call->start_ns);
+		if (pos > 0 && r->v[pos - 1].end_ns > call->start_ns)
+			continue;
+		if (pos < r->n && r->v[pos].start_ns < call->end_ns)
+			continue;
+		xgrow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
+		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
+		r->v[pos] = *call;
+		r->n++;
+		cr->calls++;
+		return;
+	}
+}
+
+/* The call starting at t without a stack yet, or NULL. */
+static struct store_call *calls_find_unstacked(struct call_rows *cr, uint64_t t)
+{
+	for (size_t row = 0; row < cr->count; row++) {
+		struct call_row *r = &cr->rows[row];
+		for (size_t i = call_lower_bound(r->v, r->n, t); i < r->n && r->v[i].start_ns == t; i++)
+			if (!r->v[i].stack_id)
+				return &r->v[i];
+	}
+	return NULL;
+}
+
+static size_t calls_query(const struct call_rows *cr, size_t row, uint64_t from_ns, uint64_t to_ns,
+                          const struct store_call **out)
+{
+	if (row >= cr->count || from_ns >= to_ns) {
+		*out = NULL;
+		return 0;
+	}
+	const struct call_row *r = &cr->rows[row];
+	size_t lo = call_first_ending_after(r->v, r->n, from_ns);
+	size_t hi = call_lower_bound(r->v, r->n, to_ns);
+	*out = r->v + lo;
+	return hi > lo ? hi - lo : 0;
+}
+
+static void calls_fini(struct call_rows *cr)
+{
+	for (size_t r = 0; r < cr->count; r++)
+		free(cr->rows[r].v);
+	free(cr->rows);
+}
+
+static size_t calls_bytes(const struct call_rows *cr)
+{
+	size_t bytes = cr->cap * sizeof *cr->rows;
+	for (size_t r = 0; r < cr->count; r++)
+		bytes += cr->rows[r].cap * sizeof *cr->rows[r].v;
+	return bytes;
+}
+
+/* ---- ingest ---- */
+
+static void pending_push(struct cpu_lane *cl, uint64_t t, uint32_t stack)
+{
+	if (!cl->pending)
+		cl->pending = xcalloc(PENDING_STACKS_MAX, sizeof *cl->pending);
+	if (cl->pending_count == PENDING_STACKS_MAX) { /* the oldest gives way */
+		cl->pending_head = (cl->pending_head + 1) % PENDING_STACKS_MAX;
+		cl->pending_count--;
+	}
+	cl->pending[(cl->pending_head + cl->pending_count++) % PENDING_STACKS_MAX] =
+	    (struct pending_stack){t, stack};
+}
+
+/* Takes the pending stack of the call that started at t; 0 if none. */
+static uint32_t pending_take(struct cpu_lane *cl, uint64_t t)
+{
+	for (size_t k = 0; k < cl->pending_count; k++) {
+		size_t i = (cl->pending_head + k) % PENDING_STACKS_MAX;
+		if (cl->pending[i].time_ns != t)
+			continue;
+		uint32_t stack = cl->pending[i].stack_id;
+		/* Close the gap: move the later entries back by one. */
+		for (size_t j = k; j + 1 < cl->pending_count; j++)
+			cl->pending[(cl->pending_head + j) % PENDING_STACKS_MAX] =
+			    cl->pending[(cl->pending_head + j + 1) % PENDING_STACKS_MAX];
+		cl->pending_count--;
+		return stack;
+	}
+	return 0;
+}
+
+static void sample_insert(struct cpu_lane *cl, uint64_t t, uint32_t stack)
+{
+	xgrow((void **)&cl->samples, &cl->sample_cap, cl->sample_count + 1, sizeof *cl->samples);
+	size_t pos = cl->sample_count;
+	/* Samples of one thread arrive in order; a reconnect may replay a few out of it. */
+	while (pos > 0 && cl->samples[pos - 1].time_ns > t)
+		pos--;
+	memmove(&cl->samples[pos + 1], &cl->samples[pos], (cl->sample_count - pos) * sizeof *cl->samples);
+	cl->samples[pos] = (struct store_sample){t, stack, 0};
+	cl->sample_count++;
+}
+
+static void ingest_stacks(struct store *st, struct process *pr, const struct source *src, const uint8_t *p,
+                          uint32_t length)
+{
+	struct cpu_store *c = cpu_store(st);
+	uint32_t off = 0;
+	uint32_t frames[WIRE_STACK_MAX_DEPTH];
+	/* wire_frame_check has verified that the records fit exactly. */
+	while (length - off >= sizeof(struct wire_stack)) {
+		struct wire_stack ws;
+		memcpy(&ws, p + off, sizeof ws);
+		off += (uint32_t)sizeof ws;
+		size_t depth = ws.depth <= WIRE_STACK_MAX_DEPTH ? ws.depth : WIRE_STACK_MAX_DEPTH;
+		size_t n = 0;
+		for (size_t i = 0; i < depth; i++) {
+			uint32_t local;
+			memcpy(&local, p + off + i * 4, 4);
+			uint32_t text = local < src->strmap_cap ? src->strmap[local] : 0;
+			uint32_t f = frame_of(st, text);
+			if (f) /* a frame whose string never came is left out */
+				frames[n++] = f;
+		}
+		off += (uint32_t)ws.depth * 4u;
+		uint32_t stack = stack_intern(c, frames, n);
+		struct lane *l = store_thread_lane(pr, (pid_t)ws.tid, ws.time_ns);
+		struct cpu_lane *cl = cpu_lane(l);
+		if (ws.kind == WIRE_STACK_SAMPLE) {
+			store_note_time(st, ws.time_ns);
+			if (ws.time_ns && ws.time_ns < l->first_ns)
+				l->first_ns = ws.time_ns;
+			sample_insert(cl, ws.time_ns, stack);
+			c->samples++;
+			pr->events++;
+			st->events++;
+		} else if (ws.kind == WIRE_STACK_OSRT) {
+			struct store_call *call = calls_find_unstacked(&cl->osrt, ws.time_ns);
+			if (call)
+				call->stack_id = stack;
+			else if (stack)
+				pending_push(cl, ws.time_ns, stack);
+		}
+		/* Other kinds come from newer collectors: nothing to show yet. */
+	}
+}
+
+static void ingest_counters(struct store *st, struct process *pr, const struct source *src, const uint8_t *p,
+                            uint32_t length)
+{
+	(void)st;
+	if (!pr->cpu)
+		pr->cpu = xcalloc(1, sizeof *pr->cpu);
+	struct cpu_process *cp = pr->cpu;
+	size_t count = length / sizeof(struct wire_counter);
+	for (size_t i = 0; i < count; i++) {
+		struct wire_counter wc;
+		memcpy(&wc, p + i * sizeof wc, sizeof wc);
+		uint32_t event = wc.event_id < src->strmap_cap ? src->strmap[wc.event_id] : 0;
+		if ((cp->n + 1) * 2 > cp->slot_count) {
+			free(cp->slots);
+			cp->slot_count = cp->slot_count ? cp->slot_count * 2 : 64;
+			cp->slots = xcalloc(cp->slot_count, sizeof *cp->slots);
+			for (size_t k = 0; k < cp->n; k++) {
+				size_t s =
+				    ((uint32_t)cp->v[k].tid * 2654435761u ^ cp->v[k].event_id * 40503u) &
+				    (cp->slot_count - 1);
+				while (cp->slots[s])
+					s = (s + 1) & (cp->slot_count - 1);
+				cp->slots[s] = (uint32_t)k + 1;
+			}
+		}
+		size_t s = (wc.tid * 2654435761u ^ event * 40503u) & (cp->slot_count - 1);
+		struct cpu_counter *e = NULL;
+		while (cp->slots[s]) {
+			struct cpu_counter *x = &cp->v[cp->slots[s] - 1];
+			if (x->tid == (pid_t)wc.tid && x->event_id == event) {
+				e = x;
+				break;
+			}
+			s = (s + 1) & (cp->slot_count - 1);
+		}
+		if (!e) {
+			xgrow((void **)&cp->v, &cp->cap, cp->n + 1, sizeof *cp->v);
+			e = &cp->v[cp->n];
+			*e = (struct cpu_counter){(pid_t)wc.tid, event, wc.value, wc.time_ns};
+			cp->slots[s] = (uint32_t)++cp->n;
+		} else if (wc.time_ns >= e->time_ns) { /* newest wins */
+			e->value = wc.value;
+			e->time_ns = wc.time_ns;
+		}
+	}
+}
+
+int store_cpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
+                     const void *payload, uint32_t length)
+{
+	if (type == WIRE_FRAME_STACKS)
+		ingest_stacks(st, pr, src, payload, length);
+	else if (type == WIRE_FRAME_COUNTERS)
+		ingest_counters(st, pr, src, payload, length);
+	return 0;
+}
+
+void store_cpu_event(struct store *st, struct process *pr, const struct wire_event *ev, uint32_t name)
+{
+	struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, ev->time_ns);
+	struct cpu_lane *cl = cpu_lane(l);
+	struct store_call call = {ev->time_ns, ev->value > ev->time_ns ? ev->value : ev->time_ns, name, 0};
+	store_note_time(st, call.end_ns);
+	if (ev->kind == WIRE_EV_OSRT) {
+		call.stack_id = pending_take(cl, ev->time_ns);
+		calls_insert(&cl->osrt, &call);
+	} else if (ev->kind == WIRE_EV_GC) {
+		calls_insert(&cl->gc, &call);
+	}
+}
+
+void store_cpu_lane_fini(struct lane *l)
+{
+	struct cpu_lane *cl = l->cpu;
+	if (!cl)
+		return;
+	free(cl->samples);
+	calls_fini(&cl->osrt);
+	calls_fini(&cl->gc);
+	free(cl->pending);
+	free(cl);
+	l->cpu = NULL;
+}
+
+void store_cpu_process_fini(struct process *pr)
+{
+	if (!pr->cpu)
+		return;
+	free(pr->cpu->v);
+	free(pr->cpu->slots);
+	free(pr->cpu);
+	pr->cpu = NULL;
+}
+
+void store_cpu_fini(struct store *st)
+{
+	struct cpu_store *c = st->cpu;
+	if (!c)
+		return;
+	free(c->frames);
+	free(c->frame_of_string);
+	free(c->pool);
+	free(c->stacks);
+	free(c->stack_slots);
+	free(c);
+	st->cpu = NULL;
+}
+
+size_t store_cpu_memory_bytes(const struct store *st)
+{
+	size_t bytes = 0;
+	const struct cpu_store *c = st->cpu;
+	if (c) {
+		bytes +=
+		    sizeof *c + c->frame_cap * sizeof *c->frames + c->fos_cap * sizeof *c->frame_of_string;
+		bytes += c->pool_cap * sizeof *c->pool + c->stack_cap * sizeof *c->stacks;
+		bytes += c->stack_slot_count * sizeof *c->stack_slots;
+	}
+	for (size_t p = 0; p < st->proc_count; p++) {
+		const struct process *pr = &st->procs[p];
+		if (pr->cpu)
+			bytes += sizeof *pr->cpu + pr->cpu->cap * sizeof *pr->cpu->v +
+			         pr->cpu->slot_count * sizeof *pr->cpu->slots;
+		for (size_t l = 0; l < pr->lane_count; l++) {
+			const struct cpu_lane *cl = pr->lanes[l].cpu;
+			if (!cl)
+				continue;
+			bytes += sizeof *cl + cl->sample_cap * sizeof *cl->samples;
+			bytes += calls_bytes(&cl->osrt) + calls_bytes(&cl->gc);
+			if (cl->pending)
+				bytes += PENDING_STACKS_MAX * sizeof *cl->pending;
+		}
+	}
+	return bytes;
+}
+
+/* ---- queries ---- */
+
+static const struct cpu_lane *lane_cpu(const struct store *st, size_t process, size_t lane)
+{
+	if (process >= st->proc_count || lane >= st->procs[process].lane_count)
+		return NULL;
+	return st->procs[process].lanes[lane].cpu;
+}
+
+uint64_t store_sample_count(const struct store *st)
+{
+	return st->cpu ? st->cpu->samples : 0;
+}
+
+void store_lane_cpu_get(const struct store *st, size_t process, size_t lane, struct store_lane_cpu_info *out)
+{
+	memset(out, 0, sizeof *out);
+	const struct cpu_lane *cl = lane_cpu(st, process, lane);
+	if (!cl)
+		return;
+	out->samples = cl->sample_count;
+	out->osrt_row_count = cl->osrt.count;
+	out->osrt_calls = cl->osrt.calls;
+	out->gc_row_count = cl->gc.count;
+	out->gc_count = cl->gc.calls;
+	out->osrt_pending = cl->pending_count;
+}
+
+size_t store_thread_lane_find(const struct store *st, size_t process, pid_t tid)
+{
+	if (process >= st->proc_count)
+		return SIZE_MAX;
+	const struct process *pr = &st->procs[process];
+	if (!pr->tid_slots)
+		return SIZE_MAX;
+	size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
+	while (pr->tid_keys[slot]) {
+		if (pr->tid_keys[slot] == tid)
+			return pr->tid_vals[slot] - 1;
+		slot = (slot + 1) & (pr->tid_slots - 1);
+	}
+	return SIZE_MAX;
+}
+
+/* First index in samples[lo..n) with time_ns >= t. */
+static size_t sample_lower_bound(const struct store_sample *v, size_t lo, size_t n, uint64_t t)
+{
+	size_t hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].time_ns >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+size_t store_lane_samples(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
+                          uint64_t to_ns, const struct store_sample **out)
+{
+	const struct cpu_lane *cl = lane_cpu(st, process, lane);
+	if (!cl || from_ns >= to_ns) {
+		*out = NULL;
+		return 0;
+	}
+	size_t lo = sample_lower_bound(cl->samples, 0, cl->sample_count, from_ns);
+	size_t hi = sample_lower_bound(cl->samples, lo, cl->sample_count, to_ns);
+	*out = cl->samples + lo;
+	return hi - lo;
+}
+
+uint64_t store_lane_sample_density(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
+                                   uint64_t to_ns, size_t buckets, uint32_t *out_counts)
+{
+	if (buckets)
+		memset(out_counts, 0, buckets * sizeof *out_counts);
+	const struct cpu_lane *cl = lane_cpu(st, process, lane);
+	if (!cl || !buckets || from_ns >= to_ns)
+		return 0;
+	const struct store_sample *v = cl->samples;
+	size_t n = cl->sample_count;
+	size_t first = sample_lower_bound(v, 0, n, from_ns);
+	size_t last = sample_lower_bound(v, first, n, to_ns);
+	if (first == last)
+		return 0;
+	unsigned __int128 span = to_ns - from_ns;
+	size_t at = first;
+	for (size_t b = 0; b < buckets && at < last; b++) {
+		uint64_t end = from_ns + (uint64_t)(span * (b + 1) / buckets);
+		size_t next = b + 1 == buckets ? last : sample_lower_bound(v, at, last, end);
+		uint64_t c = next - at;
+		out_counts[b] = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+		at = next;
+	}
+	return last - first;
+}
+
+size_t store_lane_osrt_query(const struct store *st, size_t process, size_t lane, size_t row,
+                             uint64_t from_ns, uint64_t to_ns, const struct store_call **out)
+{
+	const struct cpu_lane *cl = lane_cpu(st, process, lane);
+	if (!cl) {
+		*out = NULL;
+		return 0;
+	}
+	return calls_query(&cl->osrt, row, from_ns, to_ns, out);
+}
+
+size_t store_lane_gc_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
+                           uint64_t to_ns, const struct store_call **out)
+{
+	const struct cpu_lane *cl = lane_cpu(st, process, lane);
+	if (!cl) {
+		*out = NULL;
+		return 0;
+	}
+	return calls_query(&cl->gc, row, from_ns, to_ns, out);
+}
+
+size_t store_stack_frames(const struct store *st, uint32_t stack_id, const uint32_t **frames)
+{
+	const struct cpu_store *c = st->cpu;
+	if (!c || !stack_id || stack_id >= c->stack_count) {
+		*frames = NULL;
+		return 0;
+	}
+	*frames = c->pool + c->stacks[stack_id].off;
+	return c->stacks[stack_id].depth;
+}
+
+void store_frame_get(const struct store *st, uint32_t frame_id, struct store_frame *out)
+{
+	const struct cpu_store *c = st->cpu;
+	if (!c || !frame_id || frame_id >= c->frame_count)
+		memset(out, 0, sizeof *out);
+	else
+		*out = c->frames[frame_id];
+}
+
+const char *store_frame_function(const struct store *st, uint32_t frame_id)
+{
+	struct store_frame f;
+	store_frame_get(st, frame_id, &f);
+	return store_string(st, f.function_id);
+}
+
+const char *store_frame_module(const struct store *st, uint32_t frame_id)
+{
+	struct store_frame f;
+	store_frame_get(st, frame_id, &f);
+	return store_string(st, f.module_id);
+}
+
+/* Open-addressing counter over uint32 keys (0 is never a key): key -> index into a value array. */
+struct key_count {
+	uint32_t *keys;
+	uint32_t *index; /* into vals, + 1 */
+	size_t slots, n;
+};
+
+static size_t key_count_get(struct key_count *kc, uint32_t key)
+{
+	if ((kc->n + 1) * 2 > kc->slots) {
+		uint32_t *keys = kc->keys, *index = kc->index;
+		size_t old = kc->slots;
+		kc->slots = old ? old * 2 : 256;
+		kc->keys = xcalloc(kc->slots, sizeof *kc->keys);
+		kc->index = xcalloc(kc->slots, sizeof *kc->index);
+		for (size_t i = 0; i < old; i++) {
+			if (!keys[i])
+				continue;
+			size_t s = (keys[i] * 2654435761u) & (kc->slots - 1);
+			while (kc->keys[s])
+				s = (s + 1) & (kc->slots - 1);
+			kc->keys[s] = keys[i];
+			kc->index[s] = index[i];
+		}
+		free(keys);
+		free(index);
+	}
+	size_t s = (key * 2654435761u) & (kc->slots - 1);
+	while (kc->keys[s]) {
+		if (kc->keys[s] == key)
+			return kc->index[s] - 1;
+		s = (s + 1) & (kc->slots - 1);
+	}
+	kc->keys[s] = key;
+	kc->index[s] = (uint32_t)++kc->n;
+	return kc->n - 1;
+}
+
+static void key_count_fini(struct key_count *kc)
+{
+	free(kc->keys);
+	free(kc->index);
+}
+
+struct stack_count {
+	uint32_t stack_id;
+	uint64_t count;
+};
+
+/* Distinct non-empty stacks of samples v[0..n) with their counts. */
+static struct stack_count *count_stacks(const struct store_sample *v, size_t n, size_t *out_n)
+{
+	struct key_count kc = {0};
+	struct stack_count *sc = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].stack_id)
+			continue;
+		size_t used = kc.n;
+		size_t k = key_count_get(&kc, v[i].stack_id);
+		if (k == used) {
+			xgrow((void **)&sc, &cap, k + 1, sizeof *sc);
+			sc[k] = (struct stack_count){v[i].stack_id, 0};
+		}
+		sc[k].count++;
+	}
+	*out_n = kc.n;
+	key_count_fini(&kc);
+	return sc;
+}
+
+static int cmp_hot(const void *a, const void *b)
+{
+	const struct store_hot_function *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->frame_id < y->frame_id ? -1 : x->frame_id > y->frame_id;
+}
+
+size_t store_hot_functions(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
+                           uint64_t to_ns, size_t top_n, struct store_hot_function *out, uint64_t *samples)
+{
+	const struct store_sample *v;
+	size_t n = store_lane_samples(st, process, lane, from_ns, to_ns, &v);
+	if (samples)
+		*samples = n;
+	if (!n)
+		return 0;
+	size_t distinct;
+	struct stack_count *sc = count_stacks(v, n, &distinct);
+	struct key_count fk = {0};
+	struct store_hot_function *acc = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < distinct; i++) {
+		const uint32_t *f;
+		size_t depth = store_stack_frames(st, sc[i].stack_id, &f);
+		for (size_t d = 0; d < depth; d++) {
+			/* A frame counts once per stack toward total (recursion). */
+			size_t e;
+			for (e = 0; e < d && f[e] != f[d]; e++)
+				;
+			size_t used = fk.n;
+			size_t k = key_count_get(&fk, f[d]);
+			if (k == used) {
+				xgrow((void **)&acc, &cap, k + 1, sizeof *acc);
+				acc[k] = (struct store_hot_function){f[d], 0, 0, 0};
+			}
+			if (d == 0)
+				acc[k].self += sc[i].count;
+			if (e == d)
+				acc[k].total += sc[i].count;
+		}
+	}
+	size_t frames = fk.n;
+	key_count_fini(&fk);
+	free(sc);
+	if (frames)
+		qsort(acc, frames, sizeof *acc, cmp_hot);
+	size_t m = frames < top_n ? frames : top_n;
+	if (m)
+		memcpy(out, acc, m * sizeof *out);
+	free(acc);
+	return m;
+}
+
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t s = a0 > b0 ? a0 : b0, e = a1 < b1 ? a1 : b1;
+	return e > s ? e - s : 0;
+}
+
+/* The call of cr overlapping [t0,t1) the most (longer call on a tie); 1 if any. *sum = all overlap. */
+static int longest_call(const struct call_rows *cr, uint64_t t0, uint64_t t1, struct store_call *best,
+                        uint64_t *best_ov, uint64_t *sum)
+{
+	int found = 0;
+	*best_ov = 0;
+	if (sum)
+		*sum = 0;
+	for (size_t row = 0; row < cr->count; row++) {
+		const struct store_call *c;
+		size_t n = calls_query(cr, row, t0, t1, &c);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ov = overlap(c[i].start_ns, c[i].end_ns, t0, t1);
+			if (sum)
+				*sum += ov;
+			if (!found || ov > *best_ov ||
+			    (ov == *best_ov && c[i].end_ns - c[i].start_ns > best->end_ns - best->start_ns)) {
+				*best = c[i];
+				*best_ov = ov;
+				found = 1;
+			}
+		}
+	}
+	return found;
+}
+
+void store_thread_activity(const struct store *st, size_t process, pid_t tid, uint64_t from_ns,
+                           uint64_t to_ns, struct store_thread_activity *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t lane = store_thread_lane_find(st, process, tid);
+	out->lane = lane;
+	if (lane == SIZE_MAX || from_ns >= to_ns)
+		return;
+	const struct lane *l = &st->procs[process].lanes[lane];
+	/* Samples: the most frequent leaf and whole stack. */
+	const struct store_sample *v;
+	size_t n = store_lane_samples(st, process, lane, from_ns, to_ns, &v);
+	out->samples = n;
+	if (n) {
+		size_t distinct;
+		struct stack_count *sc = count_stacks(v, n, &distinct);
+		uint64_t best = 0;
+		for (size_t i = 0; i < distinct; i++) {
+			if (sc[i].count > best || (sc[i].count == best && sc[i].stack_id < out->top_stack)) {
+				best = sc[i].count;
+				out->top_stack = sc[i].stack_id;
+			}
+		}
+		struct store_hot_function top;
+		if (store_hot_functions(st, process, lane, from_ns, to_ns, 1, &top, NULL) && top.self) {
+			out->top_frame = top.frame_id;
+			out->top_samples = top.self;
+		}
+		free(sc);
+	}
+	if (l->cpu) {
+		out->has_blocking = longest_call(&l->cpu->osrt, from_ns, to_ns, &out->blocking,
+		                                 &out->blocking_overlap_ns, NULL);
+		uint64_t ov;
+		out->has_gc = longest_call(&l->cpu->gc, from_ns, to_ns, &out->gc, &ov, &out->gc_overlap_ns);
+	}
+	/* Innermost push/pop range: the deepest row with a range overlapping the interval. */
+	uint64_t best_ov = 0;
+	for (size_t k = 0; k < l->open_count; k++) {
+		const struct open_range *o = &l->open[k];
+		if (o->range.start_ns >= to_ns)
+			continue;
+		uint64_t ov = overlap(o->range.start_ns, UINT64_MAX, from_ns, to_ns);
+		if (!out->has_nvtx || o->row > out->nvtx_depth ||
+		    (o->row == out->nvtx_depth && ov > best_ov)) {
+			out->has_nvtx = 1;
+			out->nvtx = o->range;
+			out->nvtx_depth = o->row;
+			best_ov = ov;
+		}
+	}
+	for (size_t row = l->row_count; row-- > 0;) {
+		if (out->has_nvtx && out->nvtx_depth >= row)
+			break;
+		const struct store_range *r;
+		size_t m = store_lane_row_query(st, process, lane, row, from_ns, to_ns, &r);
+		for (size_t i = 0; i < m; i++) {
+			uint64_t ov = overlap(r[i].start_ns, r[i].end_ns, from_ns, to_ns);
+			if (!out->has_nvtx || out->nvtx_depth < row || ov > best_ov) {
+				out->has_nvtx = 1;
+				out->nvtx = r[i];
+				out->nvtx_depth = row;
+				best_ov = ov;
+			}
+		}
+		if (out->has_nvtx)
+			break;
+	}
+}
+
+size_t store_counter_count(const struct store *st, size_t process)
+{
+	if (process >= st->proc_count || !st->procs[process].cpu)
+		return 0;
+	return st->procs[process].cpu->n;
+}
+
+void store_counter_get(const struct store *st, size_t process, size_t index, struct store_counter *out)
+{
+	const struct cpu_counter *c = &st->procs[process].cpu->v[index];
+	*out = (struct store_counter){c->tid, c->event_id, c->value, c->time_ns};
+}
