@@ -16,6 +16,7 @@
 #define WIRE_VERSION 1u
 #define WIRE_MAX_FRAME (1u << 20) /* largest payload a peer may send, bytes */
 #define WIRE_MAX_STRING 4096u     /* longest interned string, bytes (longer ones are cut) */
+#define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
 
 enum wire_frame_type {
 	WIRE_FRAME_HELLO = 1,  /* struct wire_hello, then cmdline_len bytes of NUL-separated argv */

@@ -314,7 +314,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 	/* Sources whose chunk failed are skipped from then on: later frames would lack context. */
 	uint32_t *bad_sources = NULL;
 	size_t bad_count = 0, bad_cap = 0;
-	uint32_t max_source = 0;
+	uint32_t *sources = NULL; /* every source seen, to close them at the end */
+	size_t source_count = 0, source_cap = 0;
 	for (;;) {
 		struct capture_chunk_header ch;
 		size_t n = fread(&ch, 1, sizeof ch, f);
@@ -388,14 +389,22 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 			frames_len = raw;
 			res->compressed_chunks++;
 		}
-		if (ch.source > max_source)
-			max_source = ch.source;
+		/* File source numbers are only labels: the store gets dense small ones, so a hostile
+		 * number cannot make it allocate a huge source table. */
+		size_t dense = source_count;
+		for (size_t i = 0; i < source_count; i++)
+			if (sources[i] == ch.source)
+				dense = i;
+		if (dense == source_count) {
+			xgrow((void **)&sources, &source_cap, source_count + 1, sizeof *sources);
+			sources[source_count++] = ch.source;
+		}
 		int skip = 0;
 		for (size_t i = 0; i < bad_count; i++)
 			skip |= bad_sources[i] == ch.source;
 		const char *why = NULL;
 		uint64_t events_before = store_event_count(store);
-		if (skip || ingest_chunk(store, ch.source, frames, frames_len, &why) != 0) {
+		if (skip || ingest_chunk(store, (uint32_t)dense, frames, frames_len, &why) != 0) {
 			res->chunks_corrupt++;
 			if (!skip) {
 				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
@@ -415,8 +424,9 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 	if (!ended)
 		res->truncated = 1;
 	/* A capture is history: no process in it is connected. */
-	for (uint32_t s = 0; s <= max_source; s++)
-		store_source_closed(store, (int)s);
+	for (size_t i = 0; i < source_count; i++)
+		store_source_closed(store, (int)i);
+	free(sources);
 	if (res->chunks_ok == 0 && store_process_count(store) == 0) {
 		snprintf(msg_buf, msg_size, "%s holds no readable chunk (%u damaged)", path, res->chunks_total);
 		*cause = msg_buf;

@@ -419,6 +419,11 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 	case WIRE_FRAME_STRING: {
 		struct wire_string ws;
 		memcpy(&ws, payload, sizeof ws);
+		/* Ids are dense from 1 up to the collector's cap (at most 2^24): a larger one is hostile. */
+		if (ws.id > WIRE_MAX_STRING_ID) {
+			*cause = "string id out of range";
+			return -EPROTO;
+		}
 		size_t cap = src->strmap_cap;
 		if (ws.id >= cap) {
 			xgrow((void **)&src->strmap, &cap, (size_t)ws.id + 1, sizeof *src->strmap);
@@ -677,6 +682,10 @@ size_t store_lane_mark_query(const struct store *st, size_t process, size_t lane
                              uint64_t to_ns, const struct store_range **out)
 {
 	const struct lane *l = &st->procs[process].lanes[lane];
+	if (!l->mark_count) {
+		*out = NULL;
+		return 0;
+	}
 	size_t lo = first_starting_at(l->marks, l->mark_count, from_ns);
 	size_t hi = first_starting_at(l->marks, l->mark_count, to_ns);
 	*out = l->marks + lo;
