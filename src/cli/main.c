@@ -52,6 +52,12 @@ static const struct verb verbs[] = {
 	 "  -o, --output FILE      capture file to write (required)\n"
 	 "  -d, --duration SECONDS stop after this long\n"
 	 "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+	 "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+	 "      --osrt-threshold-us N  record blocking calls longer than N us (default 100; off = none)\n"
+	 "      --counters LIST    per-thread counters (perf/libpfm4 names; default task-clock,\n"
+	 "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"
+	 "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
+	 "      --no-gpu           do not trace GPU activity\n"
 	 "  -h, --help             this help\n"},
 	{"view", cli_view, "open a capture file in the timeline UI",
 	 "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
@@ -119,9 +125,17 @@ static const char *live_usage =
 	"\n"
 	"  --ascii            ASCII glyphs only (also chosen when the locale is not UTF-8)\n"
 	"  --window SECONDS   visible time span (default 10)\n"
+	"  --theme NAME|PATH  dark (default), light, mono, high-contrast, or a .theme file; NAME is\n"
+	"                     looked up in $XDG_CONFIG_HOME/cuscope/themes, then share/cuscope/themes\n"
+	"  --gap-ms MS        shade GPU idle gaps longer than MS (default 10; 0 = off)\n"
+	"  --no-mouse         leave the mouse to the terminal (text selection)\n"
 	"  --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
 	"  -h, --help         this help\n"
 	"  -V, --version      print the version\n"
+	"collector options (live mode, record, attach):\n"
+	"  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu\n"
+	"  (see cuscope record --help)\n"
+	"NO_COLOR in the environment turns colour off.\n"
 	"\n"
 	"verbs:\n";
 

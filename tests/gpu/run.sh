@@ -358,13 +358,109 @@ check_tui()
 	fi
 }
 
+# Kernel events in an exported capture: count, and first kernel / first event times (µs).
+export_times()
+{
+	"$CUSCOPE" export -o "$T/$1.trace.json" "$T/$1.cap" 2>/dev/null || return 1
+	"$PY" - "$T/$1.trace.json" <<'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+ts = [e["ts"] for e in ev if "ts" in e and e.get("ph") in ("X", "B", "i")]
+kern = [e["ts"] for e in ev if e.get("ph") == "X" and "grid" in str(e.get("args", {}))]
+print(len(kern), min(kern) if kern else -1, min(ts) if ts else -1, max(ts) if ts else -1)
+EOF
+}
+
+# Attach to a PyTorch loop started without cuscope after CUDA is up: kernels within a second of
+# the attach, the loop unharmed (same final loss as an unattached run), and a second attach works.
+check_attach()
+{
+	need_torch attach || return
+	local lim pid i line k first_k first last loss0 loss1
+	lim=$(limit 150)
+	run_limited "$lim" "$T/attach_ref.out" "$T/attach_ref.err" "$PY" tests/gpu/torch_loop.py --steps 250 --sleep-ms 20
+	loss0=$(grep '^loss' "$T/attach_ref.out")
+	"$PY" tests/gpu/torch_loop.py --steps 250 --sleep-ms 20 >"$T/attach_tgt.out" 2>"$T/attach_tgt.err" </dev/null &
+	pid=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^cuda up' "$T/attach_tgt.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	run_limited 30 "$T/attach1.out" "$T/attach1.err" "$CUSCOPE" attach --record -o "$T/attach1.cap" --duration 2 "$pid"
+	local rc1=$RC
+	run_limited 30 "$T/attach2.out" "$T/attach2.err" "$CUSCOPE" attach --record -o "$T/attach2.cap" --duration 1 "$pid"
+	local rc2=$RC
+	wait "$pid"
+	local tgt_rc=$?
+	loss1=$(grep '^loss' "$T/attach_tgt.out")
+	read -r k first_k first last < <(export_times attach1)
+	local k2
+	read -r k2 _ _ _ < <(export_times attach2)
+	if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
+		result attach FAIL "attach exited $rc1 / $rc2: $(tail_of "$T/attach1.err") $(tail_of "$T/attach2.err")"
+	elif [ "$tgt_rc" != 0 ] || [ -z "$loss1" ] || [ "$loss0" != "$loss1" ]; then
+		result attach FAIL "target exit $tgt_rc, '$loss1' vs unattached '$loss0'"
+	elif [ "${k:-0}" -lt 1 ] || [ "${k2:-0}" -lt 1 ]; then
+		result attach FAIL "kernels in capture: first attach ${k:-0}, second ${k2:-0}"
+	else
+		local lag
+		lag=$("$PY" -c "print('%.0f' % (($first_k - $first) / 1000.0))")
+		if [ "$lag" -gt 1000 ]; then
+			result attach FAIL "first kernel ${lag} ms after the attach began"
+		else
+			result attach PASS "kernels=$k (re-attach $k2) first_kernel_after=${lag}ms $loss1 (same as unattached)"
+		fi
+	fi
+}
+
+# An armed run (cuscope run --detached): an attach shows the seconds before it.
+check_attach_armed()
+{
+	need_torch attach_armed || return
+	local out pid k first_k first last span
+	out=$("$CUSCOPE" run --detached -- "$PY" tests/gpu/torch_loop.py --seconds 12 2>&1)
+	pid=$(echo "$out" | sed -n 's/^pid \([0-9]*\) armed.*/\1/p')
+	if [ -z "$pid" ]; then
+		result attach_armed FAIL "run --detached said: $(echo "$out" | head -n 2 | tr '\n' '|')"
+		return
+	fi
+	sleep 7
+	run_limited 30 "$T/armed.out" "$T/armed.err" "$CUSCOPE" attach --record -o "$T/armed.cap" --duration 2 "$pid"
+	local rc=$RC
+	read -r k first_k first last < <(export_times armed)
+	span=$("$PY" -c "print('%.1f' % (($last - $first) / 1e6))")
+	kill_tree "$pid" >/dev/null 2>&1
+	if [ "$rc" != 0 ]; then
+		result attach_armed FAIL "attach exited $rc: $(tail_of "$T/armed.err")"
+	elif "$PY" -c "import sys; sys.exit(0 if $span >= 4.0 else 1)"; then
+		result attach_armed PASS "capture spans ${span}s for a 2 s attach (flight recorder), kernels=$k"
+	else
+		result attach_armed FAIL "capture spans only ${span}s: the seconds before the attach are missing"
+	fi
+}
+
+check_tui_gap()
+{
+	local line rc
+	# shellcheck source=tests/gpu/tui_gap.sh
+	. "$ROOT/tests/gpu/tui_gap.sh"
+	line=$(tui_gap_test 2>&1 | tail -n 1)
+	rc=${PIPESTATUS[0]}
+	case $line in
+	PASS*) result tui_gap PASS "${line#PASS: }" ;;
+	SKIP*) result tui_gap SKIP "${line#SKIP: }" ;;
+	*) result tui_gap FAIL "${line#FAIL: }" ;;
+	esac
+}
+
 # ---- main --------------------------------------------------------------------------------------
 
 echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui; do
+	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap attach attach_armed; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

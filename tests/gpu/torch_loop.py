@@ -20,6 +20,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=0.0)
     ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--sleep-ms", type=float, default=0.0,
+                    help="sleep per step (with --steps: a fixed run that lasts long enough to attach to)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_loop: CUDA not available", file=sys.stderr)
@@ -48,8 +50,13 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         steps += 1
+        if steps == 1:
+            print("cuda up pid %d" % os.getpid())
+            sys.stdout.flush()
         if a.seconds > 0:
             time.sleep(0.01)
+        elif a.sleep_ms > 0:
+            time.sleep(a.sleep_ms / 1000.0)
     torch.cuda.synchronize()
     print("pid %d" % os.getpid())
     print("steps %d" % steps)
