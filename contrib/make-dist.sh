@@ -24,6 +24,8 @@ rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib/cuscope" "$DEST/share"
 cp "$BIN" "$DEST/bin/cuscope"
 cp "$LIB" "$DEST/lib/cuscope/libcuscope.so"
+# The Python GC hook launch mode puts on PYTHONPATH, found beside the collector.
+[ -d "$BUILD/lib/cuscope/python" ] && cp -r "$BUILD/lib/cuscope/python" "$DEST/lib/cuscope/"
 if [ -d "$BUILD/share/man" ]; then
 	cp -r "$BUILD/share/man" "$DEST/share/"
 elif [ -f contrib/cuscope.1 ]; then
