@@ -30,6 +30,7 @@ struct tap_conn {
 struct tap_seen {
 	pid_t pid;
 	ino_t inode;
+	struct timespec ctime; /* inode numbers are reused: a re-created socket differs in ctime */
 };
 
 struct tap {
@@ -78,18 +79,19 @@ void tap_free(struct tap *tap)
 	free(tap);
 }
 
-static int tap_seen_has(const struct tap *tap, pid_t pid, ino_t inode)
+static int tap_seen_has(const struct tap *tap, pid_t pid, const struct stat *st)
 {
 	for (size_t i = 0; i < tap->seen_count; i++)
-		if (tap->seen[i].pid == pid && tap->seen[i].inode == inode)
+		if (tap->seen[i].pid == pid && tap->seen[i].inode == st->st_ino &&
+		    tap->seen[i].ctime.tv_sec == st->st_ctim.tv_sec && tap->seen[i].ctime.tv_nsec == st->st_ctim.tv_nsec)
 			return 1;
 	return 0;
 }
 
-static void tap_seen_add(struct tap *tap, pid_t pid, ino_t inode)
+static void tap_seen_add(struct tap *tap, pid_t pid, const struct stat *st)
 {
 	xgrow((void **)&tap->seen, &tap->seen_cap, tap->seen_count + 1, sizeof *tap->seen);
-	tap->seen[tap->seen_count++] = (struct tap_seen){pid, inode};
+	tap->seen[tap->seen_count++] = (struct tap_seen){pid, st->st_ino, st->st_ctim};
 }
 
 /* Connects to sockets not seen before; removes sockets of processes that no longer exist. */
@@ -108,18 +110,18 @@ static void tap_scan(struct tap *tap)
 		snprintf(path, sizeof path, "%s/%s", tap->dir, de->d_name);
 		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
 			continue;
-		if (tap_seen_has(tap, pid, st.st_ino))
+		if (tap_seen_has(tap, pid, &st))
 			continue;
 		int fd = session_connect(path);
 		if (fd < 0) {
 			/* A socket left behind by a killed process: nobody will ever answer it. */
 			if (fd == -ECONNREFUSED && kill(pid, 0) != 0 && errno == ESRCH) {
 				unlink(path);
-				tap_seen_add(tap, pid, st.st_ino);
+				tap_seen_add(tap, pid, &st);
 			}
 			continue;
 		}
-		tap_seen_add(tap, pid, st.st_ino);
+		tap_seen_add(tap, pid, &st);
 		xgrow((void **)&tap->conns, &tap->conn_cap, tap->conn_count + 1, sizeof *tap->conns);
 		struct tap_conn *c = &tap->conns[tap->conn_count++];
 		memset(c, 0, sizeof *c);

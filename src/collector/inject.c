@@ -439,7 +439,8 @@ static void collector_configure(void)
 	collector_config.gpu_buffer_bytes =
 		env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
-	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100, 1000, 0, (size_t)3600 * 1000000000ull),
+	/* The fallback is already in ns; a given value is in µs. */
+	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
 		  !(osrt_env && strcmp(osrt_env, "off") == 0));
 	counters_init(config_value("CUSCOPE_COUNTERS"));
 }
@@ -447,12 +448,14 @@ static void collector_configure(void)
 /* Starts the sender and the sampler; 0 or -1. */
 static int collector_start(void)
 {
-	if (sender_start() != 0)
-		return -1;
-	atomic_store_explicit(&collector_running, 1, memory_order_release);
-	/* After the sender runs: it creates each thread's sampling timer as it finds the thread. */
+	/* Before the sender: its first thread scan already creates each thread's sampling event. */
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
+	if (sender_start() != 0) {
+		sampler_stop();
+		return -1;
+	}
+	atomic_store_explicit(&collector_running, 1, memory_order_release);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  */
 #include "cuscope/export.h"
 #include "cuscope/stats.h"
+#include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -583,6 +584,48 @@ static void section_api(const struct store *st, struct table *t)
 	op_groups_fini(&g);
 }
 
+/* ---- CPU: hot, osrt, counters (built by stats_cpu.c) ---- */
+
+/* Appends one row from stats_cpu.c; its FLOAT cells arrive as text with 4 decimals (CELL_STR). */
+static void cpu_row(void *ctx, const struct stats_cpu_cell *v, size_t n)
+{
+	struct table *t = ctx;
+	xgrow((void **)&t->cells, &t->cap_cells, (t->rows + 1) * t->col_count, sizeof *t->cells);
+	struct cell *row = &t->cells[t->rows * t->col_count];
+	for (size_t c = 0; c < t->col_count; c++) {
+		row[c].str = t->cols[c].type == CELL_STR ? xstrdup(c < n && v[c].str ? v[c].str : "") : NULL;
+		row[c].num = c < n ? v[c].num : 0;
+	}
+	t->rows++;
+}
+
+static const struct column hot_cols[] = {
+    {"pid", CELL_INT},    {"tid", CELL_INT},     {"thread", CELL_STR}, {"function", CELL_STR},
+    {"module", CELL_STR}, {"samples", CELL_INT}, {"share", CELL_STR},
+};
+static const struct column osrt_cols[] = {
+    {"pid", CELL_INT},   {"tid", CELL_INT},      {"thread", CELL_STR}, {"call", CELL_STR},  {"count", CELL_INT},
+    {"total_ns", CELL_INT}, {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT}, {"max_ns", CELL_INT},
+};
+static const struct column counter_cols[] = {
+    {"pid", CELL_INT}, {"tid", CELL_INT}, {"thread", CELL_STR}, {"event", CELL_STR}, {"value", CELL_INT},
+};
+
+static void section_hot(const struct store *st, struct table *t)
+{
+	stats_cpu_hot(st, cpu_row, t);
+}
+
+static void section_osrt(const struct store *st, struct table *t)
+{
+	stats_cpu_osrt(st, cpu_row, t);
+}
+
+static void section_counters(const struct store *st, struct table *t)
+{
+	stats_cpu_counters(st, cpu_row, t);
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -603,6 +646,9 @@ static const struct section sections[] = {
     {"gpus", COLS(gpu_cols), section_gpus},
     {"streams", COLS(stream_cols), section_streams},
     {"api", COLS(api_cols), section_api},
+    {"hot", COLS(hot_cols), section_hot},
+    {"osrt", COLS(osrt_cols), section_osrt},
+    {"counters", COLS(counter_cols), section_counters},
 };
 
 /* ---- writers ---- */
@@ -754,7 +800,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 
 const char *stats_section_names(void)
 {
-	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api";
+	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, osrt, counters";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)

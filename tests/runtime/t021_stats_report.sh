@@ -21,8 +21,8 @@ if sorted(R) != sorted(set(want)):
 for s in want:
     if R[s] != A[s]:
         print("--report=%s: section %s differs from the full output" % (sys.argv[3], s)); sys.exit(1)
-if len(A) != 11:
-    print("full JSON has %d sections, want 11: %r" % (len(A), sorted(A))); sys.exit(1)
+if len(A) != 14:
+    print("full JSON has %d sections, want 14: %r" % (len(A), sorted(A))); sys.exit(1)
 PY
 done
 "$CUSCOPE" stats --report=nvtx,api "$T/cap" >"$T/t.out" 2>/dev/null || fail "table --report failed"
