@@ -23,6 +23,7 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <setjmp.h>
 
 /* Linux encodes a thread's CPU clock as ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED. */
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
@@ -40,6 +41,39 @@ struct sampled_thread {
 enum sampler_mode { SAMPLER_PERF, SAMPLER_TIMER };
 static enum sampler_mode sampler_mode = SAMPLER_PERF;
 static int sampler_signal;
+
+/*
+ * Unwinding code without unwind tables (JIT code, some driver libraries) can make libunwind read a
+ * wild pointer. While a sample unwinds, SIGSEGV/SIGBUS are ours: a fault abandons that sample
+ * (siglongjmp) instead of killing the program. The program's own handlers are put back right
+ * after each sample, so they stay in charge of every real fault.
+ */
+static __thread __attribute__((tls_model("initial-exec"))) sigjmp_buf *unwind_escape;
+static struct sigaction program_segv, program_bus; /* dispositions before the sample took over */
+static _Atomic uint64_t unwind_faults;
+
+static void sampler_fault(int sig, siginfo_t *info, void *context)
+{
+	sigjmp_buf *escape = unwind_escape;
+	if (escape) {
+		unwind_escape = NULL;
+		atomic_fetch_add_explicit(&unwind_faults, 1, memory_order_relaxed);
+		siglongjmp(*escape, 1);
+	}
+	/* A real fault in another thread while a sample ran: hand it to the program's disposition;
+	 * returning re-executes the faulting instruction under it. */
+	const struct sigaction *program = sig == SIGBUS ? &program_bus : &program_segv;
+	if ((program->sa_flags & SA_SIGINFO) && program->sa_sigaction && program->sa_sigaction != sampler_fault) {
+		program->sa_sigaction(sig, info, context);
+		return;
+	}
+	if (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN &&
+	    program->sa_sigaction != sampler_fault) {
+		program->sa_handler(sig);
+		return;
+	}
+	sigaction(sig, program, NULL);
+}
 static long sampler_period_ns;
 static _Atomic int sampler_on;
 static _Atomic uint64_t samples_skipped;
@@ -72,17 +106,37 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 		return;
 	}
 	uint64_t *pcs = (uint64_t *)(rec + 1);
-	size_t depth = 0;
+	volatile size_t depth = 0;
 	int was = collector_thread_enter();
-	unw_cursor_t cursor;
-	if (unw_init_local2(&cursor, (unw_context_t *)context, UNW_INIT_SIGNAL_FRAME) == 0) {
-		do {
-			unw_word_t ip = 0;
-			if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
-				break;
-			pcs[depth++] = ip;
-		} while (depth < WIRE_STACK_MAX_DEPTH && unw_step(&cursor) > 0);
+	struct sigaction fault_handler, saved_segv, saved_bus;
+	memset(&fault_handler, 0, sizeof fault_handler);
+	fault_handler.sa_sigaction = sampler_fault;
+	fault_handler.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&fault_handler.sa_mask);
+	sigaction(SIGSEGV, &fault_handler, &saved_segv);
+	sigaction(SIGBUS, &fault_handler, &saved_bus);
+	if (saved_segv.sa_sigaction != sampler_fault)
+		program_segv = saved_segv;
+	if (saved_bus.sa_sigaction != sampler_fault)
+		program_bus = saved_bus;
+	sigjmp_buf escape;
+	if (sigsetjmp(escape, 1) == 0) {
+		unwind_escape = &escape;
+		unw_cursor_t cursor;
+		if (unw_init_local2(&cursor, (unw_context_t *)context, UNW_INIT_SIGNAL_FRAME) == 0) {
+			do {
+				unw_word_t ip = 0;
+				if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+					break;
+				pcs[depth] = ip;
+				depth = depth + 1;
+			} while (depth < WIRE_STACK_MAX_DEPTH && unw_step(&cursor) > 0);
+		}
 	}
+	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
+	unwind_escape = NULL;
+	sigaction(SIGSEGV, &program_segv, NULL);
+	sigaction(SIGBUS, &program_bus, NULL);
 	collector_thread_leave(was);
 	/* perf mode: the event disabled itself at the overflow; arm it for the next one. */
 	if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)

@@ -314,10 +314,12 @@ check_tui()
 	done
 	# The first GPU line is the model's upload; cuBLAS start-up (seconds) follows. Wait until the
 	# status line reports GPU records arriving now, then compare two captures a second apart.
+	# Kernels have started once a stream lane other than the upload-only "cpy" one exists.
 	for ((i = 0; i < 120; i++)); do
-		tm capture-pane -p -t t 2>/dev/null | head -n 1 | grep -qE 'gpu [1-9][0-9.]*[kM]?/s' && break
+		tm capture-pane -p -t t 2>/dev/null | grep -qE 'GPU0 (default|s[0-9]+) +│' && break
 		sleep 0.25
 	done
+	sleep 0.5
 	tm capture-pane -p -t t >"$T/tui_capture1.txt" 2>/dev/null
 	sleep 1
 	tm capture-pane -p -t t >"$T/tui_capture2.txt" 2>/dev/null
@@ -347,8 +349,9 @@ check_tui()
 		result tui FAIL "no GPU lane label /$LANE_RE/ on screen within ${lim}s$([ -s "$T/tui.exit" ] && echo " (cuscope exited: $(cat "$T/tui.exit"))")"
 		return
 	fi
-	a=$(grep -E -- "$LANE_RE" "$T/tui_capture1.txt")
-	b=$(grep -E -- "$LANE_RE" "$T/tui_capture2.txt")
+	# Stream lanes only: the device header's percentages can legitimately stay the same.
+	a=$(grep -E -- "$LANE_RE" "$T/tui_capture1.txt" | grep '│' | grep -v '▾')
+	b=$(grep -E -- "$LANE_RE" "$T/tui_capture2.txt" | grep '│' | grep -v '▾')
 	if [ -z "$b" ]; then
 		result tui FAIL "GPU lane label gone in the second capture"
 	elif [ "$a" = "$b" ]; then
