@@ -86,6 +86,21 @@ int capture_writer_flush(struct capture_writer *w);
 /* Flushes, writes END, closes and frees; 0 or -errno (the file is still readable up to the error). */
 int capture_writer_close(struct capture_writer *w);
 
+/*
+ * A copy of what a live writer has written so far, made step by step so the live view keeps
+ * drawing: the chunks overlapping [from_ns, to_ns] plus every chunk holding process identity or
+ * names (so the copy reads on its own), then a fresh INDEX and END.
+ */
+struct capture_snapshot;
+/* Starts copying w's file (src_path) to dest; NULL with *cause on failure. */
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path, const char *dest,
+						uint64_t from_ns, uint64_t to_ns, const char **cause);
+/* Copies up to budget bytes; returns 1 when finished, 0 to call again, -errno on failure. */
+int capture_snapshot_step(struct capture_snapshot *snap, size_t budget);
+/* Progress: bytes copied and total; frees with capture_snapshot_free. */
+void capture_snapshot_progress(const struct capture_snapshot *snap, uint64_t *done, uint64_t *total);
+void capture_snapshot_free(struct capture_snapshot *snap);
+
 struct capture_read_result {
 	unsigned chunks_total;   /* chunk headers found (including damaged ones) */
 	unsigned chunks_ok;      /* chunks verified and ingested */

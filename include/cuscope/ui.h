@@ -55,6 +55,11 @@ int ui_handle_input(struct ui *ui, const struct ui_status *status);
 void ui_draw(struct ui *ui, const struct ui_status *status, int force);
 /* Shows [start_ns, start_ns + span_ns) and stops following now (benchmarks, a --from option). */
 void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns);
+/*
+ * A dump the user asked for with `d` (live mode): the file name and the time range (0 ..
+ * UINT64_MAX for the whole capture). Returns 1 once per request, 0 when none waits.
+ */
+int ui_dump_request(struct ui *ui, char *path, size_t size, uint64_t *from_ns, uint64_t *to_ns);
 /* Shows a one-line message at the bottom for a few seconds (e.g. a warning). */
 void ui_message(struct ui *ui, const char *text);
 /* Restores the terminal from a signal or crash path (async-signal-tolerant best effort). */

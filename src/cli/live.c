@@ -1,4 +1,5 @@
 /* Live mode: launch the target, follow its session, feed the store and drive the ncurses UI. */
+#include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
@@ -65,7 +66,66 @@ struct live {
 	struct ui *ui;
 	int protocol_error;
 	struct latency latency;
+	/* Everything received also goes to a capture file in the session, so `d` can dump any part
+	 * of it later without stopping the live view. */
+	struct capture_writer *keep;
+	char keep_path[700];
+	struct capture_snapshot *dump;
+	char dump_path[512];
+	uint64_t dump_said_ns;
 };
+
+#define LIVE_DUMP_STEP_BYTES (8u << 20) /* per loop pass: the view keeps drawing while a dump runs */
+
+/* Starts the dump the UI asked for, if any. */
+static void live_dump_start(struct live *lv)
+{
+	uint64_t from, to;
+	char path[512];
+	if (lv->dump || !ui_dump_request(lv->ui, path, sizeof path, &from, &to))
+		return;
+	if (!lv->keep) {
+		ui_message(lv->ui, "dump: the live capture file could not be created at start");
+		return;
+	}
+	const char *cause = NULL;
+	lv->dump = capture_snapshot_start(lv->keep, lv->keep_path, path, from, to, &cause);
+	if (!lv->dump) {
+		char line[700];
+		snprintf(line, sizeof line, "dump: %s: %s", cause, path);
+		ui_message(lv->ui, line);
+		return;
+	}
+	snprintf(lv->dump_path, sizeof lv->dump_path, "%s", path);
+}
+
+/* Moves a running dump forward a step and reports progress. */
+static void live_dump_step(struct live *lv, uint64_t now)
+{
+	if (!lv->dump)
+		return;
+	int rc = capture_snapshot_step(lv->dump, LIVE_DUMP_STEP_BYTES);
+	uint64_t done, total;
+	capture_snapshot_progress(lv->dump, &done, &total);
+	char line[800];
+	if (rc == 0) {
+		if (now - lv->dump_said_ns > 200000000ull) {
+			snprintf(line, sizeof line, "dump: %.0f%% of %.1f MB to %s (capture continues)",
+				 total ? 100.0 * (double)done / (double)total : 100.0, (double)total / 1e6, lv->dump_path);
+			ui_message(lv->ui, line);
+			lv->dump_said_ns = now;
+		}
+		return;
+	}
+	if (rc < 0)
+		snprintf(line, sizeof line, "dump: writing %s failed: %s", lv->dump_path, strerror(-rc));
+	else
+		snprintf(line, sizeof line, "dump: wrote %s (%.1f MB); open it with cuscope view", lv->dump_path,
+			 (double)total / 1e6);
+	ui_message(lv->ui, line);
+	capture_snapshot_free(lv->dump);
+	lv->dump = NULL;
+}
 
 static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
 {
@@ -114,6 +174,8 @@ static int live_frame(void *ctx, int source, uint32_t type, const void *payload,
 	struct live *lv = ctx;
 	const char *cause = NULL;
 	latency_note_frame(&lv->latency, type, payload, length);
+	if (lv->keep)
+		capture_writer_frame(lv->keep, (uint32_t)source, type, payload, length);
 	if (store_feed(lv->store, source, type, payload, length, &cause) != 0) {
 		char line[256];
 		snprintf(line, sizeof line, "dropped a connection: %s", cause);
@@ -259,6 +321,12 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
+	snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", launch.session_dir);
+	{
+		int err = 0;
+		const char *why = NULL;
+		lv.keep = capture_writer_open(lv.keep_path, &err, &why);
+	}
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv.latency.enabled = latency_env && *latency_env == '1';
 	if (lv.latency.enabled)
@@ -298,7 +366,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		.log_path = launch.attached ? NULL : launch.log_path,
 	};
 
-	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0;
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0, last_keep_flush = 0;
 	int forwarded_interrupts = 0, detached = 0, stopping = 0;
 	ui_draw(lv.ui, &status, 1);
 	for (;;) {
@@ -345,6 +413,12 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			rate_events = events;
 			rate_start = now;
 		}
+		live_dump_start(&lv);
+		live_dump_step(&lv, now);
+		if (lv.keep && now - last_keep_flush >= 250000000ull) {
+			capture_writer_flush(lv.keep);
+			last_keep_flush = now;
+		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status.now_ns = now;
 			ui_draw(lv.ui, &status, 0);
@@ -358,6 +432,21 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	live_log_ui = NULL;
 	log_set_sink(NULL);
 	tap_free(tap);
+	/* A dump still running when the user leaves is finished first: nothing captured is lost. */
+	while (lv.dump) {
+		int rc = capture_snapshot_step(lv.dump, 64u << 20);
+		if (rc != 0) {
+			if (rc < 0)
+				fprintf(stderr, "cuscope: dump to %s failed: %s\n", lv.dump_path, strerror(-rc));
+			capture_snapshot_free(lv.dump);
+			lv.dump = NULL;
+		}
+	}
+	if (lv.keep) {
+		capture_writer_close(lv.keep);
+		lv.keep = NULL;
+		unlink(lv.keep_path);
+	}
 	int exit_code;
 	if (launch.attached) {
 		/* Attach: our side ends here; the collector stops when it sees the viewer go. */

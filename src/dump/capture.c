@@ -25,6 +25,7 @@ struct pending_chunk {
 	size_t len, cap;
 	uint64_t first_ns, last_ns;
 	uint32_t events;
+	int essential; /* holds identity, names or devices: a window copy always keeps it */
 };
 
 struct capture_writer {
@@ -34,6 +35,9 @@ struct capture_writer {
 	size_t chunk_count, chunk_cap;
 	struct capture_index_entry *index;
 	size_t index_count, index_cap;
+	uint8_t *essential; /* per index entry */
+	size_t essential_cap;
+	int next_essential; /* the chunk being written now is essential */
 	ZSTD_CCtx *zstd;
 	uint8_t *zbuf;
 	size_t zcap;
@@ -63,6 +67,9 @@ static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source,
 	if (w->error)
 		return w->error;
 	xgrow((void **)&w->index, &w->index_cap, w->index_count + 1, sizeof *w->index);
+	xgrow((void **)&w->essential, &w->essential_cap, w->index_count + 1, 1);
+	w->essential[w->index_count] = (uint8_t)(w->next_essential || type == CAPTURE_CHUNK_MANIFEST);
+	w->next_essential = 0;
 	w->index[w->index_count] = (struct capture_index_entry){w->offset, first_ns, last_ns, type, source,
 								 (uint32_t)len, events};
 	struct capture_chunk_header h = {
@@ -137,6 +144,8 @@ static int pending_write(struct capture_writer *w, struct pending_chunk *c)
 	if (!c->len)
 		return 0;
 	int rc = -1;
+	w->next_essential = c->essential;
+	c->essential = 0;
 	size_t bound = ZSTD_compressBound(c->len) + sizeof(uint32_t);
 	if (w->zstd) {
 		xgrow((void **)&w->zbuf, &w->zcap, bound, 1);
@@ -202,6 +211,9 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	memcpy(c->buf + c->len + sizeof fh, payload, length);
 	c->len += need;
 	pending_note_times(c, type, payload, length);
+	if (type != WIRE_FRAME_EVENTS && type != WIRE_FRAME_GPU && type != WIRE_FRAME_STACKS &&
+	    type != WIRE_FRAME_COUNTERS && type != WIRE_FRAME_LOSSES)
+		c->essential = 1;
 	return 0;
 }
 
@@ -237,10 +249,149 @@ int capture_writer_close(struct capture_writer *w)
 		free(w->chunks[i].buf);
 	free(w->chunks);
 	free(w->index);
+	free(w->essential);
 	free(w->zbuf);
 	ZSTD_freeCCtx(w->zstd);
 	free(w);
 	return rc;
+}
+
+struct capture_snapshot {
+	int src, dst;
+	struct capture_index_entry *copy; /* chunks to copy, in file order */
+	size_t count, next;
+	uint64_t next_offset_in_chunk;     /* bytes of copy[next] already copied */
+	struct capture_index_entry *index; /* the new file's index */
+	uint64_t out_offset;
+	uint64_t done, total;
+};
+
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path, const char *dest,
+						uint64_t from_ns, uint64_t to_ns, const char **cause)
+{
+	if (capture_writer_flush(w) != 0) {
+		*cause = "cannot flush the live capture";
+		return NULL;
+	}
+	int src = open(src_path, O_RDONLY | O_CLOEXEC);
+	if (src < 0) {
+		*cause = "cannot read the live capture";
+		return NULL;
+	}
+	int dst = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (dst < 0) {
+		close(src);
+		*cause = "cannot create the dump file";
+		return NULL;
+	}
+	struct capture_snapshot *snap = xcalloc(1, sizeof *snap);
+	snap->src = src;
+	snap->dst = dst;
+	snap->copy = xcalloc(w->index_count + 1, sizeof *snap->copy);
+	snap->index = xcalloc(w->index_count + 1, sizeof *snap->index);
+	for (size_t i = 0; i < w->index_count; i++) {
+		const struct capture_index_entry *e = &w->index[i];
+		if (e->type == CAPTURE_CHUNK_INDEX || e->type == CAPTURE_CHUNK_END)
+			continue;
+		int overlaps = e->first_ns && e->first_ns <= to_ns && e->last_ns >= from_ns;
+		if (overlaps || w->essential[i]) {
+			snap->copy[snap->count++] = *e;
+			snap->total += sizeof(struct capture_chunk_header) + e->length;
+		}
+	}
+	/* The same file header, written fresh. */
+	struct capture_file_header h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, CAPTURE_MAGIC, 8);
+	h.version = CAPTURE_VERSION;
+	h.header_size = sizeof h;
+	h.created_real_ns = clock_real_ns();
+	h.wire_version = WIRE_VERSION;
+	h.byte_order = 0x01020304u;
+	if (write_all(dst, &h, sizeof h) != 0) {
+		*cause = "cannot write the dump file";
+		capture_snapshot_free(snap);
+		unlink(dest);
+		return NULL;
+	}
+	snap->out_offset = sizeof h;
+	return snap;
+}
+
+/* Writes one chunk (INDEX or END) of the copy. */
+static int snapshot_write_chunk(struct capture_snapshot *snap, uint32_t type, const void *payload, size_t len)
+{
+	struct capture_chunk_header h = {
+		.magic = CAPTURE_CHUNK_MAGIC, .type = type, .length = (uint32_t)len,
+		.payload_crc = crc32_update(0, payload, len),
+	};
+	h.header_crc = crc32_update(0, &h, sizeof h);
+	int rc = write_all(snap->dst, &h, sizeof h);
+	if (!rc)
+		rc = write_all(snap->dst, payload, len);
+	snap->out_offset += sizeof h + len;
+	return rc;
+}
+
+int capture_snapshot_step(struct capture_snapshot *snap, size_t budget)
+{
+	char buf[1 << 16];
+	while (snap->next < snap->count && budget) {
+		struct capture_index_entry *e = &snap->copy[snap->next];
+		uint64_t chunk_bytes = sizeof(struct capture_chunk_header) + e->length;
+		if (snap->next_offset_in_chunk == 0) {
+			snap->index[snap->next] = *e;
+			snap->index[snap->next].offset = snap->out_offset;
+		}
+		uint64_t left = chunk_bytes - snap->next_offset_in_chunk;
+		size_t n = left < sizeof buf ? (size_t)left : sizeof buf;
+		if (n > budget)
+			n = budget;
+		ssize_t got = pread(snap->src, buf, n, (off_t)(e->offset + snap->next_offset_in_chunk));
+		if (got <= 0)
+			return -EIO;
+		int rc = write_all(snap->dst, buf, (size_t)got);
+		if (rc)
+			return rc;
+		snap->next_offset_in_chunk += (uint64_t)got;
+		snap->out_offset += (uint64_t)got;
+		snap->done += (uint64_t)got;
+		budget -= (size_t)got < budget ? (size_t)got : budget;
+		if (snap->next_offset_in_chunk == chunk_bytes) {
+			snap->next++;
+			snap->next_offset_in_chunk = 0;
+		}
+	}
+	if (snap->next < snap->count)
+		return 0;
+	uint64_t index_offset = snap->out_offset;
+	int rc = snapshot_write_chunk(snap, CAPTURE_CHUNK_INDEX, snap->index, snap->count * sizeof *snap->index);
+	struct capture_end end = {(uint32_t)snap->count + 1, 0, index_offset};
+	if (!rc)
+		rc = snapshot_write_chunk(snap, CAPTURE_CHUNK_END, &end, sizeof end);
+	if (!rc && close(snap->dst) != 0)
+		rc = -errno;
+	snap->dst = -1;
+	return rc ? rc : 1;
+}
+
+void capture_snapshot_progress(const struct capture_snapshot *snap, uint64_t *done, uint64_t *total)
+{
+	*done = snap->done;
+	*total = snap->total;
+}
+
+void capture_snapshot_free(struct capture_snapshot *snap)
+{
+	if (!snap)
+		return;
+	if (snap->src >= 0)
+		close(snap->src);
+	if (snap->dst >= 0)
+		close(snap->dst);
+	free(snap->copy);
+	free(snap->index);
+	free(snap);
 }
 
 /* Ingests the frames of one verified chunk; returns 0 or -EPROTO. */

@@ -82,6 +82,8 @@ enum ui_prompt {
 	UI_PROMPT_QUIT,
 	UI_PROMPT_FIND,
 	UI_PROMPT_GOTO,
+	UI_PROMPT_DUMP_SCOPE, /* visible window or whole capture? */
+	UI_PROMPT_DUMP_FILE,  /* file name to write */
 };
 
 enum ui_overlay {
@@ -152,10 +154,14 @@ struct ui {
 	int show_log;
 	enum ui_overlay overlay;
 	enum ui_prompt prompt;
-	char input[128];
+	char input[512];
+	int dump_whole;        /* the pending dump covers the whole capture */
+	int dump_ready;        /* a dump request waits for the CLI (ui_dump_request) */
+	uint64_t dump_from_ns, dump_to_ns;
+	char dump_path[512];
 	char details[UI_DETAIL_LINES][256];
 	int detail_count;
-	char message[256];
+	char message[768];
 	uint64_t message_until;
 	char queued[4][256]; /* messages waiting for the line (each gets its few seconds) */
 	int queued_count;
@@ -496,7 +502,7 @@ static void ui_say(struct ui *ui, const char *text)
 
 static void ui_set_message(struct ui *ui, const char *fmt, const char *arg)
 {
-	char text[256];
+	char text[768];
 	snprintf(text, sizeof text, fmt, arg ? arg : "");
 	ui_say(ui, text);
 }
@@ -1140,6 +1146,18 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+/* d: dump to a file; the CLI (which owns the live capture) writes it. */
+static int ui_key_dump(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)key;
+	if (!status || !status->live) {
+		ui_set_message(ui, "%s", "dump: this view is already a capture file (cuscope export or info work on it)");
+		return UI_ACTION_NONE;
+	}
+	ui->prompt = UI_PROMPT_DUMP_SCOPE;
+	return UI_ACTION_NONE;
+}
+
 static int ui_key_prompt(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
@@ -1316,6 +1334,7 @@ static const struct ui_key ui_keys[] = {
     {'n', "n N", "next / previous match", ui_key_find_next},
     {'N', NULL, NULL, ui_key_find_next},
     {'g', "g", "go to a time (seconds since the axis origin)", ui_key_prompt},
+    {'d', "d", "dump the visible window or the whole capture to a file", ui_key_dump},
     {'t', "t", "next colour theme", ui_key_theme},
     {'h', "h", "show / hide the NVTX panel", ui_key_panel},
     {'\t', "Tab", "focus the NVTX panel (Enter: slowest instance)", ui_key_focus},
@@ -1388,13 +1407,49 @@ static int ui_quit_prompt_key(struct ui *ui, int key)
 	}
 }
 
+/* Keys while the dump scope question is up. */
+static void ui_dump_scope_key(struct ui *ui, const struct ui_status *status, int key)
+{
+	ui->prompt = UI_PROMPT_NONE;
+	if (key != 'v' && key != 'V' && key != 'w' && key != 'W')
+		return;
+	ui->dump_whole = key == 'w' || key == 'W';
+	ui->dump_from_ns = ui->dump_whole ? 0 : ui->vp.start_ns;
+	ui->dump_to_ns = ui->dump_whole ? UINT64_MAX : ui->vp.start_ns + ui->vp.span_ns;
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	char stamp[32];
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	snprintf(ui->input, sizeof ui->input, "cuscope-%d-%s.cuscope", status ? (int)status->pid : 0, stamp);
+	ui->prompt = UI_PROMPT_DUMP_FILE;
+}
+
+int ui_dump_request(struct ui *ui, char *path, size_t size, uint64_t *from_ns, uint64_t *to_ns)
+{
+	if (!ui->dump_ready)
+		return 0;
+	ui->dump_ready = 0;
+	snprintf(path, size, "%s", ui->dump_path);
+	*from_ns = ui->dump_from_ns;
+	*to_ns = ui->dump_to_ns;
+	return 1;
+}
+
 /* Runs a submitted find or go-to prompt. */
 static void ui_prompt_submit(struct ui *ui, enum ui_prompt kind)
 {
+	if (kind == UI_PROMPT_DUMP_FILE) {
+		if (!ui->input[0])
+			return;
+		snprintf(ui->dump_path, sizeof ui->dump_path, "%s", ui->input);
+		ui->dump_ready = 1;
+		return;
+	}
 	if (kind == UI_PROMPT_FIND) {
 		if (!ui->input[0])
 			return;
-		snprintf(ui->query, sizeof ui->query, "%s", ui->input);
+		snprintf(ui->query, sizeof ui->query, "%.*s", (int)sizeof ui->query - 1, ui->input);
 		if (ui->match)
 			memset(ui->match, -1, ui->match_cap);
 		ui->last_hit.found = 0;
@@ -1458,6 +1513,8 @@ int ui_handle_input(struct ui *ui, const struct ui_status *status)
 			/* the next draw picks up LINES/COLS */
 		} else if (ui->prompt == UI_PROMPT_QUIT) {
 			actions |= ui_quit_prompt_key(ui, key);
+		} else if (ui->prompt == UI_PROMPT_DUMP_SCOPE) {
+			ui_dump_scope_key(ui, status, key);
 		} else if (ui->prompt != UI_PROMPT_NONE) {
 			if (key == 3)
 				actions |= UI_ACTION_INTERRUPT;
@@ -1957,7 +2014,8 @@ static const char *ui_gpu_unavailable(const struct ui *ui, size_t process)
 	for (size_t i = 0; i < store_notice_count(ui->store, process); i++) {
 		uint32_t level;
 		const char *text = store_notice_get(ui->store, process, i, &level, NULL);
-		if (level == WIRE_NOTICE_WARNING)
+		/* Only GPU-tracing notices explain missing GPU lanes (counters, sampling say other things). */
+		if (level == WIRE_NOTICE_WARNING && strncmp(text, "GPU tracing", 11) == 0)
 			why = text;
 	}
 	return why;
@@ -2268,11 +2326,20 @@ static void ui_draw_bottom(struct ui *ui, int y)
 		       " Target running: [d]etach (it runs on)  [s]top it  [c]ancel");
 		return;
 	}
-	if (ui->prompt == UI_PROMPT_FIND || ui->prompt == UI_PROMPT_GOTO) {
+	if (ui->prompt == UI_PROMPT_DUMP_SCOPE) {
 		attr_t a = ui_attr(ui, THEME_PROMPT);
-		char text[256];
+		ui_fill(y, 0, COLS, a, " ");
+		ui_put(ui, y, 0, COLS, a | A_BOLD,
+		       " Dump to a file: [v]isible window  [w]hole capture  [c]ancel (capture goes on)");
+		return;
+	}
+	if (ui->prompt == UI_PROMPT_FIND || ui->prompt == UI_PROMPT_GOTO || ui->prompt == UI_PROMPT_DUMP_FILE) {
+		attr_t a = ui_attr(ui, THEME_PROMPT);
+		char text[700];
 		snprintf(text, sizeof text,
-		         ui->prompt == UI_PROMPT_FIND ? " find: %s_" : " go to (s since origin): %s_",
+		         ui->prompt == UI_PROMPT_FIND   ? " find: %s_"
+		         : ui->prompt == UI_PROMPT_GOTO ? " go to (s since origin): %s_"
+		                                        : " dump to file (Enter writes, Esc cancels): %s_",
 		         ui->input);
 		ui_fill(y, 0, COLS, a, " ");
 		ui_put(ui, y, 0, COLS, a | A_BOLD, text);
