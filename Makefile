@@ -108,7 +108,10 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
 # Benchmarks: a producer target and the in-process pipeline harness (uses the CLI's launch and tap).
-BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline
+BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
+$(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread
 $(BUILD)/tests/bench/nvtx_producer: tests/bench/nvtx_producer.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread -ldl

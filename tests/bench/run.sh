@@ -94,3 +94,37 @@ pe=$("$CLI" info "$tmp/p.cap" | awk '/^events/ {print $2}')
 "$CLI" info "$tmp/p.cap" | sed -n 's/^events *//p' | sed 's/^/recorded nvtx_producer: /'
 read -r pw _ < <(wall_rss "$CLI" stats --report=processes "$tmp/p.cap")
 awk -v e="$pe" -v w="$pw" 'BEGIN {printf "recorded read: %.2f s = %.1f M events/s\n", w, e / w / 1e6}'
+
+echo
+echo "== CPU side: 1 kHz stack sampling + blocking-call tracing overhead =="
+echo "method: $B/tests/bench/cpu_work times its own work (start-up excluded): 'cpu' = 2 threads of pure"
+echo "        computation, 'block' = pipe ping-pong between 2 threads (every read blocks). Interleaved rounds"
+echo "        (ROUNDS=$ROUNDS): plain; cuscope record --no-gpu with defaults (1 kHz sampling, blocking calls"
+echo "        over 100 us with stacks, counters); cuscope with sampling/OSRT/counters off (the collector's"
+echo "        base cost); perf record -g -F 1000 where perf works. Medians; overhead vs plain."
+CPU_UNITS=${CPU_UNITS:-4000}
+BLOCK_UNITS=${BLOCK_UNITS:-40000}
+WORK=$B/tests/bench/cpu_work
+perf_ok=0
+perf record -q -g -F 1000 -o "$tmp/perf.data" -- true >/dev/null 2>&1 && perf_ok=1
+for kind in cpu block; do
+	n=$CPU_UNITS
+	[ "$kind" = block ] && n=$BLOCK_UNITS
+	for cfg in plain cuscope base perf; do : >"$tmp/$kind.$cfg"; done
+	for r in $(seq "$ROUNDS"); do
+		"$WORK" "$kind" "$n" | awk '{print $2}' >>"$tmp/$kind.plain"
+		"$CLI" record --no-gpu -o "$tmp/w.cap" -- "$WORK" "$kind" "$n" 2>/dev/null | awk '{print $2}' >>"$tmp/$kind.cuscope"
+		"$CLI" record --no-gpu --sample-hz 0 --osrt-threshold-us off --counters none -o "$tmp/w.cap" -- \
+			"$WORK" "$kind" "$n" 2>/dev/null | awk '{print $2}' >>"$tmp/$kind.base"
+		[ "$perf_ok" = 1 ] && perf record -q -g -F 1000 -o "$tmp/perf.data" -- "$WORK" "$kind" "$n" 2>/dev/null |
+			awk '{print $2}' >>"$tmp/$kind.perf"
+	done
+	p=$(median <"$tmp/$kind.plain")
+	for cfg in plain cuscope base perf; do
+		[ -s "$tmp/$kind.$cfg" ] || { echo "$kind $cfg: not available"; continue; }
+		m=$(median <"$tmp/$kind.$cfg")
+		awk -v k="$kind" -v c="$cfg" -v m="$m" -v p="$p" -v all="$(tr '\n' ' ' <"$tmp/$kind.$cfg")" \
+			'BEGIN {printf "%-6s %-8s median %.4f s  overhead %+.1f%%   (rounds: %s)\n", k, c, m, (m / p - 1) * 100, all}'
+	done
+done
+"$CLI" stats --report=hot,osrt "$tmp/w.cap" >/dev/null 2>&1 || true
