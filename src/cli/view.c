@@ -12,6 +12,14 @@
 
 static volatile sig_atomic_t view_quit;
 
+/* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */
+static void view_on_crash(int sig)
+{
+	ui_emergency_restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static void view_on_signal(int sig)
 {
 	(void)sig;
@@ -94,6 +102,12 @@ int cli_view(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = view_on_crash;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
 	struct ui_status status = {.command = path, .live = 0};
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {
