@@ -450,6 +450,35 @@ check_attach_armed()
 	fi
 }
 
+# Python >= 3.12 with perf trampolines (--python-perf): samples name the Python function.
+check_python_perf()
+{
+	if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+		result python_perf SKIP "$PY is older than 3.12 (no perf trampolines)"
+		return
+	fi
+	run_limited "$(limit 60)" "$T/pyperf.out" "$T/pyperf.err" "$CUSCOPE" record --python-perf -o "$T/pyperf.cap" -- \
+		"$PY" tests/gpu/py_hot.py 2
+	if [ "$RC" != 0 ]; then
+		result python_perf FAIL "record exited $RC: $(tail_of "$T/pyperf.err")"
+		return
+	fi
+	local line
+	line=$("$CUSCOPE" stats --format=json --report=hot "$T/pyperf.cap" 2>/dev/null | "$PY" -c '
+import json, sys
+rows = json.load(sys.stdin)["hot"]
+py = [r for r in rows if "cuscope_py_hot" in r["function"]]
+total = sum(r["samples"] for r in rows)
+print("%d %d %s" % (sum(r["samples"] for r in py), total, py[0]["function"] if py else "-"))')
+	local hits total fn
+	read -r hits total fn <<<"$line"
+	if [ "${hits:-0}" -gt 0 ]; then
+		result python_perf PASS "samples naming cuscope_py_hot=$hits of $total (frame $fn)"
+	else
+		result python_perf FAIL "no sample names cuscope_py_hot ($total samples)"
+	fi
+}
+
 check_tui_gap()
 {
 	local line rc
@@ -470,7 +499,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap attach attach_armed; do
+	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap attach attach_armed python_perf; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"
