@@ -149,7 +149,12 @@ test: deps
 tests-gpu-build:
 	$(Q)./tests/gpu/build.sh
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) tests-gpu-build
+# Reads a capture's sampled stacks (GPU-host Python perf-trampoline check); needs no CUDA.
+$(BUILD)/tests/stack_grep: tests/gpu/stack_grep.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS) -ldl
+
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build
