@@ -1,6 +1,6 @@
 /*
- * The list of timeline rows (process headers, thread rows, NVTX nesting rows, CUDA API rows, async
- * rows, GPU device headers and stream rows) built from
+ * The list of timeline rows (process headers, thread rows, NVTX nesting rows, CUDA API rows,
+ * blocking-call and GC rows, async rows, GPU device headers and stream rows) built from
  * the store, plus the scroll offset and the selected row. Pure geometry: no curses.
  */
 #ifndef CUSCOPE_LAYOUT_H
@@ -20,6 +20,8 @@ enum layout_row_kind {
 	LAYOUT_ROW_CUDA_API = 5,   /* one gpu row of a thread: CUDA API calls and host syncs */
 	LAYOUT_ROW_GPU_DEVICE = 6, /* "GPU0 H200" header over a device's stream rows */
 	LAYOUT_ROW_GPU_STREAM = 7, /* one gpu row of a stream lane: kernels, copies, memsets */
+	LAYOUT_ROW_OSRT = 8,       /* one osrt row of a thread: blocking calls (read, nanosleep, ...) */
+	LAYOUT_ROW_GC = 9,         /* one gc row of a thread: Python garbage collections */
 };
 
 struct layout_row {
@@ -64,6 +66,12 @@ void layout_add_async(struct layout *layout, size_t process, size_t lane, pid_t 
 /* Appends a thread's CUDA API rows (gpu rows 0..rows-1 of its lane). */
 void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid,
                          size_t rows);
+/* Appends a thread's blocking-call rows (osrt rows 0..rows-1 of its lane). */
+void layout_add_osrt(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
+/* Appends a thread's Python GC rows (gc rows 0..rows-1 of its lane). */
+void layout_add_gc(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
+/* Whether a row belongs to a thread lane (thread, NVTX, CUDA API, blocking-call and GC rows). */
+int layout_is_thread_row(const struct layout_row *row);
 /* Appends a GPU device header. */
 void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uint32_t device);
 /* Appends the rows of a GPU stream lane. */
@@ -71,9 +79,9 @@ void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, p
                            size_t rows);
 /*
  * Rebuilds the rows from the store: per process a header, its threads in order of appearance with
- * their NVTX rows and CUDA API rows, then its async rows, then per GPU device (by ordinal) a header
- * and its stream lanes (default stream first, then by stream id). The selection follows the same
- * row across rebuilds.
+ * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then per GPU device
+ * (by ordinal) a header and its stream lanes (default stream first, then by stream id). The selection follows
+ * the same row across rebuilds.
  */
 void layout_build(struct layout *layout, const struct store *store);
 /* Moves the selection by delta rows (clamped) and scrolls so that it stays among height rows. */

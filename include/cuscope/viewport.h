@@ -104,5 +104,8 @@ size_t viewport_fold(const struct viewport *vp, const struct store_range *ranges
 /* viewport_fold for one gpu row of GPU ops (same rules; segs index into ops). */
 size_t viewport_fold_gpu(const struct viewport *vp, const struct store_gpu_op *ops, size_t n,
                          struct viewport_seg *out, size_t max);
+/* viewport_fold for one osrt or gc row of blocking calls / GC ranges (segs index into calls). */
+size_t viewport_fold_calls(const struct viewport *vp, const struct store_call *calls, size_t n,
+                           struct viewport_seg *out, size_t max);
 
 #endif

@@ -68,6 +68,36 @@ void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid
 	}
 }
 
+/* Appends rows 0..rows-1 of one kind of a thread lane. */
+static void layout_add_thread_rows(struct layout *layout, enum layout_row_kind kind, size_t process,
+                                   size_t lane, pid_t pid, pid_t tid, size_t rows)
+{
+	struct layout_row r = {.kind = kind, .process = process, .lane = lane, .pid = pid, .tid = tid};
+	for (size_t i = 0; i < rows; i++) {
+		r.row = i;
+		layout_push(layout, &r);
+	}
+}
+
+void layout_add_osrt(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows)
+{
+	layout_add_thread_rows(layout, LAYOUT_ROW_OSRT, process, lane, pid, tid, rows);
+}
+
+void layout_add_gc(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows)
+{
+	layout_add_thread_rows(layout, LAYOUT_ROW_GC, process, lane, pid, tid, rows);
+}
+
+int layout_is_thread_row(const struct layout_row *row)
+{
+	static const unsigned char thread_kinds[] = {
+	    [LAYOUT_ROW_THREAD] = 1, [LAYOUT_ROW_NVTX] = 1, [LAYOUT_ROW_CUDA_API] = 1,
+	    [LAYOUT_ROW_OSRT] = 1,   [LAYOUT_ROW_GC] = 1,
+	};
+	return (size_t)row->kind < sizeof thread_kinds && thread_kinds[row->kind];
+}
+
 void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uint32_t device)
 {
 	layout_push(layout,
@@ -220,6 +250,10 @@ void layout_build(struct layout *layout, const struct store *store)
 			}
 			layout_add_thread(layout, p, l, li.pid, li.tid, li.row_count);
 			layout_add_cuda_api(layout, p, l, li.pid, li.tid, li.gpu_row_count);
+			struct store_lane_cpu_info ci;
+			store_lane_cpu_get(store, p, l, &ci);
+			layout_add_osrt(layout, p, l, li.pid, li.tid, ci.osrt_row_count);
+			layout_add_gc(layout, p, l, li.pid, li.tid, ci.gc_row_count);
 		}
 		layout_add_async(layout, p, async_lane, pi.pid, async_rows);
 		if (gpu_count)

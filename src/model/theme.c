@@ -33,6 +33,9 @@ static const char *const theme_slot_names[THEME_SLOT_COUNT] = {
     [THEME_PANEL] = "panel",
     [THEME_UTIL_SM] = "util_sm",
     [THEME_UTIL_COPY] = "util_copy",
+    [THEME_SAMPLE] = "sample",
+    [THEME_OSRT] = "osrt",
+    [THEME_GC] = "gc",
     [THEME_RANGE0 + 0] = "range0",
     [THEME_RANGE0 + 1] = "range1",
     [THEME_RANGE0 + 2] = "range2",
@@ -145,8 +148,30 @@ static char *theme_trim(char *s)
 	return s;
 }
 
+/* Slots added after the theme files were written: where their look comes from when unnamed. */
+static const struct {
+	enum theme_slot slot, from;
+} theme_fallbacks[] = {
+    {THEME_SAMPLE, THEME_UTIL_SM},
+    {THEME_OSRT, THEME_SYNC},
+    {THEME_GC, THEME_MARK},
+};
+
+enum theme_slot theme_fallback(enum theme_slot slot)
+{
+	for (size_t i = 0; i < sizeof theme_fallbacks / sizeof theme_fallbacks[0]; i++)
+		if (theme_fallbacks[i].slot == slot)
+			return theme_fallbacks[i].from;
+	return slot;
+}
+
+/* Marks a style as "not named by the text" so the fallback can be applied after parsing. */
+#define THEME_UNSET 0x8000u
+
 int theme_parse(struct theme *t, const char *text, char *warn, size_t warn_size)
 {
+	for (size_t i = 0; i < sizeof theme_fallbacks / sizeof theme_fallbacks[0]; i++)
+		t->slot[theme_fallbacks[i].slot].attr |= THEME_UNSET;
 	int skipped = 0, line_no = 0;
 	if (warn && warn_size)
 		warn[0] = 0;
@@ -193,6 +218,11 @@ int theme_parse(struct theme *t, const char *text, char *warn, size_t warn_size)
 		if (!skipped && warn && warn_size)
 			snprintf(warn, warn_size, "%s '%.40s' (line %d) ignored", why, what, line_no);
 		skipped++;
+	}
+	for (size_t i = 0; i < sizeof theme_fallbacks / sizeof theme_fallbacks[0]; i++) {
+		struct theme_style *st = &t->slot[theme_fallbacks[i].slot];
+		if (st->attr & THEME_UNSET)
+			*st = t->slot[theme_fallbacks[i].from];
 	}
 	if (skipped > 1 && warn && warn_size) {
 		size_t l = strlen(warn);

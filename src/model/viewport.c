@@ -275,6 +275,8 @@ _Static_assert(offsetof(struct store_range, start_ns) == 0 && offsetof(struct st
                "store_range layout");
 _Static_assert(offsetof(struct store_gpu_op, start_ns) == 0 && offsetof(struct store_gpu_op, end_ns) == 8,
                "store_gpu_op layout");
+_Static_assert(offsetof(struct store_call, start_ns) == 0 && offsetof(struct store_call, end_ns) == 8,
+               "store_call layout");
 
 struct viewport_span {
 	uint64_t start_ns, end_ns;
@@ -406,4 +408,10 @@ size_t viewport_fold_gpu(const struct viewport *vp, const struct store_gpu_op *o
                          struct viewport_seg *out, size_t max)
 {
 	return fold_at(vp, (const char *)ops, sizeof *ops, n, out, max);
+}
+
+size_t viewport_fold_calls(const struct viewport *vp, const struct store_call *calls, size_t n,
+                           struct viewport_seg *out, size_t max)
+{
+	return fold_at(vp, (const char *)calls, sizeof *calls, n, out, max);
 }

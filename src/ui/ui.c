@@ -25,6 +25,7 @@
 #include <wchar.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/cpuview.h"
 #include "cuscope/layout.h"
 #include "cuscope/log.h"
 #include "cuscope/nvml.h"
@@ -41,9 +42,11 @@
 #define UI_LOG_TAIL       (64 * 1024) /* bytes of the log read per draw */
 #define UI_DEFAULT_SPAN   (10ull * 1000000000ull)
 #define UI_DEFAULT_GAP_MS 10.0
-#define UI_DETAIL_LINES   24
+#define UI_DETAIL_LINES   48
 #define UI_MAX_DEVICES    8
 #define UI_SPARK_MAX      256
+#define UI_HOT_TOP        8  /* rows of the hot-functions panel */
+#define UI_STACK_FRAMES   16 /* frames of a stack in the details overlay */
 
 /* Glyph sets: UTF-8 only when the locale says so and --ascii was not given. */
 struct ui_glyphs {
@@ -120,7 +123,9 @@ struct ui_device {
 /* A search hit or an event picked under the cursor: where it is and what it is. */
 struct ui_hit {
 	int found;
-	int gpu; /* a struct store_gpu_op on a gpu row; else a store_range */
+	int gpu;  /* a struct store_gpu_op on a gpu row; else a store_range (or call) */
+	int call; /* LAYOUT_ROW_OSRT or LAYOUT_ROW_GC: a struct store_call in `calls` */
+	struct store_call calls;
 	size_t process, lane, row;
 	enum store_lane_kind lane_kind;
 	struct store_range range;
@@ -155,8 +160,8 @@ struct ui {
 	enum ui_overlay overlay;
 	enum ui_prompt prompt;
 	char input[512];
-	int dump_whole;        /* the pending dump covers the whole capture */
-	int dump_ready;        /* a dump request waits for the CLI (ui_dump_request) */
+	int dump_whole; /* the pending dump covers the whole capture */
+	int dump_ready; /* a dump request waits for the CLI (ui_dump_request) */
 	uint64_t dump_from_ns, dump_to_ns;
 	char dump_path[512];
 	char details[UI_DETAIL_LINES][256];
@@ -188,6 +193,13 @@ struct ui {
 	struct nvml *nvml;
 	int nvml_tried;
 	unsigned nvml_sum;
+
+	/* hot-functions panel (H) and the sample density of thread rows */
+	int hot_shown;
+	int hot_y, hot_h;
+	uint32_t *density; /* per timeline cell */
+	size_t density_cap;
+	uint32_t density_max; /* fullest cell over the visible thread rows: the strips' full scale */
 
 	/* mouse drag */
 	int drag_x, dragging;
@@ -323,14 +335,7 @@ static void ui_format_span(char *buf, size_t size, uint64_t ns)
 /* A duration in at most 7 cells: "812ns", "41.2us", "41.2ms", "1.20s". */
 static void ui_format_dur(char *buf, size_t size, uint64_t ns)
 {
-	if (ns < 1000)
-		snprintf(buf, size, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, size, ns < 100000 ? "%.1fus" : "%.0fus", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, size, ns < 100000000 ? "%.1fms" : "%.0fms", (double)ns / 1e6);
-	else
-		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
+	cpuview_format_dur(buf, size, ns);
 }
 
 static void ui_format_rate(char *buf, size_t size, double rate)
@@ -552,6 +557,23 @@ static struct ui_hit ui_row_hit(const struct ui *ui, const struct layout_row *ro
 				hit.found = 1;
 				hit.gpu = 1;
 				hit.op = ops[i];
+			}
+		}
+		return hit;
+	}
+	if (row->kind == LAYOUT_ROW_OSRT || row->kind == LAYOUT_ROW_GC) {
+		const struct store_call *c;
+		size_t n =
+		    row->kind == LAYOUT_ROW_OSRT
+		        ? store_lane_osrt_query(ui->store, row->process, row->lane, row->row, from, to, &c)
+		        : store_lane_gc_query(ui->store, row->process, row->lane, row->row, from, to, &c);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t d = ui_dist(t, c[i].start_ns, c[i].end_ns);
+			if (d <= slack && d < best) {
+				best = d;
+				hit.found = 1;
+				hit.call = (int)row->kind;
+				hit.calls = c[i];
 			}
 		}
 		return hit;
@@ -818,6 +840,164 @@ static void ui_details_nesting(struct ui *ui, const struct ui_hit *hit, uint64_t
 		UI_DETAIL("children  none");
 }
 
+/* The frames of a stack, leaf first: "  function  module" per line, at most max of them. */
+static void ui_details_stack(struct ui *ui, uint32_t stack_id, size_t max, const char *indent)
+{
+	const uint32_t *frames;
+	size_t depth = store_stack_frames(ui->store, stack_id, &frames);
+	if (!depth) {
+		UI_DETAIL("%sno stack", indent);
+		return;
+	}
+	for (size_t i = 0; i < depth && i < max; i++) {
+		const char *mod = store_frame_module(ui->store, frames[i]);
+		UI_DETAIL("%s%-2zu %s%s%s", indent, i, store_frame_function(ui->store, frames[i]),
+		          *mod ? "  " : "", mod);
+	}
+	if (depth > max)
+		UI_DETAIL("%s... %zu more frames (outermost last)", indent, depth - max);
+}
+
+/* A blocking call or a GC range: name, time, thread and the caller's stack. */
+static void ui_details_call(struct ui *ui, const struct ui_hit *hit)
+{
+	char t0[48], dur[32];
+	struct store_lane_info li;
+	struct store_process_info pi;
+	store_process_get(ui->store, hit->process, &pi);
+	store_lane_get(ui->store, hit->process, hit->lane, &li);
+	const struct store_call *c = &hit->calls;
+	ui_time_label(ui, c->start_ns, t0, sizeof t0);
+	ui_format_dur(dur, sizeof dur, c->end_ns - c->start_ns);
+	int gc = hit->call == LAYOUT_ROW_GC;
+	UI_DETAIL("%s  %s", gc ? "Python GC    " : "blocking call", store_string(ui->store, c->name_id));
+	UI_DETAIL("start          %s", t0);
+	UI_DETAIL("duration       %s", dur);
+	UI_DETAIL("thread         %s %d (pid %d)", li.name && *li.name ? li.name : "thread", (int)li.tid,
+	          (int)pi.pid);
+	if (!gc) {
+		UI_DETAIL("stack (leaf first):");
+		ui_details_stack(ui, c->stack_id, UI_STACK_FRAMES, "  ");
+	}
+}
+
+static int ui_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The samples of a thread lane in [t0, t1): their count and the most frequent stack. 0 if none. */
+static int ui_details_samples(struct ui *ui, size_t process, size_t lane, uint64_t t0, uint64_t t1)
+{
+	const struct store_sample *v;
+	size_t n = store_lane_samples(ui->store, process, lane, t0, t1, &v);
+	if (!n)
+		return 0;
+	uint32_t *ids = xmalloc(n * sizeof *ids);
+	for (size_t i = 0; i < n; i++)
+		ids[i] = v[i].stack_id;
+	qsort(ids, n, sizeof *ids, ui_u32_cmp);
+	uint32_t best = 0;
+	size_t best_n = 0, distinct = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && ids[j] == ids[i])
+			j++;
+		distinct++;
+		if (j - i > best_n)
+			best_n = j - i, best = ids[i];
+		i = j;
+	}
+	free(ids);
+	struct store_lane_info li;
+	store_lane_get(ui->store, process, lane, &li);
+	char a[48], w[32];
+	ui->detail_count = 0;
+	ui_time_label(ui, t0, a, sizeof a);
+	ui_format_dur(w, sizeof w, t1 - t0);
+	UI_DETAIL("CPU samples    %zu in this cell (%s from %s)", n, w, a);
+	UI_DETAIL("thread         %s %d", li.name && *li.name ? li.name : "thread", (int)li.tid);
+	UI_DETAIL("stack          the most frequent: %zu of %zu samples (%zu distinct stacks)", best_n, n,
+	          distinct);
+	ui_details_stack(ui, best, UI_STACK_FRAMES, "  ");
+	return 1;
+}
+
+/* What thread tid did during [a, b): blocking call, top of stack, NVTX range, GC. */
+static void ui_details_activity(struct ui *ui, size_t process, pid_t tid, uint64_t a, uint64_t b,
+                                const char *why)
+{
+	struct store_thread_activity act;
+	char tn[128], d1[32], d2[32];
+	store_thread_activity(ui->store, process, tid, a, b, &act);
+	ui_thread_name(ui, process, tid, tn, sizeof tn);
+	UI_DETAIL("thread         %s (%s)", tn, why);
+	if (act.lane == SIZE_MAX) {
+		UI_DETAIL("  no CPU data for this thread");
+		return;
+	}
+	if (act.has_blocking) {
+		ui_format_dur(d1, sizeof d1, act.blocking.end_ns - act.blocking.start_ns);
+		ui_format_dur(d2, sizeof d2, act.blocking_overlap_ns);
+		UI_DETAIL("  blocked in   %s %s (%s of the gap)",
+		          store_string(ui->store, act.blocking.name_id), d1, d2);
+		ui_details_stack(ui, act.blocking.stack_id, 6, "    ");
+	} else {
+		UI_DETAIL("  blocked in   no blocking call overlaps the gap");
+	}
+	if (act.samples && act.top_frame) {
+		const char *mod = store_frame_module(ui->store, act.top_frame);
+		UI_DETAIL("  on CPU       %llu samples; top of stack %s%s%s (%llu)",
+		          (unsigned long long)act.samples, store_frame_function(ui->store, act.top_frame),
+		          *mod ? "  " : "", mod, (unsigned long long)act.top_samples);
+		if (act.top_stack)
+			ui_details_stack(ui, act.top_stack, 4, "    ");
+	} else {
+		UI_DETAIL("  on CPU       no samples (off CPU or not sampled)");
+	}
+	if (act.has_nvtx)
+		UI_DETAIL("  NVTX range   %s (depth %zu%s)", store_string(ui->store, act.nvtx.name_id),
+		          act.nvtx_depth, act.nvtx.end_ns ? "" : ", open");
+	else
+		UI_DETAIL("  NVTX range   none");
+	if (act.has_gc) {
+		ui_format_dur(d1, sizeof d1, act.gc_overlap_ns);
+		UI_DETAIL("  Python GC    %s: %s in the gap", store_string(ui->store, act.gc.name_id), d1);
+	}
+}
+
+/* A GPU idle gap of a stream row: its length, the ops around it and what the host was doing. */
+static void ui_details_gap(struct ui *ui, size_t process, size_t lane, const struct store_gpu_op *ops,
+                           const struct cpuview_gap *g)
+{
+	char t0[48], dur[32];
+	struct store_process_info pi;
+	store_process_get(ui->store, process, &pi);
+	ui->detail_count = 0;
+	ui_format_dur(dur, sizeof dur, g->end_ns - g->start_ns);
+	ui_time_label(ui, g->start_ns, t0, sizeof t0);
+	UI_DETAIL("GPU idle       %s on %s (pid %d)", dur, store_lane_gpu_label(ui->store, process, lane),
+	          (int)pi.pid);
+	UI_DETAIL("start          %s", t0);
+	const struct store_gpu_op *before = &ops[g->next - 1], *after = &ops[g->next];
+	UI_DETAIL(
+	    "between        %s and %s",
+	    before->kind == WIRE_GPU_KERNEL ? store_short_name(ui->store, before->name_id) : "a copy/memset",
+	    after->kind == WIRE_GPU_KERNEL ? store_short_name(ui->store, after->name_id) : "a copy/memset");
+	const char *why = "";
+	pid_t tid = cpuview_gap_thread(ui->store, process, after, &why);
+	if (!tid) {
+		UI_DETAIL("thread         unknown (no CUDA API calls traced)");
+		return;
+	}
+	ui_details_activity(ui, process, tid, g->start_ns, g->end_ns, why);
+	const char *why2 = "";
+	pid_t most = cpuview_gap_thread(ui->store, process, NULL, &why2);
+	if (most && most != tid)
+		ui_details_activity(ui, process, most, g->start_ns, g->end_ns, why2);
+}
+
 /* Fills the details overlay for an event. */
 static void ui_details(struct ui *ui, const struct ui_hit *hit)
 {
@@ -827,6 +1007,10 @@ static void ui_details(struct ui *ui, const struct ui_hit *hit)
 	store_process_get(ui->store, hit->process, &pi);
 	store_lane_get(ui->store, hit->process, hit->lane, &li);
 	ui->detail_count = 0;
+	if (hit->call) {
+		ui_details_call(ui, hit);
+		return;
+	}
 	if (li.kind == STORE_LANE_GPU_STREAM)
 		snprintf(where, sizeof where, "stream    %s (pid %d)",
 		         store_lane_gpu_label(ui->store, hit->process, hit->lane), (int)pi.pid);
@@ -1119,6 +1303,35 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+/* Minimum length of a GPU idle gap worth explaining or jumping to. */
+static uint64_t ui_gap_min(const struct ui *ui)
+{
+	return ui->gap_ns ? ui->gap_ns : (uint64_t)(UI_DEFAULT_GAP_MS * 1e6);
+}
+
+/*
+ * Details with nothing under the cursor: the samples of the cursor's cell on a thread row, or the
+ * GPU idle gap holding the cursor on a stream row. 1 when the overlay was filled.
+ */
+static int ui_cpu_details(struct ui *ui, const struct layout_row *row)
+{
+	if (row->kind == LAYOUT_ROW_THREAD) {
+		int c = ui_cursor_col(ui);
+		uint64_t t0 = viewport_ns_of(&ui->vp, c),
+		         t1 = ui_data_end(ui, viewport_ns_of(&ui->vp, c + 1));
+		return t1 > t0 && ui_details_samples(ui, row->process, row->lane, t0, t1);
+	}
+	if (row->kind != LAYOUT_ROW_GPU_STREAM)
+		return 0;
+	const struct store_gpu_op *ops;
+	size_t n = store_lane_gpu_all(ui->store, row->process, row->lane, row->row, &ops);
+	struct cpuview_gap g;
+	if (!cpuview_gap_at(ops, n, ui_cursor_ns(ui), ui_gap_min(ui), &g))
+		return 0;
+	ui_details_gap(ui, row->process, row->lane, ops, &g);
+	return 1;
+}
+
 static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 {
 	if (ui->overlay == UI_OVERLAY_DETAILS) {
@@ -1135,6 +1348,10 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 	if (layout_is_group(row) && row->kind != LAYOUT_ROW_THREAD)
 		return ui_key_fold(ui, status, key);
 	struct ui_hit hit = ui_row_hit(ui, row, ui_cursor_ns(ui), viewport_ns_per_col(&ui->vp));
+	if (!hit.found && ui_cpu_details(ui, row)) {
+		ui->overlay = UI_OVERLAY_DETAILS;
+		return UI_ACTION_NONE;
+	}
 	if (!hit.found) {
 		if (row->kind == LAYOUT_ROW_THREAD)
 			return ui_key_fold(ui, status, key);
@@ -1146,12 +1363,65 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+/* ] and [: the next / previous GPU idle gap (over the shading threshold) on any stream row. */
+static int ui_key_gap(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)status;
+	int dir = key == '[' ? -1 : 1;
+	uint64_t t = ui_cursor_ns(ui);
+	struct ui_hit best = {0};
+	struct cpuview_gap bg = {0};
+	for (size_t p = 0; p < store_process_count(ui->store); p++) {
+		struct store_process_info pi;
+		store_process_get(ui->store, p, &pi);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(ui->store, p, l, &li);
+			if (li.kind != STORE_LANE_GPU_STREAM)
+				continue;
+			for (size_t r = 0; r < li.gpu_row_count; r++) {
+				const struct store_gpu_op *ops;
+				size_t n = store_lane_gpu_all(ui->store, p, l, r, &ops);
+				struct cpuview_gap g;
+				if (!cpuview_gap_step(ops, n, t, dir, ui_gap_min(ui), &g))
+					continue;
+				if (best.found &&
+				    (dir > 0 ? g.start_ns >= bg.start_ns : g.start_ns <= bg.start_ns))
+					continue;
+				bg = g;
+				best = (struct ui_hit){.found = 1,
+				                       .gpu = 1,
+				                       .process = p,
+				                       .lane = l,
+				                       .row = r,
+				                       .lane_kind = li.kind};
+				best.op.start_ns = g.start_ns;
+				best.op.end_ns = g.end_ns;
+			}
+		}
+	}
+	if (!best.found) {
+		ui_say(ui,
+		       dir > 0 ? "no GPU idle gap after the cursor" : "no GPU idle gap before the cursor");
+		return UI_ACTION_NONE;
+	}
+	ui_show_event(ui, &best);
+	char dur[32], msg[256];
+	ui_format_dur(dur, sizeof dur, bg.end_ns - bg.start_ns);
+	snprintf(msg, sizeof msg, "GPU idle %s on %s: Enter explains it", dur,
+	         store_lane_gpu_label(ui->store, best.process, best.lane));
+	ui_say(ui, msg);
+	return UI_ACTION_NONE;
+}
+
 /* d: dump to a file; the CLI (which owns the live capture) writes it. */
 static int ui_key_dump(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)key;
 	if (!status || !status->live) {
-		ui_set_message(ui, "%s", "dump: this view is already a capture file (cuscope export or info work on it)");
+		ui_set_message(
+		    ui, "%s",
+		    "dump: this view is already a capture file (cuscope export or info work on it)");
 		return UI_ACTION_NONE;
 	}
 	ui->prompt = UI_PROMPT_DUMP_SCOPE;
@@ -1252,6 +1522,14 @@ static int ui_key_panel(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+static int ui_key_hot(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)status;
+	(void)key;
+	ui->hot_shown = !ui->hot_shown;
+	return UI_ACTION_NONE;
+}
+
 static int ui_key_focus(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
@@ -1326,7 +1604,7 @@ static const struct ui_key ui_keys[] = {
     {'.', NULL, NULL, ui_key_cursor},
     {KEY_UP, "UD", "select a lane (panel rows when it has focus)", ui_key_updown},
     {KEY_DOWN, NULL, NULL, ui_key_updown},
-    {'\n', "Enter", "details of the event under the cursor; fold", ui_key_enter},
+    {'\n', "Enter", "details under the cursor: event, call stack, GPU gap", ui_key_enter},
     {'\r', NULL, NULL, ui_key_enter},
     {KEY_ENTER, NULL, NULL, ui_key_enter},
     {'f', "f", "fold / unfold the process, thread or GPU group", ui_key_fold},
@@ -1337,6 +1615,9 @@ static const struct ui_key ui_keys[] = {
     {'d', "d", "dump the visible window or the whole capture to a file", ui_key_dump},
     {'t', "t", "next colour theme", ui_key_theme},
     {'h', "h", "show / hide the NVTX panel", ui_key_panel},
+    {'H', "H", "show / hide hot functions of the selected thread in view", ui_key_hot},
+    {']', "] [", "next / previous GPU idle gap (Enter on it: what the CPU did)", ui_key_gap},
+    {'[', NULL, NULL, ui_key_gap},
     {'\t', "Tab", "focus the NVTX panel (Enter: slowest instance)", ui_key_focus},
     {'l', "l", "show / hide the target's output log", ui_key_log},
     {'?', "?", "show / hide this help", ui_key_help},
@@ -1837,6 +2118,75 @@ static void ui_draw_ranges(struct ui *ui, int y, size_t process, size_t lane, si
 	}
 }
 
+/* Samples per cell of a thread lane over the view into ui->density; 0 when it has none there. */
+static uint64_t ui_lane_density(struct ui *ui, size_t process, size_t lane)
+{
+	struct store_lane_cpu_info ci;
+	store_lane_cpu_get(ui->store, process, lane, &ci);
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
+	if (!ci.samples || to <= ui->vp.start_ns)
+		return 0;
+	xgrow((void **)&ui->density, &ui->density_cap, (size_t)ui->vp.cols, sizeof *ui->density);
+	/* Whole cells only: a paused view clips the data, not the cell width. */
+	uint64_t end = viewport_end_ns(&ui->vp);
+	uint64_t total = store_lane_sample_density(ui->store, process, lane, ui->vp.start_ns, end,
+	                                           (size_t)ui->vp.cols, ui->density);
+	if (ui->paused) {
+		int64_t last = viewport_col_of(&ui->vp, to);
+		for (int64_t c = last + 1; c < ui->vp.cols; c++)
+			ui->density[c] = 0;
+	}
+	return total;
+}
+
+/* The strips' full scale: the fullest cell over the thread rows on screen. */
+static void ui_density_scale(struct ui *ui, size_t first, size_t rows)
+{
+	ui->density_max = 0;
+	for (size_t i = first; i < first + rows && i < ui->layout.count; i++) {
+		const struct layout_row *r = &ui->layout.rows[i];
+		if (r->kind != LAYOUT_ROW_THREAD || !ui_lane_density(ui, r->process, r->lane))
+			continue;
+		for (int c = 0; c < ui->vp.cols; c++)
+			if (ui->density[c] > ui->density_max)
+				ui->density_max = ui->density[c];
+	}
+}
+
+/* One osrt or gc row: calls folded into cells, wide ones as "[read 30.1ms]" boxes. */
+static void ui_draw_calls(struct ui *ui, int y, const struct layout_row *row)
+{
+	const struct store_call *c = NULL;
+	uint64_t from = ui->vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->vp));
+	int osrt = row->kind == LAYOUT_ROW_OSRT;
+	size_t n = 0;
+	if (from < to)
+		n = osrt ? store_lane_osrt_query(ui->store, row->process, row->lane, row->row, from, to, &c)
+		         : store_lane_gc_query(ui->store, row->process, row->lane, row->row, from, to, &c);
+	size_t ns = viewport_fold_calls(&ui->vp, c, n, ui->segs, ui->seg_cap);
+	attr_t a = ui_attr(ui, osrt ? THEME_OSRT : THEME_GC);
+	int gx = ui_gutter();
+	for (size_t i = 0; i < ns; i++) {
+		const struct viewport_seg *sg = &ui->segs[i];
+		int w = sg->col1 - sg->col0;
+		if (sg->kind == VIEWPORT_SEG_FOLD || w <= 1) {
+			ui_put(ui, y, gx + sg->col0, 1, a | (sg->count >= 8 ? A_BOLD : 0), ui->g->fold);
+			continue;
+		}
+		const struct store_call *k = &c[sg->first];
+		char label[256], text[300];
+		/* Room inside the brackets: the box's cells less '[' and ']' where they show. */
+		int room = w - (sg->clip_left ? 0 : 1) - (sg->clip_right ? 0 : 1);
+		cpuview_call_label(store_string(ui->store, k->name_id), k->end_ns - k->start_ns,
+		                   room > 0 ? (size_t)room : 0, label, sizeof label);
+		snprintf(text, sizeof text, "%s%s", sg->clip_left ? "" : "[", label);
+		ui_fill(y, gx + sg->col0, w, a, ui->g->bar);
+		ui_put(ui, y, gx + sg->col0, w - (sg->clip_right ? 0 : 1), a | A_BOLD, text);
+		if (!sg->clip_right)
+			ui_put(ui, y, gx + sg->col1 - 1, 1, a | A_BOLD, "]");
+	}
+}
+
 /* Thread row: its lifetime as a faint line and its marks. */
 static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lane,
                                 const struct store_lane_info *li)
@@ -1851,6 +2201,15 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 		c1 = ui->vp.cols - 1;
 	if (li->first_ns && c1 >= c0)
 		ui_fill(y, gx + (int)c0, (int)(c1 - c0 + 1), ui_attr(ui, THEME_BASELINE), ui->g->baseline);
+	/* CPU samples per cell over the baseline: ▁..█ against the fullest cell on screen. */
+	if (ui_lane_density(ui, process, lane)) {
+		attr_t sa = ui_attr(ui, THEME_SAMPLE);
+		for (int c = 0; c < ui->vp.cols; c++) {
+			int lvl = cpuview_density_level(ui->density[c], ui->density_max);
+			if (lvl)
+				ui_put(ui, y, gx + c, 1, sa, ui->g->spark[lvl]);
+		}
+	}
 
 	const struct store_range *m = NULL;
 	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
@@ -2014,7 +2373,8 @@ static const char *ui_gpu_unavailable(const struct ui *ui, size_t process)
 	for (size_t i = 0; i < store_notice_count(ui->store, process); i++) {
 		uint32_t level;
 		const char *text = store_notice_get(ui->store, process, i, &level, NULL);
-		/* Only GPU-tracing notices explain missing GPU lanes (counters, sampling say other things). */
+		/* Only GPU-tracing notices explain missing GPU lanes (counters, sampling say other things).
+		 */
 		if (level == WIRE_NOTICE_WARNING && strncmp(text, "GPU tracing", 11) == 0)
 			why = text;
 	}
@@ -2081,6 +2441,15 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		snprintf(label, sizeof label, "   %s%zu", row->row == 0 ? "nvtx " : "  ", row->row);
 		la = ui_attr(ui, THEME_THREAD) | A_DIM;
 		ui_draw_ranges(ui, y, row->process, row->lane, row->row, &li);
+		break;
+	case LAYOUT_ROW_OSRT:
+	case LAYOUT_ROW_GC:
+		snprintf(label, sizeof label,
+		         row->row                       ? ""
+		         : row->kind == LAYOUT_ROW_OSRT ? "   blocking"
+		                                        : "   python gc");
+		la = ui_attr(ui, THEME_THREAD) | A_DIM;
+		ui_draw_calls(ui, y, row);
 		break;
 	case LAYOUT_ROW_CUDA_API:
 		snprintf(label, sizeof label, row->row == 0 ? "   cuda api" : "");
@@ -2190,6 +2559,84 @@ static void ui_draw_panel(struct ui *ui, int y0, int h)
 		for (int b = 0; b < bw; b++) {
 			int lvl = top ? (int)((bins[b] * 8 + top - 1) / top) : 0;
 			addstr(ui->g->spark[lvl > 8 ? 8 : lvl]);
+		}
+	}
+}
+
+/*
+ * The thread lane the hot panel describes: the selected row's thread, else the thread with the most
+ * samples in view. 0 when no thread has samples there.
+ */
+static int ui_hot_lane(const struct ui *ui, size_t *process, size_t *lane)
+{
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
+	if (ui->layout.selected < ui->layout.count) {
+		const struct layout_row *r = &ui->layout.rows[ui->layout.selected];
+		if (layout_is_thread_row(r)) {
+			*process = r->process;
+			*lane = r->lane;
+			return 1;
+		}
+	}
+	size_t most = 0;
+	int found = 0;
+	for (size_t p = 0; p < store_process_count(ui->store); p++) {
+		struct store_process_info pi;
+		store_process_get(ui->store, p, &pi);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			const struct store_sample *v;
+			size_t n = store_lane_samples(ui->store, p, l, ui->vp.start_ns, to, &v);
+			if (n > most) {
+				most = n;
+				*process = p;
+				*lane = l;
+				found = 1;
+			}
+		}
+	}
+	return found;
+}
+
+/* The hot-functions panel: top leaf functions of one thread in the visible window. */
+static void ui_draw_hot(struct ui *ui, int y0, int h)
+{
+	attr_t ha = ui_attr(ui, THEME_PANEL_HEADER), a = ui_attr(ui, THEME_PANEL);
+	char hdr[512], tn[128] = "";
+	size_t process = 0, lane = 0;
+	struct store_hot_function hot[UI_HOT_TOP];
+	uint64_t samples = 0;
+	size_t n = 0;
+	if (ui_hot_lane(ui, &process, &lane)) {
+		struct store_lane_info li;
+		store_lane_get(ui->store, process, lane, &li);
+		snprintf(tn, sizeof tn, "%s %d", li.name && *li.name ? li.name : "thread", (int)li.tid);
+		size_t top = h - 1 < UI_HOT_TOP ? (size_t)(h - 1) : UI_HOT_TOP;
+		n = store_hot_functions(ui->store, process, lane, ui->vp.start_ns,
+		                        ui_data_end(ui, viewport_end_ns(&ui->vp)), top, hot, &samples);
+	}
+	ui_fill(y0, 0, COLS, ha, " ");
+	if (tn[0])
+		snprintf(hdr, sizeof hdr, "%6s %6s %6s  Hot functions of %s in view: %llu samples  (H hides)",
+		         "self", "share", "total", tn, (unsigned long long)samples);
+	else
+		snprintf(hdr, sizeof hdr,
+		         "%6s %6s %6s  Hot functions: no thread has samples in view  (H hides)", "self",
+		         "share", "total");
+	ui_put(ui, y0, 0, COLS, ha | A_BOLD, hdr);
+	for (int i = 0; i + 1 < h; i++) {
+		int y = y0 + 1 + i;
+		ui_fill(y, 0, COLS, a, " ");
+		if ((size_t)i >= n)
+			continue;
+		char line[512];
+		const char *mod = store_frame_module(ui->store, hot[i].frame_id);
+		snprintf(line, sizeof line, "%6llu %5.1f%% %6llu  ", (unsigned long long)hot[i].self,
+		         cpuview_share(hot[i].self, samples), (unsigned long long)hot[i].total);
+		int x = ui_put(ui, y, 0, COLS, a, line);
+		x += ui_put(ui, y, x, COLS - x, a | A_BOLD, store_frame_function(ui->store, hot[i].frame_id));
+		if (*mod) {
+			ui_put(ui, y, x, COLS - x, a | A_DIM, "  ");
+			ui_put(ui, y, x + 2, COLS - x - 2, a | A_DIM, mod);
 		}
 	}
 }
@@ -2333,7 +2780,8 @@ static void ui_draw_bottom(struct ui *ui, int y)
 		       " Dump to a file: [v]isible window  [w]hole capture  [c]ancel (capture goes on)");
 		return;
 	}
-	if (ui->prompt == UI_PROMPT_FIND || ui->prompt == UI_PROMPT_GOTO || ui->prompt == UI_PROMPT_DUMP_FILE) {
+	if (ui->prompt == UI_PROMPT_FIND || ui->prompt == UI_PROMPT_GOTO ||
+	    ui->prompt == UI_PROMPT_DUMP_FILE) {
 		attr_t a = ui_attr(ui, THEME_PROMPT);
 		char text[700];
 		snprintf(text, sizeof text,
@@ -2351,8 +2799,8 @@ static void ui_draw_bottom(struct ui *ui, int y)
 	}
 	char hint[256];
 	snprintf(hint, sizeof hint,
-	         " space pause  +/- zoom  %s pan  %s lanes  Enter details  / find  h nvtx  t theme  ? help  "
-	         "q quit",
+	         " space pause  +/- zoom  %s pan  %s lanes  Enter details  / find  h nvtx  H hot  ] gap  "
+	         "? help  q quit",
 	         ui->g->leftright, ui->g->updown);
 	ui_put(ui, y, 0, COLS, ui_attr(ui, THEME_NORMAL) | A_DIM, hint);
 }
@@ -2478,9 +2926,17 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		if (LINES - 3 - hdr_h - log_h - panel_h < 4)
 			panel_h = 0;
 	}
+	int hot_h = 0;
+	if (ui->hot_shown) {
+		hot_h = UI_HOT_TOP + 1;
+		if (hot_h > LINES / 3)
+			hot_h = LINES / 3;
+		if (LINES - 3 - hdr_h - log_h - panel_h - hot_h < 4)
+			hot_h = 0;
+	}
 	int axis_y = 1 + hdr_h;
 	int lanes_y = axis_y + 1;
-	int lanes_h = LINES - lanes_y - 1 - log_h - panel_h;
+	int lanes_h = LINES - lanes_y - 1 - log_h - panel_h - hot_h;
 	ui->lanes_y = lanes_y;
 	ui->lanes_height = lanes_h > 0 ? (size_t)lanes_h : 0;
 	layout_clamp(&ui->layout, ui->lanes_height);
@@ -2494,6 +2950,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	ui->drawn_once = 1;
 	if (LINES > axis_y + 1)
 		ui_draw_axis(ui, axis_y);
+	ui_density_scale(ui, ui->layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
 	for (int i = 0; i < lanes_h; i++) {
 		size_t idx = ui->layout.top + (size_t)i;
 		if (idx >= ui->layout.count) {
@@ -2505,7 +2962,11 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	if (ui->layout.count == 0 && lanes_h > 0)
 		ui_put(ui, lanes_y, ui_gutter() + 1, ui->vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
 		       status && status->live ? "waiting for the target's first events..." : "no events");
-	ui->panel_y = lanes_y + (lanes_h > 0 ? lanes_h : 0);
+	ui->hot_y = lanes_y + (lanes_h > 0 ? lanes_h : 0);
+	ui->hot_h = hot_h;
+	if (hot_h > 1)
+		ui_draw_hot(ui, ui->hot_y, hot_h);
+	ui->panel_y = ui->hot_y + hot_h;
 	ui->panel_h = panel_h;
 	if (panel_h > 0)
 		ui_draw_panel(ui, ui->panel_y, panel_h);
@@ -2666,6 +3127,7 @@ void ui_free(struct ui *ui)
 	free(ui->order);
 	free(ui->match);
 	free(ui->segs);
+	free(ui->density);
 	free(ui);
 }
 
