@@ -42,6 +42,16 @@ int cli_info(int argc, char **argv);
 
 /* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
 int cli_load_capture(const char *path, struct store *store);
+/* getopt_long entries of the UI options shared by live mode, view and attach. */
+#define CLI_UI_LONG_OPTIONS                                                                                       \
+	{"ascii", no_argument, NULL, 'a'}, {"window", required_argument, NULL, 'w'},                              \
+		{"theme", required_argument, NULL, 'T'}, {"gap-ms", required_argument, NULL, 'G'},                \
+		{"no-mouse", no_argument, NULL, 'M'}
+struct ui_options;
+/* Applies one UI option; returns 1 if it was one, 0 if not, -1 on a bad value (said in one line). */
+int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg);
+/* Parses --buffer-mb (1-65536 MiB); returns 0 or -1 (said in one line). */
+int cli_parse_buffer_mb(const char *arg, unsigned *out);
 /* Parses a positive number of seconds; returns 0 or -1. */
 int cli_parse_seconds(const char *text, double *out);
 /* Reports the option getopt_long just rejected in one line; returns CLI_EXIT_USAGE. */

@@ -231,11 +231,9 @@ int cli_attach(int argc, char **argv)
 		{"record", no_argument, NULL, 'r'},
 		{"output", required_argument, NULL, 'o'},
 		{"duration", required_argument, NULL, 'd'},
-		{"ascii", no_argument, NULL, 'a'},
-		{"window", required_argument, NULL, 'w'},
-		{"theme", required_argument, NULL, 'T'},
 		{"buffer-mb", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_UI_LONG_OPTIONS,
 		LAUNCH_LONG_OPTIONS,
 		{0},
 	};
@@ -261,25 +259,19 @@ int cli_attach(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
-		case 'a':
-			ui_opts.ascii = 1;
-			break;
-		case 'w':
-			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
-				log_error("attach: --window needs a positive number of seconds, not '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'T':
-			ui_opts.theme = optarg;
-			break;
 		case 'b':
-			lopts.buffer_mb = (unsigned)strtoul(optarg, NULL, 10);
+			if (cli_parse_buffer_mb(optarg, &lopts.buffer_mb) != 0)
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			cli_usage("attach");
 			return 0;
 		default: {
+			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
+			if (urc < 0)
+				return CLI_EXIT_USAGE;
+			if (urc > 0)
+				break;
 			int lrc = launch_parse_option(&lopts, opt, optarg);
 			if (lrc < 0)
 				return CLI_EXIT_USAGE;
@@ -382,7 +374,8 @@ int cli_run(int argc, char **argv)
 			detached = 1;
 			break;
 		case 'b':
-			lopts.buffer_mb = (unsigned)strtoul(optarg, NULL, 10);
+			if (cli_parse_buffer_mb(optarg, &lopts.buffer_mb) != 0)
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			cli_usage("run");

@@ -222,13 +222,9 @@ static char *live_join(char **argv)
 int cli_live(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"ascii", no_argument, NULL, 'a'},
-		{"window", required_argument, NULL, 'w'},
-		{"theme", required_argument, NULL, 'T'},
-		{"gap-ms", required_argument, NULL, 'G'},
-		{"no-mouse", no_argument, NULL, 'M'},
 		{"buffer-mb", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_UI_LONG_OPTIONS,
 		{"version", no_argument, NULL, 'V'},
 		LAUNCH_LONG_OPTIONS,
 		{0},
@@ -241,41 +237,10 @@ int cli_live(int argc, char **argv)
 	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
 		switch (opt) {
-		case 'a':
-			ui_opts.ascii = 1;
-			break;
-		case 'T':
-			ui_opts.theme = optarg;
-			break;
-		case 'M':
-			ui_opts.no_mouse = 1;
-			break;
-		case 'G': {
-			char *gend;
-			double g = strtod(optarg, &gend);
-			if (gend == optarg || *gend || g < 0) {
-				log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", optarg);
+		case 'b':
+			if (cli_parse_buffer_mb(optarg, &buffer_mb) != 0)
 				return CLI_EXIT_USAGE;
-			}
-			ui_opts.gap_ms = g > 0 ? g : -1;
 			break;
-		}
-		case 'w':
-			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
-				log_error("--window needs a positive number of seconds, not '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'b': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v == 0 || v > 65536) {
-				log_error("--buffer-mb needs a size in MiB (1-65536), not '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			buffer_mb = (unsigned)v;
-			break;
-		}
 		case 'h':
 			cli_usage("");
 			return 0;
@@ -283,6 +248,11 @@ int cli_live(int argc, char **argv)
 			printf("cuscope %s\n", CUSCOPE_VERSION);
 			return 0;
 		default: {
+			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
+			if (urc < 0)
+				return CLI_EXIT_USAGE;
+			if (urc > 0)
+				break;
 			int lrc = launch_parse_option(&lopts, opt, optarg);
 			if (lrc < 0)
 				return CLI_EXIT_USAGE;

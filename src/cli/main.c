@@ -2,6 +2,7 @@
 #include "cuscope/cli.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
+#include "cuscope/ui.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -159,6 +160,51 @@ int cli_bad_option(const char *verb, char **argv)
 	log_error("%s%sunknown option or missing value: '%s' (see cuscope %s%s--help)", verb, *verb ? ": " : "", arg,
 		  verb, *verb ? " " : "");
 	return CLI_EXIT_USAGE;
+}
+
+int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'a':
+		options->ascii = 1;
+		return 1;
+	case 'T':
+		options->theme = arg;
+		return 1;
+	case 'M':
+		options->no_mouse = 1;
+		return 1;
+	case 'G': {
+		char *end;
+		double g = strtod(arg, &end);
+		if (end == arg || *end || g < 0) {
+			log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", arg);
+			return -1;
+		}
+		options->gap_ms = g > 0 ? g : -1;
+		return 1;
+	}
+	case 'w':
+		if (cli_parse_seconds(arg, &options->window_s) != 0) {
+			log_error("--window needs a positive number of seconds, not '%s'", arg);
+			return -1;
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cli_parse_buffer_mb(const char *arg, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*end || v == 0 || v > 65536) {
+		log_error("--buffer-mb needs a size in MiB (1-65536), not '%s'", arg);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
 }
 
 int cli_parse_seconds(const char *text, double *out)

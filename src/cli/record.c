@@ -247,16 +247,10 @@ int cli_record(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
-		case 'b': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v == 0 || v > 65536) {
-				log_error("record: --buffer-mb needs a size in MiB (1-65536), not '%s'", optarg);
+		case 'b':
+			if (cli_parse_buffer_mb(optarg, &buffer_mb) != 0)
 				return CLI_EXIT_USAGE;
-			}
-			buffer_mb = (unsigned)v;
 			break;
-		}
 		case 'h':
 			cli_usage("record");
 			return 0;

@@ -29,12 +29,8 @@ static void view_on_signal(int sig)
 int cli_view(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"ascii", no_argument, NULL, 'a'},
-		{"window", required_argument, NULL, 'w'},
-		{"theme", required_argument, NULL, 'T'},
-		{"gap-ms", required_argument, NULL, 'G'},
-		{"no-mouse", no_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_UI_LONG_OPTIONS,
 		{0},
 	};
 	struct ui_options ui_opts = {0};
@@ -43,36 +39,16 @@ int cli_view(int argc, char **argv)
 	optopt = 0;
 	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (opt) {
-		case 'a':
-			ui_opts.ascii = 1;
-			break;
-		case 'T':
-			ui_opts.theme = optarg;
-			break;
-		case 'M':
-			ui_opts.no_mouse = 1;
-			break;
-		case 'G': {
-			char *gend;
-			double g = strtod(optarg, &gend);
-			if (gend == optarg || *gend || g < 0) {
-				log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			ui_opts.gap_ms = g > 0 ? g : -1;
-			break;
-		}
-		case 'w':
-			if (cli_parse_seconds(optarg, &ui_opts.window_s) != 0) {
-				log_error("view: --window needs a positive number of seconds, not '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
 		case 'h':
 			cli_usage("view");
 			return 0;
-		default:
-			return cli_bad_option("view", argv);
+		default: {
+			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
+			if (urc < 0)
+				return CLI_EXIT_USAGE;
+			if (urc == 0)
+				return cli_bad_option("view", argv);
+		}
 		}
 	}
 	if (optind != argc - 1) {
