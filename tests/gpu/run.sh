@@ -473,6 +473,19 @@ check_python_perf()
 	fi
 }
 
+check_tui_cpu_gap()
+{
+	local line
+	# shellcheck source=tests/gpu/tui_cpu_gap.sh
+	. "$ROOT/tests/gpu/tui_cpu_gap.sh"
+	line=$(tui_cpu_gap_test 2>&1 | tail -n 1)
+	case $line in
+	PASS*) result tui_cpu_gap PASS "${line#PASS: }" ;;
+	SKIP*) result tui_cpu_gap SKIP "${line#SKIP: }" ;;
+	*) result tui_cpu_gap FAIL "${line#FAIL: }" ;;
+	esac
+}
+
 check_tui_gap()
 {
 	local line rc
@@ -493,7 +506,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap attach attach_armed python_perf; do
+	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"
