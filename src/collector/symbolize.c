@@ -291,7 +291,7 @@ static uint32_t symbolize_uncached(uint64_t pc)
 		e = perf_find(pc);
 	}
 	if (e) {
-		snprintf(text, sizeof text, "%s%c[python]", e->name, WIRE_FRAME_SEPARATOR);
+		snprintf(text, sizeof text, "%s%c[perf-map]", e->name, WIRE_FRAME_SEPARATOR);
 		return sender_intern(text, strlen(text));
 	}
 	snprintf(text, sizeof text, "0x%llx%c[unknown]", (unsigned long long)pc, WIRE_FRAME_SEPARATOR);
