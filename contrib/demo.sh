@@ -20,17 +20,27 @@ if [ -n "${CUSCOPE_DEMO_CMD:-}" ]; then
 	# shellcheck disable=SC2086 # the command is words on purpose
 	exec "$CUSCOPE" -- $CUSCOPE_DEMO_CMD
 fi
+# The demo ends when the user stops it: that exit (SIGINT/SIGTERM) is not a failure of `make demo`.
+run_demo()
+{
+	"$CUSCOPE" -- "$@"
+	rc=$?
+	case $rc in 0 | 130 | 143) exit 0 ;; *) exit "$rc" ;; esac
+}
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-	for prog in "$BUILD"/tests/gpu/*; do
-		if [ -x "$prog" ] && [ -f "$prog" ]; then
-			echo "demo: GPU found ($(nvidia-smi -L | head -n 1)); tracing $prog"
-			exec "$CUSCOPE" -- "$prog"
-		fi
-	done
+	gpu=$(nvidia-smi -L | head -n 1)
+	if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+		echo "demo: GPU found ($gpu); tracing a PyTorch training loop with NVTX ranges for 120 s"
+		run_demo python3 tests/gpu/torch_loop.py --seconds 120
+	fi
+	if [ -x "$BUILD/tests/gpu/launch_bench" ]; then
+		echo "demo: GPU found ($gpu), no PyTorch; tracing the CUDA launch workload"
+		run_demo "$BUILD/tests/gpu/launch_bench"
+	fi
 	echo "demo: GPU found but no CUDA workload built yet; running the CPU NVTX demo"
 else
 	echo "demo: no GPU; running the CPU NVTX demo (threads lr-main, loader-0..3)"
 fi
 echo "demo: q quits (then [s]top), Ctrl-C stops the demo program; it ends by itself after 120 s"
 sleep 1
-exec "$CUSCOPE" -- "$BUILD/tests/progs/long_running" -t 120 -n 4
+run_demo "$BUILD/tests/progs/long_running" -t 120 -n 4
