@@ -428,6 +428,8 @@ static void collector_at_exit(void)
 	atomic_store(&collector_running, 0);
 }
 
+static _Atomic int attach_notice_given;
+
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
 /* Reads the configuration (environment or rendezvous) that every start shares. */
 static void collector_configure(void)
@@ -470,6 +472,8 @@ static const char *collector_armed_session(void)
 	return dir;
 }
 
+static _Atomic int attach_notice_given;
+
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
 __attribute__((constructor)) static void collector_init(void)
 {
@@ -488,6 +492,12 @@ __attribute__((constructor)) static void collector_init(void)
 		return;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = attached;
+	if (attached) {
+		atomic_store(&attach_notice_given, 1);
+		collector_notice(WIRE_NOTICE_WARNING,
+				 "attached to a running process: NVTX ranges of code that already used NVTX, and "
+				 "blocking-call tracing, are not available");
+	}
 	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
 		return;
 	collector_configure();
@@ -513,6 +523,12 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 		return 0;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = 1;
+	if (!atomic_load(&attach_notice_given)) {
+		atomic_store(&attach_notice_given, 1);
+		collector_notice(WIRE_NOTICE_WARNING,
+				 "attached to a running process: NVTX ranges of code that already used NVTX, and "
+				 "blocking-call tracing, are not available");
+	}
 	if (collector_pid == 0) {
 		pthread_key_create(&thread_ring_key, thread_ring_release);
 		pthread_atfork(NULL, NULL, collector_atfork_child);
