@@ -21,6 +21,10 @@ WARN     := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 CPPFLAGS := -Iinclude -isystem $(CUDA_HOME)/include -D_GNU_SOURCE
 CFLAGS   ?= $(OPT) -g
 CFLAGS   += -std=gnu11 $(WARN) -fno-omit-frame-pointer
+# WERROR=1 (CI) turns every warning into an error.
+ifeq ($(WERROR),1)
+CFLAGS += -Werror
+endif
 SAN      :=
 ifeq ($(ASAN),1)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined

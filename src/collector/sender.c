@@ -307,7 +307,6 @@ static void push_event(const struct wire_event *ev)
 
 /* ---- strings ---- */
 
-static uint32_t intern(const char *text, size_t len);
 
 /* Announces a string frame; only needed while a viewer is connected (a new viewer gets the table). */
 static void announce_string(uint32_t id)
