@@ -64,6 +64,8 @@ int collector_thread_busy(void);
 /* Marks the calling thread as inside the collector; returns the previous state for leave. */
 int collector_thread_enter(void);
 void collector_thread_leave(int was);
+/* Like leave, but never takes a deferred sample: for signal handlers (their record is not committed yet). */
+void collector_thread_restore(int was);
 /* Signal handler: defer this thread's sample until it leaves the collector. */
 void collector_note_pending_sample(void);
 /* CLOCK_MONOTONIC now, ns. */

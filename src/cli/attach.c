@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ATTACH_CALL_TIMEOUT_MS 10000
+/* Long: giving up restores registers in the middle of dlopen, which is worse than waiting. */
+#define ATTACH_CALL_TIMEOUT_MS 60000
 #define ATTACH_SOCKET_WAIT_NS 5000000000ull
 
 /* Looks for PID.sock in the session directories under base; copies the directory into out. */
@@ -97,24 +98,36 @@ static int attach_private_dir(const char *dir, uid_t uid)
 {
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	if (getuid() == 0 && chown(dir, uid, (gid_t)-1) != 0)
+	/* The directory may have been made by the target's user: never follow a link planted there. */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	return 0;
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) != 0)
+		rc = -errno;
+	else if ((st.st_uid != uid && st.st_uid != getuid()) || (st.st_mode & 0077))
+		rc = -EPERM;
+	else if (getuid() == 0 && st.st_uid != uid && fchown(fd, uid, (gid_t)-1) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* Writes the rendezvous file the collector reads at its start (0600, owned by the target's user). */
 static int attach_write_rendezvous(const char *path, uid_t uid, const char *session, const struct launch_options *o)
 {
 	char text[2048];
-	int n = snprintf(text, sizeof text, "CUSCOPE_SESSION=%s\n%s%s%s%s%s%s%s%s%s%s", session,
+	int n = snprintf(text, sizeof text, "CUSCOPE_SESSION=%s\n%s%s%s%s%s%s%s%s%s", session,
 			 o->sample_hz ? "CUSCOPE_SAMPLE_HZ=" : "", o->sample_hz ? o->sample_hz : "",
 			 o->sample_hz ? "\n" : "", o->osrt_threshold_us ? "CUSCOPE_OSRT_THRESHOLD_US=" : "",
 			 o->osrt_threshold_us ? o->osrt_threshold_us : "", o->osrt_threshold_us ? "\n" : "",
-			 o->counters ? "CUSCOPE_COUNTERS=" : "", o->counters ? o->counters : "", o->counters ? "\n" : "",
-			 o->buffer_mb ? "" : "");
+			 o->counters ? "CUSCOPE_COUNTERS=" : "", o->counters ? o->counters : "", o->counters ? "\n" : "");
 	if (o->buffer_mb)
 		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_BUFFER_MB=%u\n", o->buffer_mb);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* A fresh file, never through a link: the directory belongs to the target's user. */
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	int rc = write(fd, text, (size_t)n) == n ? 0 : -EIO;
@@ -197,7 +210,10 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	if (ret == 0) {
 		unlink(rendezvous);
 		rmdir(session);
-		log_error("attach: loading %s into pid %d failed (dlopen returned NULL)", collector, (int)pid);
+		if (already_loaded)
+			log_error("attach: pid %d's collector did not restart (see its stderr)", (int)pid);
+		else
+			log_error("attach: loading %s into pid %d failed (dlopen returned NULL)", collector, (int)pid);
 		return 1;
 	}
 	return 0;
@@ -335,6 +351,14 @@ int cli_attach(int argc, char **argv)
 			log_error("attach: pid %d exited during attach", (int)pid);
 		else if (rc)
 			log_error("attach: pid %d's collector did not open its socket in %s", (int)pid, target.session_dir);
+		if (rc && !armed) {
+			/* Nothing may be left for a later process with the same pid to pick up. */
+			char rendezvous[300];
+			snprintf(rendezvous, sizeof rendezvous, "/tmp/cuscope-%u/attach-%d.env",
+				 (unsigned)attach_process_uid(pid), (int)pid);
+			unlink(rendezvous);
+			rmdir(target.session_dir);
+		}
 		rc = rc ? 1 : 0;
 	}
 	if (rc) {

@@ -306,6 +306,11 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	if (!lv.ui) {
 		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI", (int)launch.pid,
 			  launch.attached ? "" : ", output in ", launch.attached ? "" : launch.log_path);
+		if (lv.keep) {
+			capture_writer_close(lv.keep);
+			lv.keep = NULL;
+			unlink(lv.keep_path);
+		}
 		store_free(lv.store);
 		return 1;
 	}
@@ -350,15 +355,22 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		}
 		while (forwarded_interrupts < live_interrupts) {
 			forwarded_interrupts++;
-			launch_signal(&launch, SIGINT);
+			/* An attached process is not ours to interrupt: Ctrl-C detaches from it instead. */
+			if (launch.attached)
+				live_detach_signal = SIGINT;
+			else
+				launch_signal(&launch, SIGINT);
 		}
 		if (live_detach_signal) {
 			detached = status.target_alive;
 			break;
 		}
 		int actions = ui_handle_input(lv.ui, &status);
-		if (actions & UI_ACTION_INTERRUPT)
+		if (actions & UI_ACTION_INTERRUPT) {
+			if (launch.attached)
+				break;
 			launch_signal(&launch, SIGINT);
+		}
 		if (actions & UI_ACTION_DETACH) {
 			detached = status.target_alive;
 			break;

@@ -88,12 +88,34 @@ static struct cupti_buffer *cupti_buffer_of(uint8_t *data)
 	return (struct cupti_buffer *)(data - 64);
 }
 
+/* Spare buffers: a lock, because a lock-free pop could hand one buffer out twice (ABA) when
+ * CUPTI asks from two threads while the sender returns one. Held for a few instructions. */
+static atomic_flag spare_lock = ATOMIC_FLAG_INIT;
+
+static struct cupti_buffer *spare_pop(void)
+{
+	while (atomic_flag_test_and_set_explicit(&spare_lock, memory_order_acquire))
+		;
+	struct cupti_buffer *b = atomic_load_explicit(&cu.spare, memory_order_relaxed);
+	if (b)
+		atomic_store_explicit(&cu.spare, b->next, memory_order_relaxed);
+	atomic_flag_clear_explicit(&spare_lock, memory_order_release);
+	return b;
+}
+
+static void spare_push(struct cupti_buffer *b)
+{
+	while (atomic_flag_test_and_set_explicit(&spare_lock, memory_order_acquire))
+		;
+	b->next = atomic_load_explicit(&cu.spare, memory_order_relaxed);
+	atomic_store_explicit(&cu.spare, b, memory_order_relaxed);
+	atomic_flag_clear_explicit(&spare_lock, memory_order_release);
+}
+
 static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
 	*max_records = 0;
-	struct cupti_buffer *b = atomic_load(&cu.spare);
-	while (b && !atomic_compare_exchange_weak(&cu.spare, &b, b->next))
-		;
+	struct cupti_buffer *b = spare_pop();
 	if (!b) {
 		if (atomic_fetch_add(&cu.buffers_allocated, 1) >= cu.buffers_max) {
 			atomic_fetch_sub(&cu.buffers_allocated, 1);
@@ -304,6 +326,19 @@ int cupti_start(void)
 	char why[512] = "";
 	if (atomic_load(&cu.active))
 		return 0;
+	/* Detached, and CUPTI not finalized yet (no CUDA call since): the subscription still holds,
+	 * with every kind enabled; just resume. */
+	int expected = 1;
+	if (atomic_compare_exchange_strong(&cu.detach_requested, &expected, 0)) {
+		if (cu.fn.enable_domain) {
+			cu.fn.enable_domain(0, cu.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+			cu.fn.enable_domain(0, cu.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+		}
+		atomic_store(&cu.active, 1);
+		atomic_store(&cu.flush_stop, 0);
+		cu.flush_started = pthread_create(&cu.flush_thread, NULL, cupti_flush_main, NULL) == 0;
+		return 0;
+	}
 	cu.lib = cupti_open(why, sizeof why);
 	if (!cu.lib || cupti_resolve(why, sizeof why) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
@@ -642,10 +677,7 @@ size_t cupti_drain(void)
 		size_t dropped = 0;
 		if (cu.fn.dropped_records(NULL, 0, &dropped) == CUPTI_SUCCESS)
 			cu.dropped_records += dropped;
-		struct cupti_buffer *head = atomic_load(&cu.spare);
-		do
-			b->next = head;
-		while (!atomic_compare_exchange_weak(&cu.spare, &head, b));
+		spare_push(b);
 	}
 	return records;
 }

@@ -57,9 +57,14 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 		      const char *text, size_t text_len);
 
 /* pthread key destructor: the thread is ending; the sender frees its ring after draining it. */
+static COLLECTOR_TLS int thread_exiting;
+
 static void thread_ring_release(void *arg)
 {
 	struct thread_ring *tr = arg;
+	/* From here on this thread writes nothing: the sender may unmap the ring once it sees dead. */
+	thread_exiting = 1;
+	thread_ring_self = NULL;
 	/* The exact end of a traced thread; untraced threads are found gone by the sender's scan. */
 	ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
@@ -120,10 +125,12 @@ static struct thread_ring *thread_ring_create(void)
 
 struct thread_ring *collector_thread_ring_in_signal(void)
 {
+	if (thread_exiting || !atomic_load_explicit(&collector_running, memory_order_relaxed))
+		return NULL;
 	struct thread_ring *tr = thread_ring_self;
 	if (tr)
 		return tr;
-	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+	if (thread_is_collector)
 		return NULL;
 	/* No destructor from here (pthread_setspecific is not signal-safe): the sender's thread scan
 	 * retires this ring when the thread is gone. */
@@ -150,8 +157,9 @@ static void flush_pending_sample(void)
 		return;
 	sample_pending = 0;
 	struct thread_ring *tr = thread_ring_self;
-	if (!tr)
+	if (!tr || thread_exiting)
 		return;
+	int saved_errno = errno;
 	thread_in_collector = 1;
 	void *pcs[128];
 	int depth = unw_backtrace(pcs, 128);
@@ -169,6 +177,7 @@ static void flush_pending_sample(void)
 		ring_commit(&tr->ring, rec);
 	}
 	thread_in_collector = 0;
+	errno = saved_errno;
 }
 
 int collector_thread_enter(void)
@@ -176,6 +185,11 @@ int collector_thread_enter(void)
 	int was = thread_in_collector;
 	thread_in_collector = 1;
 	return was;
+}
+
+void collector_thread_restore(int was)
+{
+	thread_in_collector = was;
 }
 
 void collector_thread_leave(int was)
@@ -187,14 +201,19 @@ void collector_thread_leave(int was)
 
 struct thread_ring *collector_thread_ring(void)
 {
+	/* Not running (detached, or not started): nobody drains, so nothing is written. */
+	if (thread_exiting || !atomic_load_explicit(&collector_running, memory_order_acquire))
+		return NULL;
 	struct thread_ring *tr = thread_ring_self;
 	if (tr)
 		return tr;
-	if (thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+	if (thread_is_collector)
 		return NULL;
+	int saved_errno = errno;
 	thread_in_collector = 1;
 	tr = thread_ring_create();
 	thread_in_collector = 0;
+	errno = saved_errno;
 	if (!tr)
 		return NULL;
 	pthread_setspecific(thread_ring_key, tr);
@@ -202,6 +221,7 @@ struct thread_ring *collector_thread_ring(void)
 	char comm[17] = "";
 	prctl(PR_GET_NAME, comm);
 	ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm, strlen(comm));
+	errno = saved_errno;
 	return tr;
 }
 
@@ -212,6 +232,7 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 {
 	if (text_len > 4096)
 		text_len = 4096;
+	int saved_errno = errno; /* the program's errno must survive an NVTX call */
 	thread_in_collector = 1;
 	struct ring_record *rec = ring_reserve_headroom(&tr->ring, text_len, headroom);
 	if (!rec) {
@@ -243,6 +264,7 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 			}
 		}
 	}
+	errno = saved_errno;
 	return 1;
 }
 
@@ -262,6 +284,7 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, cons
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
+	int saved_errno = errno;
 	thread_in_collector = 1;
 	struct ring_record *rec = ring_reserve(&tr->ring, depth * sizeof(uint64_t));
 	if (!rec) {
@@ -281,6 +304,7 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, cons
 	ring_commit(&tr->ring, rec);
 	thread_in_collector = 0;
 	flush_pending_sample();
+	errno = saved_errno;
 	return 1;
 }
 
@@ -472,8 +496,6 @@ static const char *collector_armed_session(void)
 	return dir;
 }
 
-static _Atomic int attach_notice_given;
-
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
 __attribute__((constructor)) static void collector_init(void)
 {
@@ -514,10 +536,12 @@ __attribute__((constructor)) static void collector_init(void)
  */
 COLLECTOR_EXPORT int cuscope_attach_start(void)
 {
-	if (atomic_load(&collector_running))
-		return 1;
 	if (!rendezvous_read())
 		return 0;
+	/* Already collecting (someone else's viewer is attached): the rendezvous is consumed, the
+	 * CLI finds the running session's socket. */
+	if (atomic_load(&collector_running))
+		return 1;
 	const char *session = config_value(SESSION_ENV);
 	if (!session || strlen(session) >= sizeof collector_config.session_dir)
 		return 0;

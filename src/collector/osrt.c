@@ -321,9 +321,11 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 		return real(cond, mutex);
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex);
+	int saved = errno;
 	uint64_t t1 = clock_mono_ns();
 	if (t1 - t0 >= osrt_threshold_ns)
 		osrt_record(&osrt_name_pthread_cond_wait, t0, t1);
+	errno = saved;
 	return rc;
 }
 
@@ -342,9 +344,11 @@ COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_
 		return real(cond, mutex, abstime);
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex, abstime);
+	int saved = errno;
 	uint64_t t1 = clock_mono_ns();
 	if (t1 - t0 >= osrt_threshold_ns)
 		osrt_record(&osrt_name_pthread_cond_timedwait, t0, t1);
+	errno = saved;
 	return rc;
 }
 

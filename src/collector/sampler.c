@@ -10,6 +10,7 @@
 #include "cuscope/wire.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -80,6 +81,41 @@ static _Atomic uint64_t samples_skipped;
 static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* sender thread only */
 static size_t sampled_count;
 
+/*
+ * Dispositions are process-wide: the first thread to start unwinding installs the guard and the
+ * last one to finish puts the program's handlers back, so no thread unwinds unguarded. A
+ * spinlock (not a mutex) because this runs in signal handlers; the handler never nests in itself.
+ */
+static _Atomic int unwinders;
+static atomic_flag guard_lock = ATOMIC_FLAG_INIT;
+
+static void fault_guard_enter(void)
+{
+	while (atomic_flag_test_and_set_explicit(&guard_lock, memory_order_acquire))
+		;
+	if (unwinders++ == 0) {
+		struct sigaction guard;
+		memset(&guard, 0, sizeof guard);
+		guard.sa_sigaction = sampler_fault;
+		guard.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+		sigemptyset(&guard.sa_mask);
+		sigaction(SIGSEGV, &guard, &program_segv);
+		sigaction(SIGBUS, &guard, &program_bus);
+	}
+	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
+}
+
+static void fault_guard_leave(void)
+{
+	while (atomic_flag_test_and_set_explicit(&guard_lock, memory_order_acquire))
+		;
+	if (--unwinders == 0) {
+		sigaction(SIGSEGV, &program_segv, NULL);
+		sigaction(SIGBUS, &program_bus, NULL);
+	}
+	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
+}
+
 static void sampler_handler(int sig, siginfo_t *info, void *context)
 {
 	(void)sig;
@@ -96,9 +132,11 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 		errno = saved_errno;
 		return;
 	}
+	int was = collector_thread_enter();
 	struct thread_ring *tr = collector_thread_ring_in_signal();
 	struct ring_record *rec = tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
 	if (!rec) {
+		collector_thread_restore(was);
 		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
 		if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
 			ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
@@ -107,18 +145,7 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	}
 	uint64_t *pcs = (uint64_t *)(rec + 1);
 	volatile size_t depth = 0;
-	int was = collector_thread_enter();
-	struct sigaction fault_handler, saved_segv, saved_bus;
-	memset(&fault_handler, 0, sizeof fault_handler);
-	fault_handler.sa_sigaction = sampler_fault;
-	fault_handler.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&fault_handler.sa_mask);
-	sigaction(SIGSEGV, &fault_handler, &saved_segv);
-	sigaction(SIGBUS, &fault_handler, &saved_bus);
-	if (saved_segv.sa_sigaction != sampler_fault)
-		program_segv = saved_segv;
-	if (saved_bus.sa_sigaction != sampler_fault)
-		program_bus = saved_bus;
+	fault_guard_enter();
 	sigjmp_buf escape;
 	if (sigsetjmp(escape, 1) == 0) {
 		unwind_escape = &escape;
@@ -135,9 +162,7 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	}
 	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
 	unwind_escape = NULL;
-	sigaction(SIGSEGV, &program_segv, NULL);
-	sigaction(SIGBUS, &program_bus, NULL);
-	collector_thread_leave(was);
+	fault_guard_leave();
 	/* perf mode: the event disabled itself at the overflow; arm it for the next one. */
 	if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
@@ -154,6 +179,8 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	rec->name_ref = NULL;
 	rec->domain_ref = NULL;
 	ring_commit(&tr->ring, rec);
+	/* Only now, with the record committed; and never take a deferred sample from a handler. */
+	collector_thread_restore(was);
 	errno = saved_errno;
 }
 

@@ -860,6 +860,16 @@ static void poll_once(int timeout_ms)
 
 static void periodic_work(uint64_t now)
 {
+	/* A connected viewer that stopped reading (suspended, stuck) must not grow the queue without
+	 * bound through the frames that are never dropped (strings, counters, losses): let it go; it
+	 * can reconnect and start again from the intro. */
+	if (snd.viewer_fd >= 0 && snd.queued_bytes > 2 * collector_config.buffer_bytes) {
+		for (struct out_block *b = snd.head; b; b = b->next)
+			snd.lost[WIRE_LOSS_VIEWER_SLOW] += b->events;
+		viewer_disconnect();
+		while (snd.head)
+			queue_pop_head();
+	}
 	if (snd.viewer_fd >= 0)
 		queue_notices();
 	counters_poll(now);
@@ -925,12 +935,11 @@ static void sender_detach(void)
 	snd.ever_connected = 0;
 	snd.thread_count = 0;
 	strtab_fini(&snd.strings);
-	close(snd.wake_fd);
-	snd.wake_fd = -1;
-	atomic_store(&collector_wake_fd, -1);
-	collector_detached();
+	/* The eventfd stays open: application threads may still be about to write it, and a closed
+	 * number could be reused by the program by then. A re-attach uses it again. */
 	snd.started = 0;
 	pthread_detach(pthread_self());
+	collector_detached(); /* last: a re-attach may start a new sender from here on */
 }
 
 static void *sender_main(void *arg)
@@ -989,7 +998,8 @@ int sender_start(void)
 		snd.listen_fd = -1;
 		return err;
 	}
-	snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (snd.wake_fd < 0)
+		snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	atomic_store(&collector_wake_fd, snd.wake_fd);
 	atomic_store(&snd.stop, 0);
 	/* The sender must not inherit signals meant for the application's threads. */

@@ -99,10 +99,11 @@ int session_listen(const char *path)
 	if (fd < 0)
 		return -errno;
 	unlink(path);
-	/* The umask makes the socket 0600 from birth; no window where others could connect. */
-	mode_t old_mask = umask(0177);
+	/* umask is process-wide (other threads of the traced program may be creating files): bind,
+	 * then chmod. The session directory is 0700, so nobody else can reach the socket meanwhile. */
 	int rc = bind(fd, (struct sockaddr *)&addr, sizeof addr);
-	umask(old_mask);
+	if (rc == 0)
+		rc = chmod(path, 0600);
 	if (rc != 0 || listen(fd, 8) != 0) {
 		err = -errno;
 		close(fd);
