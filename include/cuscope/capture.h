@@ -12,10 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAPTURE_MAGIC "\x89" "CUSCAP\n" /* 8 bytes, no NUL; catches text-mode mangling */
-#define CAPTURE_VERSION 1u
+#define CAPTURE_MAGIC                                                                                        \
+	"\x89"                                                                                               \
+	"CUSCAP\n" /* 8 bytes, no NUL; catches text-mode mangling */
+#define CAPTURE_VERSION     1u
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
-#define CAPTURE_CHUNK_MAX (64u << 20)
+#define CAPTURE_CHUNK_MAX   (64u << 20)
 
 enum capture_chunk_type {
 	CAPTURE_CHUNK_FRAMES = 1,      /* wire frames, stored as they are */
@@ -32,13 +34,13 @@ struct capture_index_entry {
 	uint64_t last_ns;
 	uint32_t type;
 	uint32_t source;
-	uint32_t length;   /* stored payload bytes */
-	uint32_t events;   /* wire events and GPU records inside */
+	uint32_t length; /* stored payload bytes */
+	uint32_t events; /* wire events and GPU records inside */
 };
 _Static_assert(sizeof(struct capture_index_entry) == 40, "capture_index_entry layout");
 
 struct capture_end {
-	uint32_t chunk_count;  /* chunks before END, INDEX included */
+	uint32_t chunk_count; /* chunks before END, INDEX included */
 	uint32_t reserved;
 	uint64_t index_offset; /* file offset of the INDEX chunk header, 0 if none */
 };
@@ -49,9 +51,9 @@ _Static_assert(sizeof(struct capture_end) == 16, "capture_end layout");
 
 struct capture_file_header {
 	char magic[8];
-	uint32_t version;      /* CAPTURE_VERSION */
-	uint32_t header_size;  /* sizeof(struct capture_file_header) */
-	uint64_t features;     /* required feature bits */
+	uint32_t version;     /* CAPTURE_VERSION */
+	uint32_t header_size; /* sizeof(struct capture_file_header) */
+	uint64_t features;    /* required feature bits */
 	uint64_t created_real_ns;
 	uint32_t wire_version; /* WIRE_VERSION of the frames inside */
 	uint32_t byte_order;   /* 0x01020304 as written by the producer */
@@ -78,7 +80,7 @@ struct capture_writer;
 struct capture_writer *capture_writer_open(const char *path, int *err, const char **cause);
 /* Appends one wire frame of a source; chunks are written as they fill. 0 or -errno. */
 int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
-			 uint32_t length);
+                         uint32_t length);
 /* Writes a MANIFEST chunk (key=value lines). */
 int capture_writer_manifest(struct capture_writer *w, const char *text, size_t length);
 /* Writes out every partly filled chunk (call periodically so a killed recorder loses little). */
@@ -93,8 +95,9 @@ int capture_writer_close(struct capture_writer *w);
  */
 struct capture_snapshot;
 /* Starts copying w's file (src_path) to dest; NULL with *cause on failure. */
-struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path, const char *dest,
-						uint64_t from_ns, uint64_t to_ns, const char **cause);
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path,
+                                                const char *dest, uint64_t from_ns, uint64_t to_ns,
+                                                const char **cause);
 /* Copies up to budget bytes; returns 1 when finished, 0 to call again, -errno on failure. */
 int capture_snapshot_step(struct capture_snapshot *snap, size_t budget);
 /* Progress: bytes copied and total; frees with capture_snapshot_free. */
@@ -111,7 +114,7 @@ struct capture_read_result {
 	uint64_t frame_bytes;    /* wire frame bytes after decompression */
 	uint64_t events;         /* wire events + GPU records read */
 	uint64_t compressed_chunks;
-	int has_index;           /* an INDEX chunk was found */
+	int has_index; /* an INDEX chunk was found */
 };
 
 /*
@@ -120,6 +123,6 @@ struct capture_read_result {
  * -errno with a one-line *cause (static or in msg_buf) for a foreign, newer or unreadable file.
  */
 int capture_read(const char *path, struct store *store, struct capture_read_result *result, char *msg_buf,
-		 size_t msg_size, const char **cause);
+                 size_t msg_size, const char **cause);
 
 #endif

@@ -18,8 +18,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
  * Returns the exit status cuscope should use.
  */
 struct capture_writer;
-int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command_for_manifest,
-	       double duration_s);
+int record_run(struct launch *target, struct capture_writer *writer, const char *output,
+               char **command_for_manifest, double duration_s);
 /* `cuscope attach [--record -o FILE --duration S] PID`. */
 int cli_attach(int argc, char **argv);
 /* `cuscope run --detached -- CMD`: an armed launch with no viewer. */
@@ -43,10 +43,12 @@ int cli_info(int argc, char **argv);
 /* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
 int cli_load_capture(const char *path, struct store *store);
 /* getopt_long entries of the UI options shared by live mode, view and attach. */
-#define CLI_UI_LONG_OPTIONS                                                                                       \
-	{"ascii", no_argument, NULL, 'a'}, {"window", required_argument, NULL, 'w'},                              \
-		{"theme", required_argument, NULL, 'T'}, {"gap-ms", required_argument, NULL, 'G'},                \
-		{"no-mouse", no_argument, NULL, 'M'}
+#define CLI_UI_LONG_OPTIONS                                                                                  \
+	{"ascii", no_argument, NULL, 'a'}, {"window", required_argument, NULL, 'w'},                         \
+	    {"theme", required_argument, NULL, 'T'}, {"gap-ms", required_argument, NULL, 'G'},               \
+	{                                                                                                    \
+		"no-mouse", no_argument, NULL, 'M'                                                           \
+	}
 struct ui_options;
 /* Applies one UI option; returns 1 if it was one, 0 if not, -1 on a bad value (said in one line). */
 int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg);

@@ -28,20 +28,20 @@ struct thread_ring {
 	struct ring ring;
 	struct thread_ring *next; /* written before publication; later only by the sender */
 	pid_t tid;
-	_Atomic int dead;         /* the thread ended; the sender frees the ring once drained */
-	int depth;                /* NVTX push/pop nesting depth, owner thread only */
-	int dropped_depth;        /* pushes dropped for lack of room whose pops must be dropped too */
-	_Atomic int wake_sent;    /* the sender was woken for this ring and has not drained it yet */
+	_Atomic int dead;      /* the thread ended; the sender frees the ring once drained */
+	int depth;             /* NVTX push/pop nesting depth, owner thread only */
+	int dropped_depth;     /* pushes dropped for lack of room whose pops must be dropped too */
+	_Atomic int wake_sent; /* the sender was woken for this ring and has not drained it yet */
 };
 
 struct collector_config {
 	char session_dir[256];
-	size_t ring_bytes;     /* per-thread ring capacity, power of two */
-	size_t buffer_bytes;   /* flight-recorder / send queue bound */
+	size_t ring_bytes;       /* per-thread ring capacity, power of two */
+	size_t buffer_bytes;     /* flight-recorder / send queue bound */
 	uint32_t wait_viewer_ms; /* at exit, wait this long for a first viewer */
 	uint32_t max_strings;
 	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
-	int attached;          /* started by `cuscope attach`: stop collecting when the viewer leaves */
+	int attached;            /* started by `cuscope attach`: stop collecting when the viewer leaves */
 };
 
 extern struct collector_config collector_config;
@@ -76,16 +76,17 @@ pid_t collector_gettid(void);
  * Appends one record to the calling thread's ring; text (may be NULL) is copied inline. Never
  * blocks; counts a drop when the ring is full.
  */
-int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-		   const struct collector_string *domain_ref, const char *text, size_t text_len);
+int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value,
+                   const struct collector_string *name_ref, const struct collector_string *domain_ref,
+                   const char *text, size_t text_len);
 /*
  * Like collector_emit, but refuses unless `headroom` bytes stay free afterwards: pushes leave room
  * for the pops that close already-open ranges, so nesting survives a full ring. Returns 1 if
  * written, 0 if dropped (counted).
  */
 int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
-			    const struct collector_string *name_ref, const struct collector_string *domain_ref,
-			    const char *text, size_t text_len);
+                            const struct collector_string *name_ref,
+                            const struct collector_string *domain_ref, const char *text, size_t text_len);
 /* Marks the calling thread as one of the collector's own (never traced). */
 void collector_mark_own_thread(void);
 /* Records a tid of the collector's own threads so thread scans leave it out. */
@@ -99,8 +100,8 @@ int collector_is_own_tid(pid_t tid);
  * Emits a range record [start_ns, end_ns) of `kind` named by name_ref, with an optional stack
  * (return addresses, caller first) as its inline text. Returns 1 if written.
  */
-int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, const struct collector_string *name_ref,
-			 const uint64_t *pcs, size_t depth);
+int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
+                         const struct collector_string *name_ref, const uint64_t *pcs, size_t depth);
 /* Blocking-call tracing: threshold and on/off (from the environment at start). */
 void osrt_init(uint64_t threshold_ns, int enabled);
 /* Makes a heap copy of text as a collector_string (NULL on allocation failure). */

@@ -6,24 +6,26 @@
 #include <sys/types.h>
 
 struct launch_options {
-	int log_output;         /* send the target's stdout/stderr to a log file in the session */
-	unsigned buffer_mb;     /* flight-recorder bound per process, 0 = collector default */
+	int log_output;          /* send the target's stdout/stderr to a log file in the session */
+	unsigned buffer_mb;      /* flight-recorder bound per process, 0 = collector default */
 	unsigned wait_viewer_ms; /* how long an exiting process waits for a first viewer */
-	const char *sample_hz;  /* CPU sampling rate per thread CPU-second ("0" = off), NULL = default */
+	const char *sample_hz;   /* CPU sampling rate per thread CPU-second ("0" = off), NULL = default */
 	const char *osrt_threshold_us; /* blocking calls shorter than this are not recorded ("off") */
-	const char *counters;   /* counter list ("none" = off), NULL = default set */
-	int python_perf;        /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
-	int no_gpu;             /* do not trace GPU activity */
+	const char *counters;          /* counter list ("none" = off), NULL = default set */
+	int python_perf;               /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
+	int no_gpu;                    /* do not trace GPU activity */
 };
 
 /* Collector options shared by live mode and record: getopt_long table entries and their parser. */
 #define LAUNCH_OPTION_IDS_BASE 1000
-#define LAUNCH_LONG_OPTIONS                                                                                       \
-	{"sample-hz", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 0},                                       \
-		{"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                       \
-		{"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                                \
-		{"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                   \
-		{"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4}
+#define LAUNCH_LONG_OPTIONS                                                                                  \
+	{"sample-hz", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 0},                                  \
+	    {"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                      \
+	    {"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                               \
+	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
+	{                                                                                                    \
+		"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4                                      \
+	}
 /* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
 int launch_parse_option(struct launch_options *options, int opt, const char *arg);
 /* Help text lines for these options. */
@@ -33,10 +35,10 @@ struct launch {
 	char session_dir[512];
 	char log_path[600];
 	char collector[4096];
-	pid_t pid;       /* target pid (also its process group id when launched) */
-	int attached;    /* not our child: found running, watched with kill(pid, 0) */
+	pid_t pid;    /* target pid (also its process group id when launched) */
+	int attached; /* not our child: found running, watched with kill(pid, 0) */
 	int running;
-	int status;      /* waitpid status once !running */
+	int status; /* waitpid status once !running */
 };
 
 /* Finds libcuscope.so relative to the running binary (or $CUSCOPE_COLLECTOR); 0 or -ENOENT. */
@@ -47,7 +49,7 @@ int launch_find_collector(char *out, size_t size);
  * msg; 0 on success.
  */
 int launch_start(struct launch *launch, char *const argv[], const struct launch_options *options, char *msg,
-		 size_t msg_size);
+                 size_t msg_size);
 /* Reaps the target if it ended; returns 1 while it runs. */
 int launch_poll(struct launch *launch);
 /* Exit code to pass through: the target's code, or 128+signal. */

@@ -29,7 +29,7 @@ pid_t remote_pick_thread(pid_t pid);
  * first. Returns 0 and the function's return value in *ret, or -errno with a one-line message in
  * err (-ESRCH: the process exited; -ETIMEDOUT: the call did not return in time).
  */
-int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, const void *data, size_t data_len,
-		uint64_t *ret, int timeout_ms, char *err, size_t err_size);
+int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, const void *data,
+                size_t data_len, uint64_t *ret, int timeout_ms, char *err, size_t err_size);
 
 #endif

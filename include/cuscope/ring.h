@@ -18,10 +18,10 @@ struct ring_record {
 	uint16_t kind;     /* enum wire_event_kind */
 	uint16_t text_len; /* inline text bytes after the header */
 	uint16_t flags;
-	uint32_t tid;      /* subject thread (NVTX thread naming may name another thread) */
+	uint32_t tid; /* subject thread (NVTX thread naming may name another thread) */
 	uint32_t reserved;
-	uint64_t time_ns;  /* CLOCK_MONOTONIC */
-	uint64_t value;    /* kind-specific (range id, category) */
+	uint64_t time_ns;                          /* CLOCK_MONOTONIC */
+	uint64_t value;                            /* kind-specific (range id, category) */
 	const struct collector_string *name_ref;   /* registered string, or NULL */
 	const struct collector_string *domain_ref; /* NVTX domain, or NULL for the default domain */
 };
@@ -29,7 +29,7 @@ _Static_assert(sizeof(struct ring_record) == 48, "ring_record layout");
 
 struct ring {
 	_Atomic uint64_t head; /* bytes ever written (producer) */
-	uint64_t tail_seen;    /* producer's last read of tail: avoids touching the consumer's line per record */
+	uint64_t tail_seen; /* producer's last read of tail: avoids touching the consumer's line per record */
 	char pad0[48];
 	_Atomic uint64_t tail; /* bytes ever consumed (consumer) */
 	char pad1[56];

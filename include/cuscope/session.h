@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define SESSION_ENV "CUSCOPE_SESSION"
-#define SESSION_ENV_BUFFER_MB "CUSCOPE_BUFFER_MB"
+#define SESSION_ENV                "CUSCOPE_SESSION"
+#define SESSION_ENV_BUFFER_MB      "CUSCOPE_BUFFER_MB"
 #define SESSION_ENV_WAIT_VIEWER_MS "CUSCOPE_WAIT_VIEWER_MS"
 
 /* Writes the per-user base directory ($XDG_RUNTIME_DIR/cuscope or /tmp/cuscope-UID). */

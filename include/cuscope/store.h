@@ -259,7 +259,8 @@ _Static_assert(sizeof(struct store_call) == 24, "store_call layout");
 
 struct store_frame {
 	uint32_t function_id; /* global string: demangled function, "module+0xOFF", "0xADDR", a Python name */
-	uint32_t module_id;   /* global string: module base name, "[perf-map]" (JIT code, Python trampolines), "[unknown]", "" */
+	uint32_t module_id;   /* global string: module base name, "[perf-map]" (JIT code, Python trampolines),
+	                         "[unknown]", "" */
 	uint32_t text_id;     /* global string: the frame's text as sent ("function\x1fmodule") */
 };
 

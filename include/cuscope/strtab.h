@@ -10,12 +10,12 @@
 #include <stdint.h>
 
 /* Id returned once the table is full; its text is STRTAB_OVERFLOW_TEXT. */
-#define STRTAB_OVERFLOW_ID 1u
+#define STRTAB_OVERFLOW_ID   1u
 #define STRTAB_OVERFLOW_TEXT "<string table full>"
 
 struct strtab_entry {
 	uint32_t hash;
-	uint32_t id; /* 0 = empty slot */
+	uint32_t id;     /* 0 = empty slot */
 	uint32_t offset; /* into the byte arena */
 	uint32_t length;
 };
@@ -23,15 +23,15 @@ struct strtab_entry {
 struct strtab {
 	struct strtab_entry *slots; /* open addressing, power-of-two size */
 	size_t slot_count;
-	uint32_t *offsets;          /* id -> arena offset, id -> length via lengths */
+	uint32_t *offsets; /* id -> arena offset, id -> length via lengths */
 	uint32_t *lengths;
-	uint32_t count;             /* ids in use, including the overflow id */
+	uint32_t count; /* ids in use, including the overflow id */
 	uint32_t max_strings;
 	char *arena;
 	size_t arena_used;
-	size_t arena_cap;           /* grows up to arena_max */
+	size_t arena_cap; /* grows up to arena_max */
 	size_t arena_max;
-	uint64_t overflows;         /* lookups refused because the table was full */
+	uint64_t overflows; /* lookups refused because the table was full */
 };
 
 /* Prepares an empty table holding at most max_strings strings and max_bytes bytes; 0 or -ENOMEM. */

@@ -12,21 +12,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_MAGIC "CUSCOPE" /* 8 bytes with the NUL */
-#define WIRE_VERSION 1u
-#define WIRE_MAX_FRAME (1u << 20) /* largest payload a peer may send, bytes */
-#define WIRE_MAX_STRING 4096u     /* longest interned string, bytes (longer ones are cut) */
+#define WIRE_MAGIC         "CUSCOPE" /* 8 bytes with the NUL */
+#define WIRE_VERSION       1u
+#define WIRE_MAX_FRAME     (1u << 20) /* largest payload a peer may send, bytes */
+#define WIRE_MAX_STRING    4096u      /* longest interned string, bytes (longer ones are cut) */
 #define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
 
 enum wire_frame_type {
-	WIRE_FRAME_HELLO = 1,  /* struct wire_hello, then cmdline_len bytes of NUL-separated argv */
-	WIRE_FRAME_STRING = 2, /* struct wire_string, then length bytes (no NUL) */
-	WIRE_FRAME_EVENTS = 3, /* an array of struct wire_event */
-	WIRE_FRAME_LOSSES = 4, /* an array of struct wire_loss: cumulative totals, newest wins */
-	WIRE_FRAME_BYE = 5,    /* struct wire_bye: the process is exiting normally */
-	WIRE_FRAME_GPU = 6,    /* an array of struct wire_gpu_event (CUPTI activity, decoded) */
+	WIRE_FRAME_HELLO = 1,      /* struct wire_hello, then cmdline_len bytes of NUL-separated argv */
+	WIRE_FRAME_STRING = 2,     /* struct wire_string, then length bytes (no NUL) */
+	WIRE_FRAME_EVENTS = 3,     /* an array of struct wire_event */
+	WIRE_FRAME_LOSSES = 4,     /* an array of struct wire_loss: cumulative totals, newest wins */
+	WIRE_FRAME_BYE = 5,        /* struct wire_bye: the process is exiting normally */
+	WIRE_FRAME_GPU = 6,        /* an array of struct wire_gpu_event (CUPTI activity, decoded) */
 	WIRE_FRAME_GPU_DEVICE = 7, /* struct wire_gpu_device */
-	WIRE_FRAME_NOTICE = 8, /* struct wire_notice, then length bytes of one-line text for the user */
+	WIRE_FRAME_NOTICE = 8,     /* struct wire_notice, then length bytes of one-line text for the user */
 	WIRE_FRAME_STACKS = 9, /* a sequence of struct wire_stack, each followed by depth uint32 frame ids */
 	WIRE_FRAME_COUNTERS = 10, /* an array of struct wire_counter (cumulative values, newest wins) */
 	WIRE_FRAME_TYPE_MAX
@@ -40,9 +40,9 @@ _Static_assert(sizeof(struct wire_frame_header) == 8, "wire_frame_header layout"
 
 /* Process identity and clock anchor, sent first on every connection. */
 struct wire_hello {
-	char magic[8];           /* WIRE_MAGIC */
-	uint32_t version;        /* WIRE_VERSION of the sender */
-	uint32_t hello_size;     /* sizeof(struct wire_hello) of the sender */
+	char magic[8];       /* WIRE_MAGIC */
+	uint32_t version;    /* WIRE_VERSION of the sender */
+	uint32_t hello_size; /* sizeof(struct wire_hello) of the sender */
 	int32_t pid;
 	int32_t ppid;
 	uint64_t start_mono_ns;  /* when the collector started in this process, CLOCK_MONOTONIC */
@@ -56,9 +56,9 @@ struct wire_hello {
 _Static_assert(sizeof(struct wire_hello) == 128, "wire_hello layout");
 
 enum wire_feature {
-	WIRE_FEATURE_NVTX = 1u << 0,      /* NVTX injection initialised */
-	WIRE_FEATURE_CUPTI = 1u << 1,     /* GPU activity tracing running */
-	WIRE_FEATURE_THREADS = 1u << 2,   /* thread list scanning */
+	WIRE_FEATURE_NVTX = 1u << 0,    /* NVTX injection initialised */
+	WIRE_FEATURE_CUPTI = 1u << 1,   /* GPU activity tracing running */
+	WIRE_FEATURE_THREADS = 1u << 2, /* thread list scanning */
 };
 
 /* Interned string: ids are per process, 0 is reserved for "no string". */
@@ -77,9 +77,10 @@ enum wire_event_kind {
 	WIRE_EV_NVTX_CATEGORY = 6, /* name_id names category `value` in domain_id */
 	WIRE_EV_THREAD_NAME = 16,  /* thread tid is (now) called name_id; first one = thread seen */
 	WIRE_EV_THREAD_EXIT = 17,  /* thread tid has ended (time is when it was found gone) */
-	WIRE_EV_OSRT = 18,         /* a blocking call: time_ns..value (end ns), name_id = libc function name;
-				    * its stack is the STACKS record of kind WIRE_STACK_OSRT with the same tid and time */
-	WIRE_EV_GC = 19,           /* a Python garbage collection: time_ns..value (end ns), name_id = "gc gen N" */
+	WIRE_EV_OSRT =
+	    18,          /* a blocking call: time_ns..value (end ns), name_id = libc function name;
+	                  * its stack is the STACKS record of kind WIRE_STACK_OSRT with the same tid and time */
+	WIRE_EV_GC = 19, /* a Python garbage collection: time_ns..value (end ns), name_id = "gc gen N" */
 	WIRE_EV_KIND_MAX
 };
 
@@ -96,15 +97,16 @@ struct wire_event {
 _Static_assert(sizeof(struct wire_event) == 32, "wire_event layout");
 
 enum wire_loss_cause {
-	WIRE_LOSS_RING_FULL = 1,      /* a thread's buffer was full: the sender fell behind */
-	WIRE_LOSS_NO_VIEWER = 2,      /* evicted from the flight recorder while no viewer read */
-	WIRE_LOSS_VIEWER_SLOW = 3,    /* the viewer did not read fast enough */
-	WIRE_LOSS_STRING_CAP = 4,     /* a name arrived after the string table was full */
-	WIRE_LOSS_NO_MEMORY = 5,      /* the collector could not allocate a buffer */
-	WIRE_LOSS_UNMATCHED_POP = 6,  /* a pop/end without its push/start (counted by the viewer) */
-	WIRE_LOSS_CUPTI_DROPPED = 7,  /* GPU records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
-	WIRE_LOSS_GPU_BUFFER = 8,     /* CUPTI buffers refused because the collector's buffer bound was reached */
-	WIRE_LOSS_SAMPLE_BUSY = 9,    /* CPU samples skipped: the thread was inside the collector or had no buffer */
+	WIRE_LOSS_RING_FULL = 1,     /* a thread's buffer was full: the sender fell behind */
+	WIRE_LOSS_NO_VIEWER = 2,     /* evicted from the flight recorder while no viewer read */
+	WIRE_LOSS_VIEWER_SLOW = 3,   /* the viewer did not read fast enough */
+	WIRE_LOSS_STRING_CAP = 4,    /* a name arrived after the string table was full */
+	WIRE_LOSS_NO_MEMORY = 5,     /* the collector could not allocate a buffer */
+	WIRE_LOSS_UNMATCHED_POP = 6, /* a pop/end without its push/start (counted by the viewer) */
+	WIRE_LOSS_CUPTI_DROPPED = 7, /* GPU records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
+	WIRE_LOSS_GPU_BUFFER = 8, /* CUPTI buffers refused because the collector's buffer bound was reached */
+	WIRE_LOSS_SAMPLE_BUSY =
+	    9, /* CPU samples skipped: the thread was inside the collector or had no buffer */
 	WIRE_LOSS_CAUSE_MAX
 };
 
@@ -116,7 +118,7 @@ struct wire_loss {
 _Static_assert(sizeof(struct wire_loss) == 16, "wire_loss layout");
 
 struct wire_bye {
-	uint64_t time_ns; /* CLOCK_MONOTONIC at exit */
+	uint64_t time_ns;  /* CLOCK_MONOTONIC at exit */
 	int32_t exit_code; /* status passed to exit(), or -1 when unknown */
 	uint32_t reserved;
 };
@@ -125,15 +127,18 @@ _Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
 /* ---- GPU activity (CUPTI), decoded by the collector into one fixed-size record ---- */
 
 enum wire_gpu_kind {
-	WIRE_GPU_KERNEL = 1,      /* a kernel on a stream; name_id = mangled kernel name (the viewer demangles) */
-	WIRE_GPU_MEMCPY = 2,      /* subkind = enum wire_memcpy_kind, src_mem/dst_mem = enum wire_mem_kind */
-	WIRE_GPU_MEMSET = 3,      /* dst_mem = memory kind, bytes */
-	WIRE_GPU_SYNC = 4,        /* a host wait: subkind = enum wire_sync_type; stream valid for stream syncs */
-	WIRE_GPU_API_RUNTIME = 5, /* CUDA runtime call on thread tid: subkind = cbid, name_id = function name */
-	WIRE_GPU_API_DRIVER = 6,  /* CUDA driver call on thread tid: subkind = cbid, name_id = function name */
-	WIRE_GPU_CONTEXT = 7,     /* context `context` lives on `device`; stream = its legacy default (NULL) stream */
-	WIRE_GPU_STREAM = 8,      /* stream `stream` of `context` exists; subkind 1 = non-blocking, 2 = NULL stream */
-	WIRE_GPU_OVERHEAD = 9,    /* CUPTI/driver overhead interval; subkind = CUPTI overhead kind */
+	WIRE_GPU_KERNEL = 1, /* a kernel on a stream; name_id = mangled kernel name (the viewer demangles) */
+	WIRE_GPU_MEMCPY = 2, /* subkind = enum wire_memcpy_kind, src_mem/dst_mem = enum wire_mem_kind */
+	WIRE_GPU_MEMSET = 3, /* dst_mem = memory kind, bytes */
+	WIRE_GPU_SYNC = 4,   /* a host wait: subkind = enum wire_sync_type; stream valid for stream syncs */
+	WIRE_GPU_API_RUNTIME =
+	    5, /* CUDA runtime call on thread tid: subkind = cbid, name_id = function name */
+	WIRE_GPU_API_DRIVER = 6, /* CUDA driver call on thread tid: subkind = cbid, name_id = function name */
+	WIRE_GPU_CONTEXT =
+	    7, /* context `context` lives on `device`; stream = its legacy default (NULL) stream */
+	WIRE_GPU_STREAM =
+	    8, /* stream `stream` of `context` exists; subkind 1 = non-blocking, 2 = NULL stream */
+	WIRE_GPU_OVERHEAD = 9, /* CUPTI/driver overhead interval; subkind = CUPTI overhead kind */
 	WIRE_GPU_KIND_MAX
 };
 
@@ -166,22 +171,23 @@ enum wire_mem_kind {
 
 enum wire_sync_type {
 	WIRE_SYNC_UNKNOWN = 0,
-	WIRE_SYNC_EVENT = 1,         /* cudaEventSynchronize */
+	WIRE_SYNC_EVENT = 1, /* cudaEventSynchronize */
 	WIRE_SYNC_STREAM_WAIT_EVENT = 2,
-	WIRE_SYNC_STREAM = 3,        /* cudaStreamSynchronize */
-	WIRE_SYNC_CONTEXT = 4,       /* cudaDeviceSynchronize / context sync */
+	WIRE_SYNC_STREAM = 3,  /* cudaStreamSynchronize */
+	WIRE_SYNC_CONTEXT = 4, /* cudaDeviceSynchronize / context sync */
 	WIRE_SYNC_TYPE_MAX
 };
 
-#define WIRE_GPU_FLAG_ASYNC 1u       /* memcpy/memset issued asynchronously */
+#define WIRE_GPU_FLAG_ASYNC         1u /* memcpy/memset issued asynchronously */
 #define WIRE_GPU_FLAG_DEVICE_LAUNCH 2u /* launched from the device (CDP) */
 
 struct wire_gpu_event {
-	uint64_t start_ns;       /* CLOCK_MONOTONIC (CUPTI timestamp callback) */
-	uint64_t end_ns;         /* CLOCK_MONOTONIC */
-	uint64_t bytes;          /* memcpy / memset size */
-	uint32_t correlation_id; /* joins a kernel/copy to the API call that issued it (0 = none, e.g. graphs) */
-	uint32_t name_id;        /* interned: kernel name or API function name */
+	uint64_t start_ns; /* CLOCK_MONOTONIC (CUPTI timestamp callback) */
+	uint64_t end_ns;   /* CLOCK_MONOTONIC */
+	uint64_t bytes;    /* memcpy / memset size */
+	uint32_t
+	    correlation_id; /* joins a kernel/copy to the API call that issued it (0 = none, e.g. graphs) */
+	uint32_t name_id;   /* interned: kernel name or API function name */
 	uint32_t device;
 	uint32_t context;
 	uint32_t stream;
@@ -197,13 +203,13 @@ struct wire_gpu_event {
 	uint8_t dst_mem;         /* enum wire_mem_kind */
 	uint8_t flags;           /* WIRE_GPU_FLAG_* */
 	uint8_t reserved;
-	uint32_t graph_id;       /* CUDA graph the work belongs to, 0 = none */
+	uint32_t graph_id; /* CUDA graph the work belongs to, 0 = none */
 };
 _Static_assert(sizeof(struct wire_gpu_event) == 96, "wire_gpu_event layout");
 
 struct wire_gpu_device {
-	uint32_t device;      /* CUDA device ordinal as CUPTI reports it */
-	uint32_t name_id;     /* interned device name */
+	uint32_t device;  /* CUDA device ordinal as CUPTI reports it */
+	uint32_t name_id; /* interned device name */
 	uint8_t uuid[16];
 	uint64_t global_memory_bytes;
 	uint32_t sm_count;
@@ -243,8 +249,8 @@ enum wire_stack_kind {
 struct wire_stack {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	uint32_t tid;
-	uint16_t kind;    /* enum wire_stack_kind */
-	uint16_t depth;   /* frame ids that follow (uint32 each) */
+	uint16_t kind;  /* enum wire_stack_kind */
+	uint16_t depth; /* frame ids that follow (uint32 each) */
 };
 _Static_assert(sizeof(struct wire_stack) == 16, "wire_stack layout");
 
@@ -252,8 +258,8 @@ _Static_assert(sizeof(struct wire_stack) == 16, "wire_stack layout");
 #define WIRE_FRAME_SEPARATOR '\x1f' /* between function and module in a frame id's text */
 
 struct wire_counter {
-	uint64_t time_ns;  /* when read, CLOCK_MONOTONIC */
-	uint64_t value;    /* cumulative since the thread (or counting) started */
+	uint64_t time_ns; /* when read, CLOCK_MONOTONIC */
+	uint64_t value;   /* cumulative since the thread (or counting) started */
 	uint32_t tid;
 	uint32_t event_id; /* interned event name ("task-clock", "cycles", ...) */
 };
@@ -291,7 +297,7 @@ int wire_decoder_push(struct wire_decoder *dec, const void *data, size_t len);
  * Returns 1 and sets type/payload/length for the next complete frame (valid until the next
  * push), 0 when more bytes are needed, or -EPROTO with *cause on a malformed stream.
  */
-int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload,
-		      uint32_t *length, const char **cause);
+int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload, uint32_t *length,
+                      const char **cause);
 
 #endif

@@ -41,7 +41,8 @@ int elfsym_lookup(const char *path, const char *name, uint64_t *value, uint64_t 
 	}
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(file + eh->e_shoff);
 	for (size_t i = 0; i < eh->e_shnum && rc == -ENOENT; i++) {
-		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum ||
+		    sh[i].sh_entsize != sizeof(Elf64_Sym))
 			continue;
 		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
 		if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)

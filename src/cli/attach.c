@@ -28,7 +28,7 @@
 
 /* Long: giving up restores registers in the middle of dlopen, which is worse than waiting. */
 #define ATTACH_CALL_TIMEOUT_MS 60000
-#define ATTACH_SOCKET_WAIT_NS 5000000000ull
+#define ATTACH_SOCKET_WAIT_NS  5000000000ull
 
 /* Looks for PID.sock in the session directories under base; copies the directory into out. */
 static int attach_find_armed(const char *base, pid_t pid, char *out, size_t size)
@@ -115,14 +115,16 @@ static int attach_private_dir(const char *dir, uid_t uid)
 }
 
 /* Writes the rendezvous file the collector reads at its start (0600, owned by the target's user). */
-static int attach_write_rendezvous(const char *path, uid_t uid, const char *session, const struct launch_options *o)
+static int attach_write_rendezvous(const char *path, uid_t uid, const char *session,
+                                   const struct launch_options *o)
 {
 	char text[2048];
 	int n = snprintf(text, sizeof text, "CUSCOPE_SESSION=%s\n%s%s%s%s%s%s%s%s%s", session,
-			 o->sample_hz ? "CUSCOPE_SAMPLE_HZ=" : "", o->sample_hz ? o->sample_hz : "",
-			 o->sample_hz ? "\n" : "", o->osrt_threshold_us ? "CUSCOPE_OSRT_THRESHOLD_US=" : "",
-			 o->osrt_threshold_us ? o->osrt_threshold_us : "", o->osrt_threshold_us ? "\n" : "",
-			 o->counters ? "CUSCOPE_COUNTERS=" : "", o->counters ? o->counters : "", o->counters ? "\n" : "");
+	                 o->sample_hz ? "CUSCOPE_SAMPLE_HZ=" : "", o->sample_hz ? o->sample_hz : "",
+	                 o->sample_hz ? "\n" : "", o->osrt_threshold_us ? "CUSCOPE_OSRT_THRESHOLD_US=" : "",
+	                 o->osrt_threshold_us ? o->osrt_threshold_us : "", o->osrt_threshold_us ? "\n" : "",
+	                 o->counters ? "CUSCOPE_COUNTERS=" : "", o->counters ? o->counters : "",
+	                 o->counters ? "\n" : "");
 	if (o->buffer_mb)
 		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_BUFFER_MB=%u\n", o->buffer_mb);
 	/* A fresh file, never through a link: the directory belongs to the target's user. */
@@ -142,19 +144,22 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 {
 	uid_t uid = attach_process_uid(pid);
 	if (getuid() != 0 && uid != getuid()) {
-		log_error("attach: not permitted: pid %d belongs to another user (uid %u); attach as that user or as root",
-			  (int)pid, (unsigned)uid);
+		log_error("attach: not permitted: pid %d belongs to another user (uid %u); attach as that "
+		          "user or as root",
+		          (int)pid, (unsigned)uid);
 		return 1;
 	}
 	struct remote_module libc;
 	if (remote_find_module(pid, "libc.so", &libc) != 0) {
-		log_error("attach: pid %d is statically linked (no libc.so mapped): the collector cannot be loaded into it",
-			  (int)pid);
+		log_error("attach: pid %d is statically linked (no libc.so mapped): the collector cannot be "
+		          "loaded into it",
+		          (int)pid);
 		return 1;
 	}
 	char collector[4096];
 	if (launch_find_collector(collector, sizeof collector) != 0) {
-		log_error("attach: collector libcuscope.so not found next to this binary; set CUSCOPE_COLLECTOR");
+		log_error(
+		    "attach: collector libcuscope.so not found next to this binary; set CUSCOPE_COLLECTOR");
 		return 2;
 	}
 	char base[128], rendezvous[256];
@@ -177,7 +182,8 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	uint64_t arg2 = 0;
 	if (!already_loaded) {
 		/* glibc >= 2.34 exports dlopen from libc; older ones from libdl or as __libc_dlopen_mode. */
-		if (remote_symbol(pid, "libc.so", "dlopen", &func) == 0 || remote_symbol(pid, "libdl.so", "dlopen", &func) == 0) {
+		if (remote_symbol(pid, "libc.so", "dlopen", &func) == 0 ||
+		    remote_symbol(pid, "libdl.so", "dlopen", &func) == 0) {
 			arg2 = RTLD_NOW;
 		} else if (remote_symbol(pid, "libc.so", "__libc_dlopen_mode", &func) == 0) {
 			arg2 = RTLD_NOW | 0x80000000u; /* __RTLD_DLOPEN */
@@ -190,16 +196,18 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	pid_t tid = remote_pick_thread(pid);
 	char err[256];
 	uint64_t ret = 0;
-	rc = already_loaded ? remote_call(pid, tid, func, 0, 0, NULL, 0, &ret, ATTACH_CALL_TIMEOUT_MS, err, sizeof err)
-			    : remote_call(pid, tid, func, REMOTE_ARG_DATA, arg2, collector, strlen(collector) + 1, &ret,
-					  ATTACH_CALL_TIMEOUT_MS, err, sizeof err);
+	rc = already_loaded
+	         ? remote_call(pid, tid, func, 0, 0, NULL, 0, &ret, ATTACH_CALL_TIMEOUT_MS, err, sizeof err)
+	         : remote_call(pid, tid, func, REMOTE_ARG_DATA, arg2, collector, strlen(collector) + 1, &ret,
+	                       ATTACH_CALL_TIMEOUT_MS, err, sizeof err);
 	if (rc) {
 		unlink(rendezvous);
 		rmdir(session);
 		if (rc == -EPERM) {
 			int scope = attach_yama_scope();
-			log_error("attach: not permitted to trace pid %d (ptrace: %s%s%s)", (int)pid, strerror(EPERM),
-				  scope ? "; Yama ptrace_scope is " : "", scope ? (scope == 1 ? "1: attach as root" : ">= 2") : "");
+			log_error("attach: not permitted to trace pid %d (ptrace: %s%s%s)", (int)pid,
+			          strerror(EPERM), scope ? "; Yama ptrace_scope is " : "",
+			          scope ? (scope == 1 ? "1: attach as root" : ">= 2") : "");
 		} else if (rc == -ESRCH) {
 			log_error("attach: pid %d exited during attach", (int)pid);
 		} else {
@@ -213,7 +221,8 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 		if (already_loaded)
 			log_error("attach: pid %d's collector did not restart (see its stderr)", (int)pid);
 		else
-			log_error("attach: loading %s into pid %d failed (dlopen returned NULL)", collector, (int)pid);
+			log_error("attach: loading %s into pid %d failed (dlopen returned NULL)", collector,
+			          (int)pid);
 		return 1;
 	}
 	return 0;
@@ -233,8 +242,8 @@ static int attach_wait_socket(const char *dir, pid_t pid)
 		if (kill(pid, 0) != 0 && errno == ESRCH)
 			return -ESRCH;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		uint64_t waited = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
-				  (uint64_t)start.tv_nsec;
+		uint64_t waited = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ull +
+		                  (uint64_t)now.tv_nsec - (uint64_t)start.tv_nsec;
 		if (waited > ATTACH_SOCKET_WAIT_NS)
 			return -ETIMEDOUT;
 		nanosleep(&step, NULL);
@@ -244,14 +253,14 @@ static int attach_wait_socket(const char *dir, pid_t pid)
 int cli_attach(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"record", no_argument, NULL, 'r'},
-		{"output", required_argument, NULL, 'o'},
-		{"duration", required_argument, NULL, 'd'},
-		{"buffer-mb", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_UI_LONG_OPTIONS,
-		LAUNCH_LONG_OPTIONS,
-		{0},
+	    {"record", no_argument, NULL, 'r'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"buffer-mb", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_UI_LONG_OPTIONS,
+	    LAUNCH_LONG_OPTIONS,
+	    {0},
 	};
 	struct launch_options lopts = {0};
 	struct ui_options ui_opts = {.window_s = 10.0};
@@ -271,7 +280,8 @@ int cli_attach(int argc, char **argv)
 			break;
 		case 'd':
 			if (cli_parse_seconds(optarg, &duration_s) != 0) {
-				log_error("attach: --duration needs a positive number of seconds, not '%s'", optarg);
+				log_error("attach: --duration needs a positive number of seconds, not '%s'",
+				          optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -297,7 +307,8 @@ int cli_attach(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		log_error("attach: expected one process id (cuscope attach [--record -o FILE --duration S] PID)");
+		log_error(
+		    "attach: expected one process id (cuscope attach [--record -o FILE --duration S] PID)");
 		return CLI_EXIT_USAGE;
 	}
 	char *end;
@@ -316,7 +327,8 @@ int cli_attach(int argc, char **argv)
 		return 1;
 	}
 	if (!record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
-		log_error("attach: the live view needs a terminal; use `cuscope attach --record -o FILE PID`");
+		log_error(
+		    "attach: the live view needs a terminal; use `cuscope attach --record -o FILE PID`");
 		return CLI_EXIT_USAGE;
 	}
 	struct capture_writer *writer = NULL;
@@ -350,12 +362,13 @@ int cli_attach(int argc, char **argv)
 		if (rc == -ESRCH)
 			log_error("attach: pid %d exited during attach", (int)pid);
 		else if (rc)
-			log_error("attach: pid %d's collector did not open its socket in %s", (int)pid, target.session_dir);
+			log_error("attach: pid %d's collector did not open its socket in %s", (int)pid,
+			          target.session_dir);
 		if (rc && !armed) {
 			/* Nothing may be left for a later process with the same pid to pick up. */
 			char rendezvous[300];
 			snprintf(rendezvous, sizeof rendezvous, "/tmp/cuscope-%u/attach-%d.env",
-				 (unsigned)attach_process_uid(pid), (int)pid);
+			         (unsigned)attach_process_uid(pid), (int)pid);
 			unlink(rendezvous);
 			rmdir(target.session_dir);
 		}
@@ -382,11 +395,11 @@ int cli_attach(int argc, char **argv)
 int cli_run(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"detached", no_argument, NULL, 'D'},
-		{"buffer-mb", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		LAUNCH_LONG_OPTIONS,
-		{0},
+	    {"detached", no_argument, NULL, 'D'},
+	    {"buffer-mb", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    LAUNCH_LONG_OPTIONS,
+	    {0},
 	};
 	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 0};
 	int detached = 0, opt;
@@ -428,7 +441,7 @@ int cli_run(int argc, char **argv)
 		log_error("%s", msg);
 		return rc;
 	}
-	printf("pid %d armed; output in %s\nwatch it with: cuscope attach %d\n", (int)launch.pid, launch.log_path,
-	       (int)launch.pid);
+	printf("pid %d armed; output in %s\nwatch it with: cuscope attach %d\n", (int)launch.pid,
+	       launch.log_path, (int)launch.pid);
 	return 0;
 }

@@ -14,8 +14,8 @@
 int cli_info(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	int opt;
 	optind = 1;
@@ -44,13 +44,15 @@ int cli_info(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	if (res.chunks_corrupt)
-		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt, res.chunks_corrupt == 1 ? "" : "s");
+		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
+		         res.chunks_corrupt == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
 
 	printf("file        %s\n", path);
-	printf("size        %" PRIu64 " bytes (%" PRIu64 " bytes of frames, %.2fx compression)\n", res.file_bytes,
-	       res.frame_bytes, res.file_bytes ? (double)res.frame_bytes / (double)res.file_bytes : 0.0);
+	printf("size        %" PRIu64 " bytes (%" PRIu64 " bytes of frames, %.2fx compression)\n",
+	       res.file_bytes, res.frame_bytes,
+	       res.file_bytes ? (double)res.frame_bytes / (double)res.file_bytes : 0.0);
 	printf("chunks      %u read, %" PRIu64 " compressed, %u corrupt, %s, %s\n", res.chunks_ok,
 	       res.compressed_chunks, res.chunks_corrupt, res.truncated ? "truncated" : "complete",
 	       res.has_index ? "time index present" : "no time index");
@@ -62,8 +64,8 @@ int cli_info(int argc, char **argv)
 	for (size_t p = 0; p < store_process_count(store); p++) {
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
-		printf("  pid %-7d ppid %-7d %s  (%" PRIu64 " events, host %s)\n", (int)pi.pid, (int)pi.ppid, pi.cmdline,
-		       pi.events, pi.host);
+		printf("  pid %-7d ppid %-7d %s  (%" PRIu64 " events, host %s)\n", (int)pi.pid, (int)pi.ppid,
+		       pi.cmdline, pi.events, pi.host);
 	}
 	printf("losses      %" PRIu64 " events\n", store_loss_total(store));
 	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++) {

@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 const char launch_options_help[] =
-	"      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
-	"      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
-	"      --counters LIST    per-thread counters: comma list of perf/libpfm4 event names\n"
-	"                         (default task-clock,context-switches,page-faults,cycles,instructions,\n"
-	"                         LLC-load-misses; none = off)\n"
-	"      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
-	"      --no-gpu           do not trace GPU activity (CUPTI)\n";
+    "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+    "      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
+    "      --counters LIST    per-thread counters: comma list of perf/libpfm4 event names\n"
+    "                         (default task-clock,context-switches,page-faults,cycles,instructions,\n"
+    "                         LLC-load-misses; none = off)\n"
+    "      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
+    "      --no-gpu           do not trace GPU activity (CUPTI)\n";
 
 static int launch_number_option(const char *name, const char *arg, int allow_off)
 {
@@ -28,7 +28,8 @@ static int launch_number_option(const char *name, const char *arg, int allow_off
 	unsigned long v = strtoul(arg, &end, 10);
 	if ((allow_off && strcmp(arg, "off") == 0) || (*arg && !*end && v <= 100000000ul))
 		return 0;
-	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "", arg);
+	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "",
+	        arg);
 	return -1;
 }
 
@@ -131,7 +132,7 @@ static void launch_setenv_number(const char *name, unsigned value)
 
 /* Child side, between fork and exec: never returns. */
 static void launch_child(struct launch *launch, char *const argv[], const struct launch_options *options,
-			 int error_pipe)
+                         int error_pipe)
 {
 	setpgid(0, 0);
 	if (options->log_output) {
@@ -197,7 +198,7 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 }
 
 int launch_start(struct launch *launch, char *const argv[], const struct launch_options *options, char *msg,
-		 size_t msg_size)
+                 size_t msg_size)
 {
 	memset(launch, 0, sizeof *launch);
 	char resolved[PATH_MAX];
@@ -208,13 +209,13 @@ int launch_start(struct launch *launch, char *const argv[], const struct launch_
 	}
 	if (rc) {
 		snprintf(msg, msg_size, "cannot run '%s': %s", argv[0],
-			 rc == -EACCES ? "permission denied (not an executable file)" : strerror(-rc));
+		         rc == -EACCES ? "permission denied (not an executable file)" : strerror(-rc));
 		return 126;
 	}
 	if (launch_find_collector(launch->collector, sizeof launch->collector) != 0) {
 		snprintf(msg, msg_size,
-			 "collector libcuscope.so not found next to this binary (../lib/cuscope/); "
-			 "set CUSCOPE_COLLECTOR to its path");
+		         "collector libcuscope.so not found next to this binary (../lib/cuscope/); "
+		         "set CUSCOPE_COLLECTOR to its path");
 		return 2;
 	}
 	const char *cause = NULL;

@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
+#define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
 #define LIVE_STOP_KILL_NS 5000000000ull
 
-static volatile sig_atomic_t live_interrupts; /* Ctrl-C presses to forward */
+static volatile sig_atomic_t live_interrupts;    /* Ctrl-C presses to forward */
 static volatile sig_atomic_t live_detach_signal; /* SIGHUP/SIGTERM: leave, the target runs on */
 
 static void live_on_sigint(int sig)
@@ -111,7 +111,8 @@ static void live_dump_step(struct live *lv, uint64_t now)
 	if (rc == 0) {
 		if (now - lv->dump_said_ns > 200000000ull) {
 			snprintf(line, sizeof line, "dump: %.0f%% of %.1f MB to %s (capture continues)",
-				 total ? 100.0 * (double)done / (double)total : 100.0, (double)total / 1e6, lv->dump_path);
+			         total ? 100.0 * (double)done / (double)total : 100.0, (double)total / 1e6,
+			         lv->dump_path);
 			ui_message(lv->ui, line);
 			lv->dump_said_ns = now;
 		}
@@ -120,8 +121,8 @@ static void live_dump_step(struct live *lv, uint64_t now)
 	if (rc < 0)
 		snprintf(line, sizeof line, "dump: writing %s failed: %s", lv->dump_path, strerror(-rc));
 	else
-		snprintf(line, sizeof line, "dump: wrote %s (%.1f MB); open it with cuscope view", lv->dump_path,
-			 (double)total / 1e6);
+		snprintf(line, sizeof line, "dump: wrote %s (%.1f MB); open it with cuscope view",
+		         lv->dump_path, (double)total / 1e6);
 	ui_message(lv->ui, line);
 	capture_snapshot_free(lv->dump);
 	lv->dump = NULL;
@@ -132,10 +133,13 @@ static void latency_note_frame(struct latency *lat, uint32_t type, const void *p
 	if (!lat->enabled || type != WIRE_FRAME_GPU)
 		return;
 	const char *bytes = payload;
-	for (size_t i = 0; i < length / sizeof(struct wire_gpu_event) && lat->pending_count < LATENCY_PENDING_MAX; i++) {
+	for (size_t i = 0;
+	     i < length / sizeof(struct wire_gpu_event) && lat->pending_count < LATENCY_PENDING_MAX; i++) {
 		struct wire_gpu_event ev;
 		memcpy(&ev, bytes + i * sizeof ev, sizeof ev);
-		if ((ev.kind == WIRE_GPU_KERNEL || ev.kind == WIRE_GPU_MEMCPY || ev.kind == WIRE_GPU_MEMSET) && ev.end_ns)
+		if ((ev.kind == WIRE_GPU_KERNEL || ev.kind == WIRE_GPU_MEMCPY ||
+		     ev.kind == WIRE_GPU_MEMSET) &&
+		    ev.end_ns)
 			lat->pending[lat->pending_count++] = ev.end_ns;
 	}
 }
@@ -164,9 +168,11 @@ static void latency_report(struct latency *lat)
 	}
 	qsort(lat->samples, lat->sample_count, sizeof *lat->samples, latency_cmp);
 	size_t n = lat->sample_count;
-	fprintf(stderr, "cuscope: latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)\n",
-		(double)lat->samples[(n - 1) / 2] / 1e6, (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
-		(double)lat->samples[n - 1] / 1e6, n);
+	fprintf(stderr,
+	        "cuscope: latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)\n",
+	        (double)lat->samples[(n - 1) / 2] / 1e6,
+	        (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
+	        (double)lat->samples[n - 1] / 1e6, n);
 }
 
 static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
@@ -222,12 +228,12 @@ static char *live_join(char **argv)
 int cli_live(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"buffer-mb", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		CLI_UI_LONG_OPTIONS,
-		{"version", no_argument, NULL, 'V'},
-		LAUNCH_LONG_OPTIONS,
-		{0},
+	    {"buffer-mb", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_UI_LONG_OPTIONS,
+	    {"version", no_argument, NULL, 'V'},
+	    LAUNCH_LONG_OPTIONS,
+	    {0},
 	};
 	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 3000};
 	struct ui_options ui_opts = {.window_s = 10.0};
@@ -304,8 +310,9 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	const char *cause = NULL;
 	lv.ui = ui_new(lv.store, ui_opts, &cause);
 	if (!lv.ui) {
-		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI", (int)launch.pid,
-			  launch.attached ? "" : ", output in ", launch.attached ? "" : launch.log_path);
+		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI",
+		          (int)launch.pid, launch.attached ? "" : ", output in ",
+		          launch.attached ? "" : launch.log_path);
 		if (lv.keep) {
 			capture_writer_close(lv.keep);
 			lv.keep = NULL;
@@ -331,17 +338,19 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	sigaction(SIGFPE, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct tap_callbacks cb = {.ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
+	struct tap_callbacks cb = {
+	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
 	struct ui_status status = {
-		.command = command_line,
-		.pid = launch.pid,
-		.live = 1,
-		.target_alive = 1,
-		.log_path = launch.attached ? NULL : launch.log_path,
+	    .command = command_line,
+	    .pid = launch.pid,
+	    .live = 1,
+	    .target_alive = 1,
+	    .log_path = launch.attached ? NULL : launch.log_path,
 	};
 
-	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0, last_keep_flush = 0;
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0,
+	         last_keep_flush = 0;
 	int forwarded_interrupts = 0, detached = 0, stopping = 0;
 	ui_draw(lv.ui, &status, 1);
 	for (;;) {
@@ -391,7 +400,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			break;
 		if (now - rate_start >= 1000000000ull) {
 			uint64_t events = store_event_count(lv.store);
-			status.events_per_s = (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			status.events_per_s =
+			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
 			rate_events = events;
 			rate_start = now;
 		}
@@ -419,7 +429,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		int rc = capture_snapshot_step(lv.dump, 64u << 20);
 		if (rc != 0) {
 			if (rc < 0)
-				fprintf(stderr, "cuscope: dump to %s failed: %s\n", lv.dump_path, strerror(-rc));
+				fprintf(stderr, "cuscope: dump to %s failed: %s\n", lv.dump_path,
+				        strerror(-rc));
 			capture_snapshot_free(lv.dump);
 			lv.dump = NULL;
 		}
@@ -438,8 +449,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		exit_code = 0;
 	} else if (detached) {
 		if (live_detach_signal != SIGHUP)
-			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n", (int)launch.pid,
-				launch.log_path);
+			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n",
+			        (int)launch.pid, launch.log_path);
 		exit_code = 0;
 	} else {
 		if (live_detach_signal != SIGHUP) {

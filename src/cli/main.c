@@ -22,123 +22,123 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-	{"attach", cli_attach, "watch or record a process that is already running",
-	 "usage: cuscope attach [OPTIONS] PID\n"
-	 "       cuscope attach --record -o FILE [--duration SECONDS] [OPTIONS] PID\n"
-	 "\n"
-	 "Shows PID live (or records it headless) and detaches at the end, leaving it running. A process\n"
-	 "started under cuscope (or `cuscope run --detached`, or with the collector preloaded and\n"
-	 "CUSCOPE_ARM=1) is armed: its recent past is shown at once. Any other dynamically linked process\n"
-	 "gets the collector loaded with ptrace (same user, or root); NVTX ranges of code that already\n"
-	 "used NVTX and blocking-call tracing are not available then.\n"
-	 "\n"
-	 "  -r, --record           record instead of the live view (needs -o)\n"
-	 "  -o, --output FILE      capture file for --record\n"
-	 "  -d, --duration SECONDS stop recording after this long (default: until Ctrl-C or the target exits)\n"
-	 "      --ascii, --window SECONDS, --theme NAME   as in live mode\n"
-	 "  -h, --help             this help\n"},
-	{"run", cli_run, "start a command armed, with no viewer (attach to it later)",
-	 "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
-	 "\n"
-	 "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
-	 "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
-	{"record", cli_record, "run a command headless and write a capture file",
-	 "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
-	 "\n"
-	 "Runs COMMAND with the collector injected and writes everything it records to FILE. The\n"
-	 "capture is complete when COMMAND exits, when cuscope gets SIGINT or SIGTERM (forwarded to\n"
-	 "COMMAND's process group first), or after SECONDS (COMMAND is then sent SIGTERM). COMMAND's\n"
-	 "output is not redirected. Exits with COMMAND's exit code (128+N if killed by signal N).\n"
-	 "\n"
-	 "  -o, --output FILE      capture file to write (required)\n"
-	 "  -d, --duration SECONDS stop after this long\n"
-	 "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
-	 "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
-	 "      --osrt-threshold-us N  record blocking calls longer than N us (default 100; off = none)\n"
-	 "      --counters LIST    per-thread counters (perf/libpfm4 names; default task-clock,\n"
-	 "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"
-	 "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
-	 "      --no-gpu           do not trace GPU activity\n"
-	 "  -h, --help             this help\n"},
-	{"view", cli_view, "open a capture file in the timeline UI",
-	 "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
-	 "\n"
-	 "Shows a capture written by `cuscope record` in the same UI as live mode. A truncated capture\n"
-	 "(a killed recorder) shows its intact chunks after a warning.\n"
-	 "\n"
-	 "  --ascii            ASCII glyphs only\n"
-	 "  --window SECONDS   initial visible span (default: the whole capture)\n"
-	 "  -h, --help         this help\n"},
-	{"stats", cli_stats, "print summary statistics of a capture file",
-	 "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE\n"
-	 "\n"
-	 "Prints summary sections: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
-	 "max in ns), threads, processes, losses (every loss counter by cause), kernels (per name and\n"
-	 "device), memcpy, memset, sync, gpus, streams and api (CUDA calls). Table and CSV print each\n"
-	 "under a heading; JSON is one object with a member per section.\n"
-	 "\n"
-	 "  -f, --format F        table (default), csv or json\n"
-	 "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
-	 "  -h, --help            this help\n"},
-	{"export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
-	 "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] FILE\n"
-	 "\n"
-	 "Writes the capture as Chrome Trace Event JSON, which Perfetto UI (ui.perfetto.dev) and\n"
-	 "chrome://tracing open. Each process is a process track with its threads (NVTX push/pop ranges,\n"
-	 "marks, CUDA API calls and host syncs), an \"NVTX async\" track for start/end ranges and one\n"
-	 "track per GPU stream named like the UI (\"GPU0 s7\"): kernels, copies and memsets with their\n"
-	 "launch parameters, and flow arrows from each launch call (id = correlation id). Timestamps are\n"
-	 "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
-	 "Memory does not grow with the output: events are written as the capture is walked.\n"
-	 "\n"
-	 "  -o, --output OUT      file to write (default and \"-\": standard output); a name ending\n"
-	 "                        in .gz is gzip-compressed\n"
-	 "      --from SECONDS    only events overlapping the window starting this long after the\n"
-	 "      --to SECONDS      capture start, and ending at --to\n"
-	 "  -h, --help            this help\n"},
-	{"diff", cli_diff, "compare NVTX ranges and kernels of two captures",
-	 "usage: cuscope diff [--format=table|json] A B\n"
-	 "\n"
-	 "For each NVTX range (name, domain, style) and kernel (name, device) in either capture: count,\n"
-	 "p50 and total duration in A and in B and the change (absolute and percent), sorted by impact\n"
-	 "on total time (|total B - total A|, largest first). Rows found on one side only are listed\n"
-	 "(JSON member \"in\": \"a\", \"b\" or \"both\"; percent null where A has nothing).\n"
-	 "\n"
-	 "  -f, --format F   table (default) or json\n"
-	 "  -h, --help       this help\n"},
-	{"info", cli_info, "print a capture's manifest, size, events and losses",
-	 "usage: cuscope info FILE\n"
-	 "\n"
-	 "Prints the environment manifest recorded with the capture (command line, working directory,\n"
-	 "relevant environment variables, host, CPU, kernel, GPUs, driver and CUDA versions, Python\n"
-	 "packages, cuscope version), its size on disk and compression, event counts and losses.\n"},
+    {"attach", cli_attach, "watch or record a process that is already running",
+     "usage: cuscope attach [OPTIONS] PID\n"
+     "       cuscope attach --record -o FILE [--duration SECONDS] [OPTIONS] PID\n"
+     "\n"
+     "Shows PID live (or records it headless) and detaches at the end, leaving it running. A process\n"
+     "started under cuscope (or `cuscope run --detached`, or with the collector preloaded and\n"
+     "CUSCOPE_ARM=1) is armed: its recent past is shown at once. Any other dynamically linked process\n"
+     "gets the collector loaded with ptrace (same user, or root); NVTX ranges of code that already\n"
+     "used NVTX and blocking-call tracing are not available then.\n"
+     "\n"
+     "  -r, --record           record instead of the live view (needs -o)\n"
+     "  -o, --output FILE      capture file for --record\n"
+     "  -d, --duration SECONDS stop recording after this long (default: until Ctrl-C or the target exits)\n"
+     "      --ascii, --window SECONDS, --theme NAME   as in live mode\n"
+     "  -h, --help             this help\n"},
+    {"run", cli_run, "start a command armed, with no viewer (attach to it later)",
+     "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
+     "\n"
+     "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
+     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
+    {"record", cli_record, "run a command headless and write a capture file",
+     "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
+     "\n"
+     "Runs COMMAND with the collector injected and writes everything it records to FILE. The\n"
+     "capture is complete when COMMAND exits, when cuscope gets SIGINT or SIGTERM (forwarded to\n"
+     "COMMAND's process group first), or after SECONDS (COMMAND is then sent SIGTERM). COMMAND's\n"
+     "output is not redirected. Exits with COMMAND's exit code (128+N if killed by signal N).\n"
+     "\n"
+     "  -o, --output FILE      capture file to write (required)\n"
+     "  -d, --duration SECONDS stop after this long\n"
+     "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+     "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+     "      --osrt-threshold-us N  record blocking calls longer than N us (default 100; off = none)\n"
+     "      --counters LIST    per-thread counters (perf/libpfm4 names; default task-clock,\n"
+     "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"
+     "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
+     "      --no-gpu           do not trace GPU activity\n"
+     "  -h, --help             this help\n"},
+    {"view", cli_view, "open a capture file in the timeline UI",
+     "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
+     "\n"
+     "Shows a capture written by `cuscope record` in the same UI as live mode. A truncated capture\n"
+     "(a killed recorder) shows its intact chunks after a warning.\n"
+     "\n"
+     "  --ascii            ASCII glyphs only\n"
+     "  --window SECONDS   initial visible span (default: the whole capture)\n"
+     "  -h, --help         this help\n"},
+    {"stats", cli_stats, "print summary statistics of a capture file",
+     "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE\n"
+     "\n"
+     "Prints summary sections: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
+     "max in ns), threads, processes, losses (every loss counter by cause), kernels (per name and\n"
+     "device), memcpy, memset, sync, gpus, streams and api (CUDA calls). Table and CSV print each\n"
+     "under a heading; JSON is one object with a member per section.\n"
+     "\n"
+     "  -f, --format F        table (default), csv or json\n"
+     "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
+     "  -h, --help            this help\n"},
+    {"export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
+     "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] FILE\n"
+     "\n"
+     "Writes the capture as Chrome Trace Event JSON, which Perfetto UI (ui.perfetto.dev) and\n"
+     "chrome://tracing open. Each process is a process track with its threads (NVTX push/pop ranges,\n"
+     "marks, CUDA API calls and host syncs), an \"NVTX async\" track for start/end ranges and one\n"
+     "track per GPU stream named like the UI (\"GPU0 s7\"): kernels, copies and memsets with their\n"
+     "launch parameters, and flow arrows from each launch call (id = correlation id). Timestamps are\n"
+     "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
+     "Memory does not grow with the output: events are written as the capture is walked.\n"
+     "\n"
+     "  -o, --output OUT      file to write (default and \"-\": standard output); a name ending\n"
+     "                        in .gz is gzip-compressed\n"
+     "      --from SECONDS    only events overlapping the window starting this long after the\n"
+     "      --to SECONDS      capture start, and ending at --to\n"
+     "  -h, --help            this help\n"},
+    {"diff", cli_diff, "compare NVTX ranges and kernels of two captures",
+     "usage: cuscope diff [--format=table|json] A B\n"
+     "\n"
+     "For each NVTX range (name, domain, style) and kernel (name, device) in either capture: count,\n"
+     "p50 and total duration in A and in B and the change (absolute and percent), sorted by impact\n"
+     "on total time (|total B - total A|, largest first). Rows found on one side only are listed\n"
+     "(JSON member \"in\": \"a\", \"b\" or \"both\"; percent null where A has nothing).\n"
+     "\n"
+     "  -f, --format F   table (default) or json\n"
+     "  -h, --help       this help\n"},
+    {"info", cli_info, "print a capture's manifest, size, events and losses",
+     "usage: cuscope info FILE\n"
+     "\n"
+     "Prints the environment manifest recorded with the capture (command line, working directory,\n"
+     "relevant environment variables, host, CPU, kernel, GPUs, driver and CUDA versions, Python\n"
+     "packages, cuscope version), its size on disk and compression, event counts and losses.\n"},
 };
 
 static const char *live_usage =
-	"usage: cuscope [--ascii] [--window SECONDS] [--buffer-mb N] [--] COMMAND [ARGS...]\n"
-	"       cuscope VERB [OPTIONS] ...   (cuscope VERB --help for details)\n"
-	"\n"
-	"Runs COMMAND with the cuscope collector injected and shows its CPU threads and NVTX ranges\n"
-	"on a live terminal timeline. COMMAND runs in its own process group; its output goes to a\n"
-	"log file (l in the UI shows it; it is replayed when cuscope exits). Ctrl-C is forwarded to\n"
-	"COMMAND. q quits once COMMAND has exited, or asks whether to detach or stop it. cuscope exits\n"
-	"with COMMAND's exit code.\n"
-	"\n"
-	"  --ascii            ASCII glyphs only (also chosen when the locale is not UTF-8)\n"
-	"  --window SECONDS   visible time span (default 10)\n"
-	"  --theme NAME|PATH  dark (default), light, mono, high-contrast, or a .theme file; NAME is\n"
-	"                     looked up in $XDG_CONFIG_HOME/cuscope/themes, then share/cuscope/themes\n"
-	"  --gap-ms MS        shade GPU idle gaps longer than MS (default 10; 0 = off)\n"
-	"  --no-mouse         leave the mouse to the terminal (text selection)\n"
-	"  --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
-	"  -h, --help         this help\n"
-	"  -V, --version      print the version\n"
-	"collector options (live mode, record, attach):\n"
-	"  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu\n"
-	"  (see cuscope record --help)\n"
-	"NO_COLOR in the environment turns colour off.\n"
-	"\n"
-	"verbs:\n";
+    "usage: cuscope [--ascii] [--window SECONDS] [--buffer-mb N] [--] COMMAND [ARGS...]\n"
+    "       cuscope VERB [OPTIONS] ...   (cuscope VERB --help for details)\n"
+    "\n"
+    "Runs COMMAND with the cuscope collector injected and shows its CPU threads and NVTX ranges\n"
+    "on a live terminal timeline. COMMAND runs in its own process group; its output goes to a\n"
+    "log file (l in the UI shows it; it is replayed when cuscope exits). Ctrl-C is forwarded to\n"
+    "COMMAND. q quits once COMMAND has exited, or asks whether to detach or stop it. cuscope exits\n"
+    "with COMMAND's exit code.\n"
+    "\n"
+    "  --ascii            ASCII glyphs only (also chosen when the locale is not UTF-8)\n"
+    "  --window SECONDS   visible time span (default 10)\n"
+    "  --theme NAME|PATH  dark (default), light, mono, high-contrast, or a .theme file; NAME is\n"
+    "                     looked up in $XDG_CONFIG_HOME/cuscope/themes, then share/cuscope/themes\n"
+    "  --gap-ms MS        shade GPU idle gaps longer than MS (default 10; 0 = off)\n"
+    "  --no-mouse         leave the mouse to the terminal (text selection)\n"
+    "  --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+    "  -h, --help         this help\n"
+    "  -V, --version      print the version\n"
+    "collector options (live mode, record, attach):\n"
+    "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu\n"
+    "  (see cuscope record --help)\n"
+    "NO_COLOR in the environment turns colour off.\n"
+    "\n"
+    "verbs:\n";
 
 void cli_usage(const char *verb)
 {
@@ -157,8 +157,8 @@ void cli_usage(const char *verb)
 int cli_bad_option(const char *verb, char **argv)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "";
-	log_error("%s%sunknown option or missing value: '%s' (see cuscope %s%s--help)", verb, *verb ? ": " : "", arg,
-		  verb, *verb ? " " : "");
+	log_error("%s%sunknown option or missing value: '%s' (see cuscope %s%s--help)", verb,
+	          *verb ? ": " : "", arg, verb, *verb ? " " : "");
 	return CLI_EXIT_USAGE;
 }
 
@@ -178,7 +178,9 @@ int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg)
 		char *end;
 		double g = strtod(arg, &end);
 		if (end == arg || *end || g < 0) {
-			log_error("--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'", arg);
+			log_error(
+			    "--gap-ms needs a number of milliseconds (0 turns gap shading off), not '%s'",
+			    arg);
 			return -1;
 		}
 		options->gap_ms = g > 0 ? g : -1;
@@ -230,7 +232,8 @@ int cli_load_capture(const char *path, struct store *store)
 		return CLI_EXIT_USAGE;
 	}
 	if (res.chunks_corrupt)
-		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt, res.chunks_corrupt == 1 ? "" : "s");
+		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
+		         res.chunks_corrupt == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
 	free(res.manifest);

@@ -24,7 +24,7 @@
 
 #define RECORD_FLUSH_NS 250000000ull
 #define RECORD_DRAIN_NS 3000000000ull /* after the target exits, wait this long for its data */
-#define RECORD_KILL_NS 5000000000ull  /* after forwarding a stop signal, wait this long before SIGKILL */
+#define RECORD_KILL_NS  5000000000ull /* after forwarding a stop signal, wait this long before SIGKILL */
 
 static volatile sig_atomic_t record_stop_signal;
 
@@ -55,7 +55,8 @@ static void record_notice(struct recorder *rec, int source, const void *payload)
 	const char *text = (const char *)payload + sizeof n;
 	if (n.level == WIRE_NOTICE_INFO) {
 		/* Informational notices are key=value facts for the manifest (e.g. CUDA versions). */
-		char *next = xasprintf("%s%.*s\n", rec->runtime_manifest ? rec->runtime_manifest : "", (int)n.length, text);
+		char *next = xasprintf("%s%.*s\n", rec->runtime_manifest ? rec->runtime_manifest : "",
+		                       (int)n.length, text);
 		free(rec->runtime_manifest);
 		rec->runtime_manifest = next;
 		return;
@@ -148,8 +149,8 @@ static char *shell_quote(const char *s)
 static void record_manifest(struct capture_writer *w, char **argv)
 {
 	extern char **environ;
-	static const char *const env_prefixes[] = {"CUDA_", "NCCL_", "PYTHON", "CONDA_", "LD_", "VIRTUAL_ENV",
-						   "TORCH_", "OMP_", "NVIDIA_"};
+	static const char *const env_prefixes[] = {"CUDA_",       "NCCL_",  "PYTHON", "CONDA_", "LD_",
+	                                           "VIRTUAL_ENV", "TORCH_", "OMP_",   "NVIDIA_"};
 	char *text = xstrdup("");
 	char cwd[PATH_MAX] = "", host[256] = "";
 	struct utsname un;
@@ -198,12 +199,13 @@ static void record_manifest(struct capture_writer *w, char **argv)
 			}
 		}
 	}
-	manifest_add_command(&text, "gpu", "nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader");
+	manifest_add_command(&text, "gpu",
+	                     "nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader");
 	/* The Python environment's packages, when the command is a Python interpreter or one is active. */
 	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	const char *python = strncmp(base, "python", 6) == 0 ? argv[0]
-			     : (getenv("VIRTUAL_ENV") || getenv("CONDA_PREFIX")) ? "python3"
-										   : NULL;
+	const char *python = strncmp(base, "python", 6) == 0                     ? argv[0]
+	                     : (getenv("VIRTUAL_ENV") || getenv("CONDA_PREFIX")) ? "python3"
+	                                                                         : NULL;
 	if (python) {
 		char *quoted = shell_quote(python);
 		char *pip = xasprintf("%s -m pip list --format=freeze --disable-pip-version-check", quoted);
@@ -222,12 +224,12 @@ static void record_manifest(struct capture_writer *w, char **argv)
 int cli_record(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"duration", required_argument, NULL, 'd'},
-		{"buffer-mb", required_argument, NULL, 'b'},
-		{"help", no_argument, NULL, 'h'},
-		LAUNCH_LONG_OPTIONS,
-		{0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"buffer-mb", required_argument, NULL, 'b'},
+	    {"help", no_argument, NULL, 'h'},
+	    LAUNCH_LONG_OPTIONS,
+	    {0},
 	};
 	struct launch_options lopts = {.log_output = 0, .wait_viewer_ms = 3000};
 	const char *output = NULL;
@@ -243,7 +245,8 @@ int cli_record(int argc, char **argv)
 			break;
 		case 'd':
 			if (cli_parse_seconds(optarg, &duration_s) != 0) {
-				log_error("record: --duration needs a positive number of seconds, not '%s'", optarg);
+				log_error("record: --duration needs a positive number of seconds, not '%s'",
+				          optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -295,7 +298,7 @@ int cli_record(int argc, char **argv)
 }
 
 int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command,
-	       double duration_s)
+               double duration_s)
 {
 	struct launch launch = *target;
 	the_recorder.writer = writer;
@@ -306,7 +309,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	sigaction(SIGHUP, &sa, NULL);
 	struct tap_callbacks cb = {.ctx = &the_recorder, .frame = record_frame, .error = record_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
-	/* Gathered while the command starts (pip and nvidia-smi take a moment); collectors queue meanwhile. */
+	/* Gathered while the command starts (pip and nvidia-smi take a moment); collectors queue meanwhile.
+	 */
 	record_manifest(the_recorder.writer, command);
 
 	uint64_t start = clock_mono_ns();
@@ -323,7 +327,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		if (!launch_poll(&launch) && !exited_at)
 			exited_at = now;
 		if (exited_at) {
-			/* The target is gone: stop once its collectors said goodbye, or after a grace period. */
+			/* The target is gone: stop once its collectors said goodbye, or after a grace period.
+			 */
 			if (tap_connection_count(tap) == 0 || now - exited_at > RECORD_DRAIN_NS)
 				break;
 			continue;
@@ -349,7 +354,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	}
 	tap_free(tap);
 	if (the_recorder.runtime_manifest) {
-		capture_writer_manifest(the_recorder.writer, the_recorder.runtime_manifest, strlen(the_recorder.runtime_manifest));
+		capture_writer_manifest(the_recorder.writer, the_recorder.runtime_manifest,
+		                        strlen(the_recorder.runtime_manifest));
 		free(the_recorder.runtime_manifest);
 	}
 	int close_rc = capture_writer_close(the_recorder.writer);

@@ -31,7 +31,9 @@ int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out)
 		unsigned long long start, end, offset;
 		char perms[8];
 		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &name_at) < 4 || !name_at)
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &name_at) <
+		        4 ||
+		    !name_at)
 			continue;
 		char *file = line + name_at;
 		file[strcspn(file, "\n")] = '\0';
@@ -137,8 +139,8 @@ static int wait_stop(pid_t tid, int *status, uint64_t deadline_ns)
 	}
 }
 
-int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, const void *data, size_t data_len,
-		uint64_t *ret, int timeout_ms, char *err, size_t err_size)
+int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, const void *data,
+                size_t data_len, uint64_t *ret, int timeout_ms, char *err, size_t err_size)
 {
 	(void)pid;
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
@@ -151,7 +153,8 @@ int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, c
 	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 	int rc = wait_stop(tid, &status, deadline);
 	if (rc) {
-		snprintf(err, err_size, rc == -ESRCH ? "the process exited during attach" : "could not stop the thread");
+		snprintf(err, err_size,
+		         rc == -ESRCH ? "the process exited during attach" : "could not stop the thread");
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return rc;
 	}

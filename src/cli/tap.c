@@ -14,8 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TAP_SCAN_NS 20000000ull
-#define TAP_READ_BUDGET (8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI */
+#define TAP_SCAN_NS     20000000ull
+#define TAP_READ_BUDGET (8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI   \
+	                            */
 
 struct tap_conn {
 	int fd;
@@ -83,7 +84,8 @@ static int tap_seen_has(const struct tap *tap, pid_t pid, const struct stat *st)
 {
 	for (size_t i = 0; i < tap->seen_count; i++)
 		if (tap->seen[i].pid == pid && tap->seen[i].inode == st->st_ino &&
-		    tap->seen[i].ctime.tv_sec == st->st_ctim.tv_sec && tap->seen[i].ctime.tv_nsec == st->st_ctim.tv_nsec)
+		    tap->seen[i].ctime.tv_sec == st->st_ctim.tv_sec &&
+		    tap->seen[i].ctime.tv_nsec == st->st_ctim.tv_nsec)
 			return 1;
 	return 0;
 }
@@ -173,7 +175,8 @@ static int tap_conn_read(struct tap *tap, struct tap_conn *c)
 		}
 		if (rc < 0) {
 			if (tap->cb.error)
-				tap->cb.error(tap->cb.ctx, c->source, c->pid, cause ? cause : "protocol error");
+				tap->cb.error(tap->cb.ctx, c->source, c->pid,
+				              cause ? cause : "protocol error");
 			return -1;
 		}
 	}

@@ -29,9 +29,9 @@ static void view_on_signal(int sig)
 int cli_view(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{"help", no_argument, NULL, 'h'},
-		CLI_UI_LONG_OPTIONS,
-		{0},
+	    {"help", no_argument, NULL, 'h'},
+	    CLI_UI_LONG_OPTIONS,
+	    {0},
 	};
 	struct ui_options ui_opts = {0};
 	int opt;

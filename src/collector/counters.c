@@ -20,9 +20,9 @@
 
 #include <perfmon/pfmlib_perf_event.h>
 
-#define MAX_EVENTS 8
+#define MAX_EVENTS          8
 #define MAX_COUNTED_THREADS 256
-#define COUNTERS_PERIOD_NS 500000000ull
+#define COUNTERS_PERIOD_NS  500000000ull
 
 struct counter_event {
 	char name[64];
@@ -71,13 +71,14 @@ static const struct {
 	uint64_t config;
 	int hardware;
 } builtin_events[] = {
-	{"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0},
-	{"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0},
-	{"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0},
-	{"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1},
-	{"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1},
-	{"LLC-load-misses", PERF_TYPE_HW_CACHE,
-	 PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16), 1},
+    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0},
+    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0},
+    {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0},
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1},
+    {"LLC-load-misses", PERF_TYPE_HW_CACHE,
+     PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
+     1},
 };
 
 /* Resolves a name through libpfm4 (dlopen, optional); returns 0 or -1. */
@@ -90,11 +91,14 @@ static int counters_add_pfm(const char *name)
 	if (ready < 0) {
 		lib = dlopen("libpfm.so.4", RTLD_NOW | RTLD_LOCAL);
 		initialize = lib ? (int (*)(void))dlsym(lib, "pfm_initialize") : NULL;
-		encode = lib ? (int (*)(const char *, int, int, void *))dlsym(lib, "pfm_get_os_event_encoding") : NULL;
+		encode =
+		    lib ? (int (*)(const char *, int, int, void *))dlsym(lib, "pfm_get_os_event_encoding")
+		        : NULL;
 		ready = initialize && encode && initialize() == PFM_SUCCESS;
 	}
 	if (!ready) {
-		collector_notice(WIRE_NOTICE_WARNING, "counter '%s' skipped: libpfm4 (libpfm.so.4) is not available", name);
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "counter '%s' skipped: libpfm4 (libpfm.so.4) is not available", name);
 		return -1;
 	}
 	if (ctr.event_count == MAX_EVENTS)
@@ -108,7 +112,8 @@ static int counters_add_pfm(const char *name)
 	arg.size = sizeof arg;
 	int rc = encode(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
 	if (rc != PFM_SUCCESS) {
-		collector_notice(WIRE_NOTICE_WARNING, "counter '%s' skipped: libpfm4 does not know it on this CPU", name);
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "counter '%s' skipped: libpfm4 does not know it on this CPU", name);
 		return -1;
 	}
 	snprintf(e->name, sizeof e->name, "%s", name);
@@ -126,19 +131,20 @@ int counters_init(const char *list)
 	}
 	if (!list || !*list) {
 		for (size_t i = 0; i < sizeof builtin_events / sizeof builtin_events[0]; i++)
-			counters_add_builtin(builtin_events[i].name, builtin_events[i].type, builtin_events[i].config,
-					     builtin_events[i].hardware);
+			counters_add_builtin(builtin_events[i].name, builtin_events[i].type,
+			                     builtin_events[i].config, builtin_events[i].hardware);
 	} else {
 		char copy[512];
 		snprintf(copy, sizeof copy, "%s", list);
-		for (char *save = NULL, *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		for (char *save = NULL, *name = strtok_r(copy, ",", &save); name;
+		     name = strtok_r(NULL, ",", &save)) {
 			size_t i;
 			for (i = 0; i < sizeof builtin_events / sizeof builtin_events[0]; i++)
 				if (strcmp(name, builtin_events[i].name) == 0)
 					break;
 			if (i < sizeof builtin_events / sizeof builtin_events[0])
-				counters_add_builtin(builtin_events[i].name, builtin_events[i].type, builtin_events[i].config,
-						     builtin_events[i].hardware);
+				counters_add_builtin(builtin_events[i].name, builtin_events[i].type,
+				                     builtin_events[i].config, builtin_events[i].hardware);
 			else
 				counters_add_pfm(name);
 		}
@@ -167,10 +173,11 @@ static void counters_probe(pid_t tid)
 		if (!ctr.events[i].hardware && (err == ENOSYS || err == EACCES || err == EPERM)) {
 			/* No perf events at all: /proc gives the software numbers. */
 			ctr.mode = COUNTERS_PROC;
-			collector_notice(WIRE_NOTICE_WARNING,
-					 "perf events unavailable (%s): counters come from /proc (task-clock, "
-					 "context-switches, page-faults only)",
-					 strerror(err));
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "perf events unavailable (%s): counters come from /proc (task-clock, "
+			    "context-switches, page-faults only)",
+			    strerror(err));
 			return;
 		}
 		size_t used = strlen(refused);
@@ -180,10 +187,11 @@ static void counters_probe(pid_t tid)
 		if (!err)
 			err = EOPNOTSUPP;
 		if (i == ctr.event_count && refused[0])
-			collector_notice(WIRE_NOTICE_WARNING,
-					 "counters unavailable on this machine (the PMU refuses them: %s): %s; software "
-					 "counters continue",
-					 strerror(err), refused);
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "counters unavailable on this machine (the PMU refuses them: %s): %s; software "
+			    "counters continue",
+			    strerror(err), refused);
 	}
 	(void)software_ok;
 }
@@ -240,10 +248,12 @@ static void counters_read_proc(pid_t tid, uint64_t now)
 	f = fopen(path, "r");
 	if (f) {
 		if (fgets(buf, sizeof buf, f)) {
-			/* Fields after the command name (which may hold spaces): minflt is 10th, majflt 12th. */
+			/* Fields after the command name (which may hold spaces): minflt is 10th, majflt 12th.
+			 */
 			char *p = strrchr(buf, ')');
 			unsigned long long minflt = 0, majflt = 0;
-			if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &minflt, &majflt) == 2)
+			if (p &&
+			    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &minflt, &majflt) == 2)
 				sender_counter(now, tid, "page-faults", minflt + majflt);
 		}
 		fclose(f);

@@ -21,20 +21,23 @@
 
 #include <cupti.h>
 
-#define CUPTI_BUFFER_BYTES (4u << 20)
+#define CUPTI_BUFFER_BYTES    (4u << 20)
 #define CUPTI_FLUSH_PERIOD_NS 20000000L
-#define CUPTI_NAME_CACHE 4096
+#define CUPTI_NAME_CACHE      4096
 
 /* The CUPTI entry points we use, resolved from whichever libcupti is loaded. */
 struct cupti_fns {
 	CUptiResult (*get_version)(uint32_t *);
-	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *);
+	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
+	                            CUpti_SubscriberParams *);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
-	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+	                               CUpti_CallbackId);
 	CUptiResult (*activity_enable)(CUpti_ActivityKind);
 	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t);
 	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
-	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
+	                                  CUpti_BuffersCallbackCompleteFunc);
 	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
@@ -57,8 +60,8 @@ struct cupti_buffer {
 static struct {
 	void *lib;
 	struct cupti_fns fn;
-	_Atomic int active;  /* tracing runs in this process */
-	pid_t pid;           /* the process CUPTI was initialised in (a forked child must not touch it) */
+	_Atomic int active; /* tracing runs in this process */
+	pid_t pid;          /* the process CUPTI was initialised in (a forked child must not touch it) */
 	CUpti_SubscriberHandle subscriber;
 	pthread_t flush_thread;
 	int flush_started;
@@ -73,7 +76,7 @@ static struct {
 	uint32_t runtime_names[CUPTI_NAME_CACHE];
 	uint32_t driver_names[CUPTI_NAME_CACHE];
 	uint32_t names_generation;
-	int late;                   /* started after CUDA was initialised (attach) */
+	int late;                     /* started after CUDA was initialised (attach) */
 	_Atomic int detach_requested; /* finalize at the next API exit (cuptiFinalize's rule) */
 } cu;
 
@@ -124,8 +127,8 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size
 			*size = 0; /* CUPTI drops the records and counts them */
 			return;
 		}
-		void *mem = mmap(NULL, CUPTI_BUFFER_BYTES + 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				 -1, 0);
+		void *mem = mmap(NULL, CUPTI_BUFFER_BYTES + 64, PROT_READ | PROT_WRITE,
+		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED) {
 			atomic_fetch_sub(&cu.buffers_allocated, 1);
 			atomic_fetch_add(&cu.buffers_refused, 1);
@@ -143,7 +146,7 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size
 }
 
 static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer, size_t size,
-					    size_t valid)
+                                            size_t valid)
 {
 	(void)context;
 	(void)stream;
@@ -160,7 +163,7 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext context, uint32_t stream, 
 
 /* Resource callback: flush before a context goes away, or its last records are lost. */
 static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-				   const void *data)
+                                    const void *data)
 {
 	(void)userdata;
 	/* Detach: CUPTI may only be finalized from inside a callback, at an API exit. */
@@ -235,7 +238,8 @@ static void *cupti_open(char *why, size_t why_size)
 		if (h)
 			return h;
 	}
-	snprintf(why, why_size, "libcupti not found (install the CUDA toolkit's CUPTI or set CUSCOPE_CUPTI_PATH)");
+	snprintf(why, why_size,
+	         "libcupti not found (install the CUDA toolkit's CUPTI or set CUSCOPE_CUPTI_PATH)");
 	return NULL;
 }
 
@@ -246,29 +250,30 @@ static int cupti_resolve(char *why, size_t why_size)
 		const char *name;
 		int optional;
 	} table[] = {
-		{(void **)&cu.fn.get_version, "cuptiGetVersion", 0},
-		{(void **)&cu.fn.subscribe_v2, "cuptiSubscribe_v2", 1},
-		{(void **)&cu.fn.subscribe, "cuptiSubscribe", 0},
-		{(void **)&cu.fn.enable_callback, "cuptiEnableCallback", 0},
-		{(void **)&cu.fn.activity_enable, "cuptiActivityEnable", 0},
-		{(void **)&cu.fn.enable_runtime_api, "cuptiActivityEnableRuntimeApi", 1},
-		{(void **)&cu.fn.enable_driver_api, "cuptiActivityEnableDriverApi", 1},
-		{(void **)&cu.fn.register_callbacks, "cuptiActivityRegisterCallbacks", 0},
-		{(void **)&cu.fn.register_timestamp, "cuptiActivityRegisterTimestampCallback", 1},
-		{(void **)&cu.fn.flush_all, "cuptiActivityFlushAll", 0},
-		{(void **)&cu.fn.next_record, "cuptiActivityGetNextRecord", 0},
-		{(void **)&cu.fn.dropped_records, "cuptiActivityGetNumDroppedRecords", 0},
-		{(void **)&cu.fn.callback_name, "cuptiGetCallbackName", 1},
-		{(void **)&cu.fn.result_string, "cuptiGetResultString", 1},
-		{(void **)&cu.fn.set_thread_id_type, "cuptiSetThreadIdType", 1},
-		{(void **)&cu.fn.enable_and_dump, "cuptiActivityEnableAndDump", 1},
-		{(void **)&cu.fn.enable_domain, "cuptiEnableDomain", 1},
-		{(void **)&cu.fn.finalize, "cuptiFinalize", 1},
+	    {(void **)&cu.fn.get_version, "cuptiGetVersion", 0},
+	    {(void **)&cu.fn.subscribe_v2, "cuptiSubscribe_v2", 1},
+	    {(void **)&cu.fn.subscribe, "cuptiSubscribe", 0},
+	    {(void **)&cu.fn.enable_callback, "cuptiEnableCallback", 0},
+	    {(void **)&cu.fn.activity_enable, "cuptiActivityEnable", 0},
+	    {(void **)&cu.fn.enable_runtime_api, "cuptiActivityEnableRuntimeApi", 1},
+	    {(void **)&cu.fn.enable_driver_api, "cuptiActivityEnableDriverApi", 1},
+	    {(void **)&cu.fn.register_callbacks, "cuptiActivityRegisterCallbacks", 0},
+	    {(void **)&cu.fn.register_timestamp, "cuptiActivityRegisterTimestampCallback", 1},
+	    {(void **)&cu.fn.flush_all, "cuptiActivityFlushAll", 0},
+	    {(void **)&cu.fn.next_record, "cuptiActivityGetNextRecord", 0},
+	    {(void **)&cu.fn.dropped_records, "cuptiActivityGetNumDroppedRecords", 0},
+	    {(void **)&cu.fn.callback_name, "cuptiGetCallbackName", 1},
+	    {(void **)&cu.fn.result_string, "cuptiGetResultString", 1},
+	    {(void **)&cu.fn.set_thread_id_type, "cuptiSetThreadIdType", 1},
+	    {(void **)&cu.fn.enable_and_dump, "cuptiActivityEnableAndDump", 1},
+	    {(void **)&cu.fn.enable_domain, "cuptiEnableDomain", 1},
+	    {(void **)&cu.fn.finalize, "cuptiFinalize", 1},
 	};
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		*table[i].slot = dlsym(cu.lib, table[i].name);
 		if (!*table[i].slot && !table[i].optional) {
-			snprintf(why, why_size, "libcupti lacks %s (too old for this collector)", table[i].name);
+			snprintf(why, why_size, "libcupti lacks %s (too old for this collector)",
+			         table[i].name);
 			return -1;
 		}
 	}
@@ -279,10 +284,19 @@ static int cupti_resolve(char *why, size_t why_size)
 static int cupti_api_wanted(const char *name)
 {
 	static const char *const prefixes[] = {
-		"cudaLaunch",	      "cudaMemcpy",	  "cudaMemset",	       "cudaDeviceSynchronize",
-		"cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaGraphLaunch",
-		"cudaMalloc",	      "cudaFree",	  "cudaHostAlloc",	       "cuLaunch",
-		"cuGraphLaunch",
+	    "cudaLaunch",
+	    "cudaMemcpy",
+	    "cudaMemset",
+	    "cudaDeviceSynchronize",
+	    "cudaStreamSynchronize",
+	    "cudaEventSynchronize",
+	    "cudaStreamWaitEvent",
+	    "cudaGraphLaunch",
+	    "cudaMalloc",
+	    "cudaFree",
+	    "cudaHostAlloc",
+	    "cuLaunch",
+	    "cuGraphLaunch",
 	};
 	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
 		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
@@ -341,16 +355,18 @@ int cupti_start(void)
 	}
 	cu.lib = cupti_open(why, sizeof why);
 	if (!cu.lib || cupti_resolve(why, sizeof why) != 0) {
-		collector_notice(WIRE_NOTICE_WARNING, "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
 		return -1;
 	}
 	uint32_t version = 0;
 	cu.fn.get_version(&version);
 	if (version && version < CUPTI_API_VERSION / 10000 * 10000) {
 		collector_notice(WIRE_NOTICE_WARNING,
-				 "GPU tracing unavailable: CUPTI API %u is older than the %u this collector was built for; "
-				 "CPU and NVTX lanes continue",
-				 version, (unsigned)CUPTI_API_VERSION);
+		                 "GPU tracing unavailable: CUPTI API %u is older than the %u this collector "
+		                 "was built for; "
+		                 "CPU and NVTX lanes continue",
+		                 version, (unsigned)CUPTI_API_VERSION);
 		return -1;
 	}
 	CUptiResult rc;
@@ -369,20 +385,23 @@ int cupti_start(void)
 	if (rc != CUPTI_SUCCESS) {
 		if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 			collector_notice(WIRE_NOTICE_WARNING,
-					 "GPU tracing unavailable: another CUPTI client is active (%s); only one can trace "
-					 "at a time before CUDA 13.3; CPU and NVTX lanes continue",
-					 incumbent[0] ? incumbent : "e.g. Nsight Systems or torch.profiler");
+			                 "GPU tracing unavailable: another CUPTI client is active (%s); only "
+			                 "one can trace "
+			                 "at a time before CUDA 13.3; CPU and NVTX lanes continue",
+			                 incumbent[0] ? incumbent : "e.g. Nsight Systems or torch.profiler");
 		else
 			collector_notice(WIRE_NOTICE_WARNING,
-					 "GPU tracing unavailable: CUPTI subscribe failed (%s); CPU and NVTX lanes continue",
-					 cupti_error(rc));
+			                 "GPU tracing unavailable: CUPTI subscribe failed (%s); CPU and NVTX "
+			                 "lanes continue",
+			                 cupti_error(rc));
 		return -1;
 	}
 	cu.pid = getpid();
 	cu.buffers_max = collector_config.gpu_buffer_bytes / CUPTI_BUFFER_BYTES;
 	if (cu.buffers_max < 4)
 		cu.buffers_max = 4;
-	cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* API records must name OS thread ids (gettid), like every other lane, not pthread_t values. */
 	if (cu.fn.set_thread_id_type)
 		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -391,26 +410,29 @@ int cupti_start(void)
 		cu.fn.register_timestamp(cupti_timestamp);
 	rc = cu.fn.register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
 	if (rc != CUPTI_SUCCESS) {
-		collector_notice(WIRE_NOTICE_WARNING, "GPU tracing unavailable: %s; CPU and NVTX lanes continue",
-				 cupti_error(rc));
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "GPU tracing unavailable: %s; CPU and NVTX lanes continue", cupti_error(rc));
 		return -1;
 	}
 	static const CUpti_ActivityKind kinds[] = {
-		CUPTI_ACTIVITY_KIND_DEVICE,	      CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
-		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_OVERHEAD,
+	    CUPTI_ACTIVITY_KIND_DEVICE,          CUPTI_ACTIVITY_KIND_CONTEXT,
+	    CUPTI_ACTIVITY_KIND_STREAM,          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMSET,
+	    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		/* Late start: the devices, contexts and streams that exist already are dumped at once. */
-		int dump = cu.late && cu.fn.enable_and_dump &&
-			   (kinds[i] == CUPTI_ACTIVITY_KIND_DEVICE || kinds[i] == CUPTI_ACTIVITY_KIND_CONTEXT ||
-			    kinds[i] == CUPTI_ACTIVITY_KIND_STREAM);
+		int dump =
+		    cu.late && cu.fn.enable_and_dump &&
+		    (kinds[i] == CUPTI_ACTIVITY_KIND_DEVICE || kinds[i] == CUPTI_ACTIVITY_KIND_CONTEXT ||
+		     kinds[i] == CUPTI_ACTIVITY_KIND_STREAM);
 		rc = dump ? cu.fn.enable_and_dump(kinds[i]) : cu.fn.activity_enable(kinds[i]);
 		if (rc != CUPTI_SUCCESS && kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-			collector_notice(WIRE_NOTICE_WARNING,
-					 "GPU tracing unavailable: cannot enable kernel tracing (%s); CPU and NVTX lanes "
-					 "continue",
-					 cupti_error(rc));
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "GPU tracing unavailable: cannot enable kernel tracing (%s); CPU and NVTX lanes "
+			    "continue",
+			    cupti_error(rc));
 			return -1;
 		}
 	}
@@ -419,8 +441,8 @@ int cupti_start(void)
 	int (*driver_get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
 	if (driver_get_version)
 		driver_get_version(&driver_version);
-	collector_notice(WIRE_NOTICE_INFO, "cupti_version=%u\ncuda_driver_api_version=%d\ncupti_library=%s", version,
-			 driver_version, cupti_library_path());
+	collector_notice(WIRE_NOTICE_INFO, "cupti_version=%u\ncuda_driver_api_version=%d\ncupti_library=%s",
+	                 version, driver_version, cupti_library_path());
 	atomic_store(&cu.active, 1);
 	atomic_store(&cu.flush_stop, 0);
 	sigset_t all, old;
@@ -598,7 +620,8 @@ static void cupti_decode(const CUpti_Activity *record)
 		ev.correlation_id = a->correlationId;
 		ev.tid = a->threadId;
 		ev.subkind = (uint16_t)a->cbid;
-		ev.name_id = cupti_api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+		ev.name_id = cupti_api_name(
+		    runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_CONTEXT: {
@@ -616,8 +639,8 @@ static void cupti_decode(const CUpti_Activity *record)
 		ev.context = s->contextId;
 		ev.stream = s->streamId;
 		ev.subkind = s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING ? 1
-			     : s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL       ? 2
-										: 0;
+		             : s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL       ? 2
+		                                                                       : 0;
 		ev.correlation_id = s->correlationId;
 		break;
 	}

@@ -52,9 +52,9 @@ pid_t collector_gettid(void)
 	return thread_tid_self;
 }
 
-static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags, uint32_t subject_tid,
-		      uint64_t value, const struct collector_string *name_ref, const struct collector_string *domain_ref,
-		      const char *text, size_t text_len);
+static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
+                      uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+                      const struct collector_string *domain_ref, const char *text, size_t text_len);
 
 /* pthread key destructor: the thread is ending; the sender frees its ring after draining it. */
 static COLLECTOR_TLS int thread_exiting;
@@ -118,7 +118,7 @@ static struct thread_ring *thread_ring_create(void)
 	do {
 		tr->next = head;
 	} while (!atomic_compare_exchange_weak_explicit(&collector_rings, &head, tr, memory_order_release,
-							 memory_order_relaxed));
+	                                                memory_order_relaxed));
 	thread_ring_self = tr;
 	return tr;
 }
@@ -163,7 +163,8 @@ static void flush_pending_sample(void)
 	thread_in_collector = 1;
 	void *pcs[128];
 	int depth = unw_backtrace(pcs, 128);
-	struct ring_record *rec = depth > 0 ? ring_reserve(&tr->ring, (size_t)depth * sizeof(uint64_t)) : NULL;
+	struct ring_record *rec =
+	    depth > 0 ? ring_reserve(&tr->ring, (size_t)depth * sizeof(uint64_t)) : NULL;
 	if (rec) {
 		rec->kind = COLLECTOR_REC_SAMPLE;
 		rec->flags = 0;
@@ -220,15 +221,16 @@ struct thread_ring *collector_thread_ring(void)
 	/* Name the thread now: it may end before the sender's next scan of /proc. */
 	char comm[17] = "";
 	prctl(PR_GET_NAME, comm);
-	ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm, strlen(comm));
+	ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm,
+	           strlen(comm));
 	errno = saved_errno;
 	return tr;
 }
 
 /* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
-static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags, uint32_t subject_tid,
-		      uint64_t value, const struct collector_string *name_ref, const struct collector_string *domain_ref,
-		      const char *text, size_t text_len)
+static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
+                      uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+                      const struct collector_string *domain_ref, const char *text, size_t text_len)
 {
 	if (text_len > 4096)
 		text_len = 4096;
@@ -254,7 +256,8 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	flush_pending_sample();
 	/* A burst must not wait for the sender's next timer: one non-blocking eventfd write per half ring. */
 	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
-	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) && ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
+	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
+	    ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
 		int fd = atomic_load_explicit(&collector_wake_fd, memory_order_relaxed);
 		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
 		if (fd >= 0) {
@@ -269,8 +272,8 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 }
 
 int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
-			    const struct collector_string *name_ref, const struct collector_string *domain_ref,
-			    const char *text, size_t text_len)
+                            const struct collector_string *name_ref,
+                            const struct collector_string *domain_ref, const char *text, size_t text_len)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
@@ -278,8 +281,8 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
 }
 
-int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, const struct collector_string *name_ref,
-			 const uint64_t *pcs, size_t depth)
+int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
+                         const struct collector_string *name_ref, const uint64_t *pcs, size_t depth)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
@@ -308,8 +311,9 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns, cons
 	return 1;
 }
 
-int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-		   const struct collector_string *domain_ref, const char *text, size_t text_len)
+int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value,
+                   const struct collector_string *name_ref, const struct collector_string *domain_ref,
+                   const char *text, size_t text_len)
 {
 	return collector_emit_reserved(0, kind, subject_tid, value, name_ref, domain_ref, text, text_len);
 }
@@ -443,9 +447,10 @@ static void collector_at_exit(void)
 	if (!cuda_injection_called && !getenv("CUSCOPE_NO_GPU")) {
 		dl_iterate_phdr(find_cuda_library, &cuda_loaded);
 		if (cuda_loaded)
-			collector_notice(WIRE_NOTICE_WARNING,
-					 "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
-					 "(no GPU or no driver?); no GPU lanes");
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
+			    "(no GPU or no driver?); no GPU lanes");
 	}
 	cupti_stop();
 	sender_stop();
@@ -458,16 +463,18 @@ static _Atomic int attach_notice_given;
 /* Reads the configuration (environment or rendezvous) that every start shares. */
 static void collector_configure(void)
 {
-	collector_config.ring_bytes = round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
-	collector_config.buffer_bytes = env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
+	collector_config.ring_bytes =
+	    round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
+	collector_config.buffer_bytes =
+	    env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
 	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
 	collector_config.max_strings = (uint32_t)env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
 	collector_config.gpu_buffer_bytes =
-		env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
+	    env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
 	/* The fallback is already in ns; a given value is in µs. */
 	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
-		  !(osrt_env && strcmp(osrt_env, "off") == 0));
+	          !(osrt_env && strcmp(osrt_env, "off") == 0));
 	counters_init(config_value("CUSCOPE_COUNTERS"));
 }
 
@@ -516,9 +523,10 @@ __attribute__((constructor)) static void collector_init(void)
 	collector_config.attached = attached;
 	if (attached) {
 		atomic_store(&attach_notice_given, 1);
-		collector_notice(WIRE_NOTICE_WARNING,
-				 "attached to a running process: NVTX ranges of code that already used NVTX, and "
-				 "blocking-call tracing, are not available");
+		collector_notice(
+		    WIRE_NOTICE_WARNING,
+		    "attached to a running process: NVTX ranges of code that already used NVTX, and "
+		    "blocking-call tracing, are not available");
 	}
 	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
 		return;
@@ -549,9 +557,10 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 	collector_config.attached = 1;
 	if (!atomic_load(&attach_notice_given)) {
 		atomic_store(&attach_notice_given, 1);
-		collector_notice(WIRE_NOTICE_WARNING,
-				 "attached to a running process: NVTX ranges of code that already used NVTX, and "
-				 "blocking-call tracing, are not available");
+		collector_notice(
+		    WIRE_NOTICE_WARNING,
+		    "attached to a running process: NVTX ranges of code that already used NVTX, and "
+		    "blocking-call tracing, are not available");
 	}
 	if (collector_pid == 0) {
 		pthread_key_create(&thread_ring_key, thread_ring_release);
@@ -602,8 +611,8 @@ static void collector_note_rename(pid_t tid, const char *name)
 		return;
 	struct thread_ring *tr = collector_thread_ring();
 	if (tr)
-		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL, NULL, name,
-			   strnlen(name, 15));
+		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL,
+		           NULL, name, strnlen(name, 15));
 }
 
 COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)

@@ -57,14 +57,16 @@ static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
 }
 
 /* Emits an event whose message is an ASCII C string. */
-static int nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain, const char *msg)
+static int nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain,
+                           const char *msg)
 {
 	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
 	return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
 }
 
 /* Emits an event whose message is a wide string (converted to UTF-8 on this thread). */
-static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain, const wchar_t *msg)
+static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain,
+                          const wchar_t *msg)
 {
 	char utf8[1024];
 	size_t len = nvtx_wide_to_utf8(msg, utf8, sizeof utf8);
@@ -74,7 +76,7 @@ static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_
 
 /* Emits an event described by NVTX event attributes (ASCII, Unicode or registered message). */
 static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
-			  const nvtxEventAttributes_t *attr)
+                          const nvtxEventAttributes_t *attr)
 {
 	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
 	if (!attr)
@@ -90,12 +92,12 @@ static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_
 		return nvtx_emit_wide(kind, value, domain, attr->message.unicode);
 	case NVTX_MESSAGE_TYPE_REGISTERED:
 		return collector_emit_reserved(headroom, kind, 0, value,
-					       (const struct collector_string *)attr->message.registered, domain, NULL, 0);
+		                               (const struct collector_string *)attr->message.registered,
+		                               domain, NULL, 0);
 	default:
 		return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, NULL, 0);
 	}
 }
-
 
 /* Records a push whose event was written (or not): a dropped push drops its pop too. */
 static int nvtx_push_depth(int written)
@@ -246,7 +248,8 @@ static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)
 }
 
 /* Resources (named pointers/handles) are not shown yet; a unique non-NULL handle keeps callers happy. */
-static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domain, nvtxResourceAttributes_t *attr)
+static nvtxResourceHandle_t nvtx_domain_resource_create(nvtxDomainHandle_t domain,
+                                                        nvtxResourceAttributes_t *attr)
 {
 	(void)domain;
 	(void)attr;
@@ -312,47 +315,50 @@ struct nvtx_slot {
 	NvtxFunctionPointer fn;
 };
 
-#define NVTX_SLOT(id, fn) {id, (NvtxFunctionPointer)(fn)}
+#define NVTX_SLOT(id, fn)                                                                                    \
+	{                                                                                                    \
+		id, (NvtxFunctionPointer)(fn)                                                                \
+	}
 
 static const struct nvtx_slot nvtx_core_slots[] = {
-	NVTX_SLOT(NVTX_CBID_CORE_MarkEx, nvtx_mark_ex),
-	NVTX_SLOT(NVTX_CBID_CORE_MarkA, nvtx_mark_a),
-	NVTX_SLOT(NVTX_CBID_CORE_MarkW, nvtx_mark_w),
-	NVTX_SLOT(NVTX_CBID_CORE_RangeStartEx, nvtx_range_start_ex),
-	NVTX_SLOT(NVTX_CBID_CORE_RangeStartA, nvtx_range_start_a),
-	NVTX_SLOT(NVTX_CBID_CORE_RangeStartW, nvtx_range_start_w),
-	NVTX_SLOT(NVTX_CBID_CORE_RangeEnd, nvtx_range_end),
-	NVTX_SLOT(NVTX_CBID_CORE_RangePushEx, nvtx_range_push_ex),
-	NVTX_SLOT(NVTX_CBID_CORE_RangePushA, nvtx_range_push_a),
-	NVTX_SLOT(NVTX_CBID_CORE_RangePushW, nvtx_range_push_w),
-	NVTX_SLOT(NVTX_CBID_CORE_RangePop, nvtx_range_pop),
-	NVTX_SLOT(NVTX_CBID_CORE_NameCategoryA, nvtx_name_category_a),
-	NVTX_SLOT(NVTX_CBID_CORE_NameCategoryW, nvtx_name_category_w),
-	NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadA, nvtx_name_os_thread_a),
-	NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadW, nvtx_name_os_thread_w),
+    NVTX_SLOT(NVTX_CBID_CORE_MarkEx, nvtx_mark_ex),
+    NVTX_SLOT(NVTX_CBID_CORE_MarkA, nvtx_mark_a),
+    NVTX_SLOT(NVTX_CBID_CORE_MarkW, nvtx_mark_w),
+    NVTX_SLOT(NVTX_CBID_CORE_RangeStartEx, nvtx_range_start_ex),
+    NVTX_SLOT(NVTX_CBID_CORE_RangeStartA, nvtx_range_start_a),
+    NVTX_SLOT(NVTX_CBID_CORE_RangeStartW, nvtx_range_start_w),
+    NVTX_SLOT(NVTX_CBID_CORE_RangeEnd, nvtx_range_end),
+    NVTX_SLOT(NVTX_CBID_CORE_RangePushEx, nvtx_range_push_ex),
+    NVTX_SLOT(NVTX_CBID_CORE_RangePushA, nvtx_range_push_a),
+    NVTX_SLOT(NVTX_CBID_CORE_RangePushW, nvtx_range_push_w),
+    NVTX_SLOT(NVTX_CBID_CORE_RangePop, nvtx_range_pop),
+    NVTX_SLOT(NVTX_CBID_CORE_NameCategoryA, nvtx_name_category_a),
+    NVTX_SLOT(NVTX_CBID_CORE_NameCategoryW, nvtx_name_category_w),
+    NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadA, nvtx_name_os_thread_a),
+    NVTX_SLOT(NVTX_CBID_CORE_NameOsThreadW, nvtx_name_os_thread_w),
 };
 
 static const struct nvtx_slot nvtx_core2_slots[] = {
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainMarkEx, nvtx_domain_mark_ex),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, nvtx_domain_range_start_ex),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeEnd, nvtx_domain_range_end),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePushEx, nvtx_domain_range_push_ex),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePop, nvtx_domain_range_pop),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceCreate, nvtx_domain_resource_create),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceDestroy, nvtx_domain_resource_destroy),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryA, nvtx_domain_name_category_a),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryW, nvtx_domain_name_category_w),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, nvtx_domain_register_string_a),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, nvtx_domain_register_string_w),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateA, nvtx_domain_create_a),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateW, nvtx_domain_create_w),
-	NVTX_SLOT(NVTX_CBID_CORE2_DomainDestroy, nvtx_domain_destroy),
-	NVTX_SLOT(NVTX_CBID_CORE2_Initialize, nvtx_initialize),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainMarkEx, nvtx_domain_mark_ex),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, nvtx_domain_range_start_ex),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRangeEnd, nvtx_domain_range_end),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePushEx, nvtx_domain_range_push_ex),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRangePop, nvtx_domain_range_pop),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceCreate, nvtx_domain_resource_create),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainResourceDestroy, nvtx_domain_resource_destroy),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryA, nvtx_domain_name_category_a),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainNameCategoryW, nvtx_domain_name_category_w),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, nvtx_domain_register_string_a),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, nvtx_domain_register_string_w),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateA, nvtx_domain_create_a),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainCreateW, nvtx_domain_create_w),
+    NVTX_SLOT(NVTX_CBID_CORE2_DomainDestroy, nvtx_domain_destroy),
+    NVTX_SLOT(NVTX_CBID_CORE2_Initialize, nvtx_initialize),
 };
 
 /* Points every slot of one module's table at our implementation; returns 0 if the table is missing. */
 static int nvtx_fill_module(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
-			    const struct nvtx_slot *slots, size_t slot_count)
+                            const struct nvtx_slot *slots, size_t slot_count)
 {
 	NvtxFunctionTable table = NULL;
 	unsigned int size = 0;
@@ -377,8 +383,8 @@ int nvtx_inject(void *get_export_table)
 	if (version && version->struct_size >= sizeof *version && version->SetInjectionNvtxVersion)
 		version->SetInjectionNvtxVersion(NVTX_VERSION);
 	int core = nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE, nvtx_core_slots,
-				    sizeof nvtx_core_slots / sizeof nvtx_core_slots[0]);
+	                            sizeof nvtx_core_slots / sizeof nvtx_core_slots[0]);
 	nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE2, nvtx_core2_slots,
-			 sizeof nvtx_core2_slots / sizeof nvtx_core2_slots[0]);
+	                 sizeof nvtx_core2_slots / sizeof nvtx_core2_slots[0]);
 	return core;
 }

@@ -58,32 +58,33 @@ static void osrt_record(const struct collector_string *name, uint64_t start, uin
 	int depth = unw_backtrace(pcs, OSRT_STACK_DEPTH);
 	collector_thread_leave(was);
 	int skip = depth > 2 ? 2 : 0;
-	collector_emit_stack(WIRE_EV_OSRT, start, end, name, (const uint64_t *)(pcs + skip), (size_t)(depth - skip));
+	collector_emit_stack(WIRE_EV_OSRT, start, end, name, (const uint64_t *)(pcs + skip),
+	                     (size_t)(depth - skip));
 }
 
 /* The libc function behind ours, with its own prototype (typeof keeps the two in step). */
-#define OSRT_REAL(fn)                                                                                     \
-	static __typeof__(fn) *real_##fn;                                                                         \
-	if (!real_##fn)                                                                                           \
-		real_##fn = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                              \
-	if (!real_##fn) {                                                                                         \
-		errno = ENOSYS;                                                                                   \
-		return -1;                                                                                        \
+#define OSRT_REAL(fn)                                                                                        \
+	static __typeof__(fn) *real_##fn;                                                                    \
+	if (!real_##fn)                                                                                      \
+		real_##fn = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                         \
+	if (!real_##fn) {                                                                                    \
+		errno = ENOSYS;                                                                              \
+		return -1;                                                                                   \
 	}
 
 /* Times a call expression; records it when it blocked long enough. */
-#define OSRT_TIMED(fn, rettype, call)                                                                             \
-	do {                                                                                                      \
-		if (!osrt_active())                                                                               \
-			return call;                                                                              \
-		uint64_t t0 = clock_mono_ns();                                                                    \
-		rettype rc = call;                                                                                \
-		int saved = errno;                                                                                \
-		uint64_t t1 = clock_mono_ns();                                                                    \
-		if (t1 - t0 >= osrt_threshold_ns)                                                                 \
-			osrt_record(&osrt_name_##fn, t0, t1);                                                     \
-		errno = saved;                                                                                    \
-		return rc;                                                                                        \
+#define OSRT_TIMED(fn, rettype, call)                                                                        \
+	do {                                                                                                 \
+		if (!osrt_active())                                                                          \
+			return call;                                                                         \
+		uint64_t t0 = clock_mono_ns();                                                               \
+		rettype rc = call;                                                                           \
+		int saved = errno;                                                                           \
+		uint64_t t1 = clock_mono_ns();                                                               \
+		if (t1 - t0 >= osrt_threshold_ns)                                                            \
+			osrt_record(&osrt_name_##fn, t0, t1);                                                \
+		errno = saved;                                                                               \
+		return rc;                                                                                   \
 	} while (0)
 
 OSRT_NAME(nanosleep);
@@ -127,12 +128,13 @@ COLLECTOR_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 	OSRT_TIMED(nanosleep, int, real_nanosleep(req, rem));
 }
 
-COLLECTOR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+COLLECTOR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                     struct timespec *rem)
 {
 	static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
 	if (!real_clock_nanosleep)
-		real_clock_nanosleep =
-			(int (*)(clockid_t, int, const struct timespec *, struct timespec *))dlsym(RTLD_NEXT, "clock_nanosleep");
+		real_clock_nanosleep = (int (*)(clockid_t, int, const struct timespec *,
+		                                struct timespec *))dlsym(RTLD_NEXT, "clock_nanosleep");
 	if (!real_clock_nanosleep)
 		return ENOSYS; /* returns the error, like the real one */
 	OSRT_TIMED(clock_nanosleep, int, real_clock_nanosleep(clock, flags, req, rem));
@@ -196,7 +198,8 @@ COLLECTOR_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	OSRT_TIMED(recv, ssize_t, real_recv(fd, buf, len, flags));
 }
 
-COLLECTOR_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr, socklen_t *alen)
+COLLECTOR_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+                                  socklen_t *alen)
 {
 	OSRT_REAL(recvfrom);
 	OSRT_TIMED(recvfrom, ssize_t, real_recvfrom(fd, buf, len, flags, addr, alen));
@@ -215,7 +218,7 @@ COLLECTOR_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 }
 
 COLLECTOR_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *addr,
-				socklen_t alen)
+                                socklen_t alen)
 {
 	OSRT_REAL(sendto);
 	OSRT_TIMED(sendto, ssize_t, real_sendto(fd, buf, len, flags, addr, alen));
@@ -245,7 +248,8 @@ COLLECTOR_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timev
 	OSRT_TIMED(select, int, real_select(n, r, w, e, tv));
 }
 
-COLLECTOR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
+COLLECTOR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+                             const sigset_t *mask)
 {
 	OSRT_REAL(pselect);
 	OSRT_TIMED(pselect, int, real_pselect(n, r, w, e, ts, mask));
@@ -257,7 +261,8 @@ COLLECTOR_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxeve
 	OSRT_TIMED(epoll_wait, int, real_epoll_wait(epfd, events, maxevents, timeout));
 }
 
-COLLECTOR_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
+COLLECTOR_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                                 const sigset_t *mask)
 {
 	OSRT_REAL(epoll_pwait);
 	OSRT_TIMED(epoll_pwait, int, real_epoll_pwait(epfd, events, maxevents, timeout, mask));
@@ -312,7 +317,8 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 	static int (*real)(pthread_cond_t *, pthread_mutex_t *);
 	/* Versioned: the default symbol is the current ABI, matching what the program linked. */
 	if (!real)
-		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait",
+		                                                            "GLIBC_2.3.2");
 	if (!real)
 		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_cond_wait");
 	if (!real)
@@ -329,15 +335,16 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 	return rc;
 }
 
-COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *abstime)
+COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                                            const struct timespec *abstime)
 {
 	static int (*real)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 	if (!real)
 		real = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))dlvsym(
-			RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+		    RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
 	if (!real)
 		real = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))dlsym(
-			RTLD_NEXT, "pthread_cond_timedwait");
+		    RTLD_NEXT, "pthread_cond_timedwait");
 	if (!real)
 		return ENOSYS;
 	if (!osrt_active())
@@ -392,9 +399,9 @@ COLLECTOR_EXPORT int fdatasync(int fd)
 
 static __thread uint64_t gc_start_ns;
 static struct collector_string gc_names[3] = {
-	{(char *)"gc gen 0", 8, 0, 0, 0},
-	{(char *)"gc gen 1", 8, 0, 0, 0},
-	{(char *)"gc gen 2", 8, 0, 0, 0},
+    {(char *)"gc gen 0", 8, 0, 0, 0},
+    {(char *)"gc gen 1", 8, 0, 0, 0},
+    {(char *)"gc gen 2", 8, 0, 0, 0},
 };
 
 COLLECTOR_EXPORT void cuscope_python_gc(int starting, int generation)

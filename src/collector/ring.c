@@ -87,7 +87,7 @@ void ring_release(struct ring *ring, const struct ring_record *record)
 size_t ring_used(struct ring *ring)
 {
 	return (size_t)(atomic_load_explicit(&ring->head, memory_order_acquire) -
-			atomic_load_explicit(&ring->tail, memory_order_acquire));
+	                atomic_load_explicit(&ring->tail, memory_order_acquire));
 }
 
 size_t ring_used_upper_bound(const struct ring *ring)

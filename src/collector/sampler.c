@@ -64,7 +64,8 @@ static void sampler_fault(int sig, siginfo_t *info, void *context)
 	/* A real fault in another thread while a sample ran: hand it to the program's disposition;
 	 * returning re-executes the faulting instruction under it. */
 	const struct sigaction *program = sig == SIGBUS ? &program_bus : &program_segv;
-	if ((program->sa_flags & SA_SIGINFO) && program->sa_sigaction && program->sa_sigaction != sampler_fault) {
+	if ((program->sa_flags & SA_SIGINFO) && program->sa_sigaction &&
+	    program->sa_sigaction != sampler_fault) {
 		program->sa_sigaction(sig, info, context);
 		return;
 	}
@@ -134,7 +135,8 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	}
 	int was = collector_thread_enter();
 	struct thread_ring *tr = collector_thread_ring_in_signal();
-	struct ring_record *rec = tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
+	struct ring_record *rec =
+	    tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
 	if (!rec) {
 		collector_thread_restore(was);
 		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
@@ -191,10 +193,11 @@ int sampler_init(unsigned hz)
 	sampler_signal = SIGRTMAX - 2;
 	struct sigaction old;
 	/* Our own handler is still installed after a detach: a re-attach reuses it. */
-	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN &&
-	    old.sa_sigaction != sampler_handler) {
+	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+	    old.sa_handler != SIG_IGN && old.sa_sigaction != sampler_handler) {
 		collector_notice(WIRE_NOTICE_WARNING,
-				 "CPU sampling unavailable: signal %d already has a handler in this program", sampler_signal);
+		                 "CPU sampling unavailable: signal %d already has a handler in this program",
+		                 sampler_signal);
 		return -1;
 	}
 	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
@@ -205,7 +208,8 @@ int sampler_init(unsigned hz)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(sampler_signal, &sa, NULL) != 0) {
-		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s", strerror(errno));
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s",
+		                 strerror(errno));
 		return -1;
 	}
 	sampler_period_ns = 1000000000L / (long)hz;
@@ -250,10 +254,11 @@ void sampler_thread_added(pid_t tid)
 		if (fd == -ESRCH)
 			return;
 		sampler_mode = SAMPLER_TIMER;
-		collector_notice(WIRE_NOTICE_WARNING,
-				 "perf events unavailable for sampling (%s): using CPU-time timers, limited to the "
-				 "kernel tick rate",
-				 strerror(-fd));
+		collector_notice(
+		    WIRE_NOTICE_WARNING,
+		    "perf events unavailable for sampling (%s): using CPU-time timers, limited to the "
+		    "kernel tick rate",
+		    strerror(-fd));
 	}
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
@@ -267,7 +272,7 @@ void sampler_thread_added(pid_t tid)
 			static int warned;
 			if (!warned++)
 				collector_notice(WIRE_NOTICE_WARNING, "CPU sampling: timer_create failed: %s",
-						 strerror(errno));
+				                 strerror(errno));
 		}
 		return;
 	}

@@ -28,20 +28,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OUT_BLOCK_SIZE (128 * 1024)
+#define OUT_BLOCK_SIZE       (128 * 1024)
 #define GPU_EVENTS_PER_FRAME 512
-#define MAX_GPU_DEVICES 64
-#define MAX_GPU_CONTEXTS 256
-#define MAX_NOTICES 8
-#define EVENTS_PER_FRAME 2048
-#define THREAD_SCAN_NS 200000000ull
-#define LOSS_REPORT_NS 250000000ull
+#define MAX_GPU_DEVICES      64
+#define MAX_GPU_CONTEXTS     256
+#define MAX_NOTICES          8
+#define EVENTS_PER_FRAME     2048
+#define THREAD_SCAN_NS       200000000ull
+#define LOSS_REPORT_NS       250000000ull
 
 /* A block of encoded frames in the send queue. */
 struct out_block {
 	struct out_block *next;
-	size_t len;     /* bytes filled */
-	size_t sent;    /* bytes already written to the viewer */
+	size_t len;      /* bytes filled */
+	size_t sent;     /* bytes already written to the viewer */
 	uint64_t events; /* events it carries, for loss accounting when evicted */
 	uint8_t data[OUT_BLOCK_SIZE];
 };
@@ -51,9 +51,9 @@ struct known_thread {
 	char comm[32];      /* kernel thread name */
 	char nvtx_name[64]; /* name given through nvtxNameOsThread, wins over comm */
 	uint64_t first_ns;
-	int seen;           /* found in the latest scan */
-	int exited;         /* its exit was reported by the thread itself; forget it once /proc does */
-	int sampled;        /* the sampler and counters know this thread */
+	int seen;    /* found in the latest scan */
+	int exited;  /* its exit was reported by the thread itself; forget it once /proc does */
+	int sampled; /* the sampler and counters know this thread */
 };
 
 static struct sender {
@@ -115,7 +115,8 @@ static struct out_block *out_block_new(void)
 		b->events = 0;
 		return b;
 	}
-	void *mem = mmap(NULL, sizeof(struct out_block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *mem =
+	    mmap(NULL, sizeof(struct out_block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
 	struct out_block *b = mem;
@@ -156,7 +157,8 @@ static void queue_trim_unwatched(void)
 }
 
 /* Appends one frame to the tail of the queue; returns 0 or -ENOMEM. */
-static int queue_append(uint32_t type, const void *a, size_t a_len, const void *b, size_t b_len, uint64_t events)
+static int queue_append(uint32_t type, const void *a, size_t a_len, const void *b, size_t b_len,
+                        uint64_t events)
 {
 	struct wire_frame_header hdr = {type, (uint32_t)(a_len + b_len)};
 	size_t need = sizeof hdr + a_len + b_len;
@@ -193,7 +195,8 @@ static void flush_event_batch(void)
 		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
 		return;
 	}
-	if (queue_append(WIRE_FRAME_EVENTS, snd.events, count * sizeof(struct wire_event), NULL, 0, count) != 0) {
+	if (queue_append(WIRE_FRAME_EVENTS, snd.events, count * sizeof(struct wire_event), NULL, 0, count) !=
+	    0) {
 		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
 		return;
 	}
@@ -211,7 +214,8 @@ static void flush_gpu_batch(void)
 		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
 		return;
 	}
-	if (queue_append(WIRE_FRAME_GPU, snd.gpu_events, count * sizeof(struct wire_gpu_event), NULL, 0, count) != 0) {
+	if (queue_append(WIRE_FRAME_GPU, snd.gpu_events, count * sizeof(struct wire_gpu_event), NULL, 0,
+	                 count) != 0) {
 		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
 		return;
 	}
@@ -307,7 +311,6 @@ static void push_event(const struct wire_event *ev)
 
 /* ---- strings ---- */
 
-
 /* Announces a string frame; only needed while a viewer is connected (a new viewer gets the table). */
 static void announce_string(uint32_t id)
 {
@@ -378,7 +381,8 @@ static void queue_notices(void)
 	unsigned count = atomic_load(&notice_count);
 	if (count > MAX_NOTICES)
 		count = MAX_NOTICES;
-	while (snd.notices_sent < count && atomic_load_explicit(&notices[snd.notices_sent].ready, memory_order_acquire)) {
+	while (snd.notices_sent < count &&
+	       atomic_load_explicit(&notices[snd.notices_sent].ready, memory_order_acquire)) {
 		const char *text = notices[snd.notices_sent].text;
 		struct wire_notice n = {notices[snd.notices_sent].level, (uint32_t)strlen(text)};
 		if (queue_append(WIRE_FRAME_NOTICE, &n, sizeof n, text, n.length, 0) != 0)
@@ -476,7 +480,8 @@ static void scan_threads(uint64_t now)
 		if (strcmp(t->comm, comm) != 0) {
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			if (!t->nvtx_name[0]) {
-				struct wire_event ev = {.time_ns = now, .tid = (uint32_t)tid, .kind = WIRE_EV_THREAD_NAME};
+				struct wire_event ev = {
+				    .time_ns = now, .tid = (uint32_t)tid, .kind = WIRE_EV_THREAD_NAME};
 				ev.name_id = intern(comm, strlen(comm));
 				push_event(&ev);
 			}
@@ -489,7 +494,8 @@ static void scan_threads(uint64_t now)
 			continue;
 		}
 		if (!snd.threads[i].exited) {
-			struct wire_event ev = {.time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
+			struct wire_event ev = {
+			    .time_ns = now, .tid = (uint32_t)snd.threads[i].tid, .kind = WIRE_EV_THREAD_EXIT};
 			push_event(&ev);
 		}
 		pid_t gone = snd.threads[i].tid;
@@ -540,8 +546,8 @@ static void convert_record(const struct ring_record *rec)
 		t = thread_find((pid_t)rec->tid);
 		const char *name = t ? thread_display_name(t) : "";
 		struct wire_event ev = {.time_ns = first_ns < rec->time_ns ? rec->time_ns : first_ns,
-					.tid = rec->tid,
-					.kind = WIRE_EV_THREAD_NAME};
+		                        .tid = rec->tid,
+		                        .kind = WIRE_EV_THREAD_NAME};
 		ev.name_id = intern(name, strlen(name));
 		push_event(&ev);
 		return;
@@ -558,7 +564,8 @@ static void convert_record(const struct ring_record *rec)
 		size_t depth = rec->text_len / sizeof(uint64_t);
 		memcpy(pcs, rec + 1, depth * sizeof(uint64_t));
 		push_stack(WIRE_STACK_OSRT, rec->time_ns, rec->tid, pcs, depth);
-		struct wire_event ev = {.time_ns = rec->time_ns, .value = rec->value, .tid = rec->tid, .kind = WIRE_EV_OSRT};
+		struct wire_event ev = {
+		    .time_ns = rec->time_ns, .value = rec->value, .tid = rec->tid, .kind = WIRE_EV_OSRT};
 		ev.name_id = intern_ref(rec->name_ref);
 		push_event(&ev);
 		return;
@@ -569,10 +576,10 @@ static void convert_record(const struct ring_record *rec)
 			t->exited = 1;
 	}
 	struct wire_event ev = {
-		.time_ns = rec->time_ns,
-		.value = rec->value,
-		.tid = rec->tid,
-		.kind = rec->kind,
+	    .time_ns = rec->time_ns,
+	    .value = rec->value,
+	    .tid = rec->tid,
+	    .kind = rec->kind,
 	};
 	if (rec->name_ref)
 		ev.name_id = intern_ref(rec->name_ref);
@@ -719,7 +726,8 @@ static struct out_block *build_intro(void)
 		const struct known_thread *t = &snd.threads[i];
 		const char *name = thread_display_name(t);
 		int is_new;
-		struct wire_event ev = {.time_ns = t->first_ns, .tid = (uint32_t)t->tid, .kind = WIRE_EV_THREAD_NAME};
+		struct wire_event ev = {
+		    .time_ns = t->first_ns, .tid = (uint32_t)t->tid, .kind = WIRE_EV_THREAD_NAME};
 		ev.name_id = strtab_intern(&snd.strings, name, strlen(name), &is_new);
 		if (is_new) {
 			struct wire_string ws = {ev.name_id, (uint32_t)strlen(name)};
@@ -728,9 +736,11 @@ static struct out_block *build_intro(void)
 		ok = queue_append(WIRE_FRAME_EVENTS, &ev, sizeof ev, NULL, 0, 1) == 0;
 	}
 	for (size_t i = 0; ok && i < snd.device_count; i++)
-		ok = queue_append(WIRE_FRAME_GPU_DEVICE, &snd.devices[i], sizeof snd.devices[i], NULL, 0, 0) == 0;
+		ok = queue_append(WIRE_FRAME_GPU_DEVICE, &snd.devices[i], sizeof snd.devices[i], NULL, 0,
+		                  0) == 0;
 	if (ok && snd.context_count)
-		ok = queue_append(WIRE_FRAME_GPU, snd.contexts, snd.context_count * sizeof snd.contexts[0], NULL, 0, 0) == 0;
+		ok = queue_append(WIRE_FRAME_GPU, snd.contexts, snd.context_count * sizeof snd.contexts[0],
+		                  NULL, 0, 0) == 0;
 	snd.notices_sent = 0;
 	if (ok)
 		queue_notices();
@@ -805,7 +815,8 @@ static void send_queue(void)
 			queue_pop_head();
 			continue;
 		}
-		ssize_t n = send(snd.viewer_fd, b->data + b->sent, b->len - b->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n =
+		    send(snd.viewer_fd, b->data + b->sent, b->len - b->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
@@ -839,9 +850,9 @@ static void check_viewer_hangup(short revents)
 static void poll_once(int timeout_ms)
 {
 	struct pollfd pfd[3] = {
-		{snd.listen_fd, POLLIN, 0},
-		{snd.wake_fd, POLLIN, 0},
-		{snd.viewer_fd, (short)(POLLIN | (snd.head ? POLLOUT : 0)), 0},
+	    {snd.listen_fd, POLLIN, 0},
+	    {snd.wake_fd, POLLIN, 0},
+	    {snd.viewer_fd, (short)(POLLIN | (snd.head ? POLLOUT : 0)), 0},
 	};
 	int n = poll(pfd, snd.viewer_fd >= 0 ? 3 : 2, timeout_ms);
 	if (n <= 0)
@@ -952,7 +963,8 @@ static void *sender_main(void *arg)
 	snd.last_scan_ns = 0;
 	uint64_t started_ns = clock_mono_ns();
 	/* Attached late to a CUDA program: GPU tracing starts here, not at its first CUDA call. */
-	if (collector_config.attached && dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) && !getenv("CUSCOPE_NO_GPU"))
+	if (collector_config.attached && dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
+	    !getenv("CUSCOPE_NO_GPU"))
 		cupti_start_late();
 	while (!atomic_load_explicit(&snd.stop, memory_order_acquire)) {
 		if (collector_config.attached && snd.viewer_fd < 0 &&
@@ -980,18 +992,20 @@ static void *sender_main(void *arg)
 
 int sender_start(void)
 {
-	if (strtab_init(&snd.strings, collector_config.max_strings, (size_t)collector_config.max_strings * 64) != 0)
+	if (strtab_init(&snd.strings, collector_config.max_strings,
+	                (size_t)collector_config.max_strings * 64) != 0)
 		return -ENOMEM;
 	snd.generation++;
 	snd.start_mono_ns = clock_mono_ns();
-	if (session_socket_path(snd.socket_path, sizeof snd.socket_path, collector_config.session_dir, getpid()) != 0)
+	if (session_socket_path(snd.socket_path, sizeof snd.socket_path, collector_config.session_dir,
+	                        getpid()) != 0)
 		return -ENAMETOOLONG;
 	snd.listen_fd = session_listen(snd.socket_path);
 	if (snd.listen_fd < 0) {
 		int err = snd.listen_fd;
 		char msg[512];
-		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n", getpid(),
-				 snd.socket_path, strerror(-err));
+		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n",
+		                 getpid(), snd.socket_path, strerror(-err));
 		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 			/* stderr closed: nothing more to say */
 		}

@@ -57,7 +57,8 @@ uint32_t strtab_intern(struct strtab *tab, const char *text, size_t length, int 
 		struct strtab_entry *e = &tab->slots[slot];
 		if (e->id == 0)
 			break;
-		if (e->hash == hash && e->length == length && memcmp(tab->arena + e->offset, text, length) == 0)
+		if (e->hash == hash && e->length == length &&
+		    memcmp(tab->arena + e->offset, text, length) == 0)
 			return e->id;
 		slot = (slot + 1) & mask;
 	}

@@ -28,12 +28,12 @@ struct symbol {
 
 struct module {
 	char path[512];
-	uint64_t base;     /* dlpi_addr */
-	uint64_t lo, hi;   /* absolute range of its PT_LOAD segments */
-	int loaded;        /* symbols read (or tried) */
+	uint64_t base;   /* dlpi_addr */
+	uint64_t lo, hi; /* absolute range of its PT_LOAD segments */
+	int loaded;      /* symbols read (or tried) */
 	struct symbol *syms;
 	size_t sym_count;
-	void *map;         /* the ELF file, mapped while symbols point into it */
+	void *map; /* the ELF file, mapped while symbols point into it */
 	size_t map_size;
 };
 
@@ -47,7 +47,7 @@ static struct {
 	size_t mod_count, mod_cap;
 	struct perf_entry *perf;
 	size_t perf_count, perf_cap;
-	off_t perf_size;   /* bytes of the perf map already read */
+	off_t perf_size;    /* bytes of the perf map already read */
 	uint64_t *cache_pc; /* open addressing: pc -> id */
 	uint32_t *cache_id;
 	size_t cache_used;
@@ -81,10 +81,11 @@ static void module_read_symbols(struct module *m, const uint8_t *file, size_t si
 			return;
 		m->syms = out;
 		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(s[k].st_info) != STT_FUNC || s[k].st_value == 0 || s[k].st_name >= strs->sh_size)
+			if (ELF64_ST_TYPE(s[k].st_info) != STT_FUNC || s[k].st_value == 0 ||
+			    s[k].st_name >= strs->sh_size)
 				continue;
-			out[m->sym_count++] =
-				(struct symbol){s[k].st_value, s[k].st_size, (const char *)file + strs->sh_offset + s[k].st_name};
+			out[m->sym_count++] = (struct symbol){
+			    s[k].st_value, s[k].st_size, (const char *)file + strs->sh_offset + s[k].st_name};
 		}
 	}
 }
@@ -272,16 +273,20 @@ static uint32_t symbolize_uncached(uint64_t pc)
 			module_load(m);
 		const struct symbol *s = module_symbol(m, pc - m->base);
 		if (!s) {
-			/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the loader. */
+			/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the
+			 * loader. */
 			Dl_info info;
 			if (dladdr((void *)pc, &info) && info.dli_sname) {
-				snprintf(text, sizeof text, "%s%c%s", info.dli_sname, WIRE_FRAME_SEPARATOR, base_name(m->path));
+				snprintf(text, sizeof text, "%s%c%s", info.dli_sname, WIRE_FRAME_SEPARATOR,
+				         base_name(m->path));
 				return sender_intern(text, strlen(text));
 			}
-			snprintf(text, sizeof text, "%s+0x%llx%c%s", base_name(m->path), (unsigned long long)(pc - m->base),
-				 WIRE_FRAME_SEPARATOR, base_name(m->path));
+			snprintf(text, sizeof text, "%s+0x%llx%c%s", base_name(m->path),
+			         (unsigned long long)(pc - m->base), WIRE_FRAME_SEPARATOR,
+			         base_name(m->path));
 		} else {
-			snprintf(text, sizeof text, "%s%c%s", s->name, WIRE_FRAME_SEPARATOR, base_name(m->path));
+			snprintf(text, sizeof text, "%s%c%s", s->name, WIRE_FRAME_SEPARATOR,
+			         base_name(m->path));
 		}
 		return sender_intern(text, strlen(text));
 	}

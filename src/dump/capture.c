@@ -61,8 +61,8 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source, const void *payload, size_t len,
-		       uint64_t first_ns, uint64_t last_ns, uint32_t events)
+static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source, const void *payload,
+                       size_t len, uint64_t first_ns, uint64_t last_ns, uint32_t events)
 {
 	if (w->error)
 		return w->error;
@@ -70,16 +70,16 @@ static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source,
 	xgrow((void **)&w->essential, &w->essential_cap, w->index_count + 1, 1);
 	w->essential[w->index_count] = (uint8_t)(w->next_essential || type == CAPTURE_CHUNK_MANIFEST);
 	w->next_essential = 0;
-	w->index[w->index_count] = (struct capture_index_entry){w->offset, first_ns, last_ns, type, source,
-								 (uint32_t)len, events};
+	w->index[w->index_count] =
+	    (struct capture_index_entry){w->offset, first_ns, last_ns, type, source, (uint32_t)len, events};
 	struct capture_chunk_header h = {
-		.magic = CAPTURE_CHUNK_MAGIC,
-		.type = type,
-		.source = source,
-		.length = (uint32_t)len,
-		.first_ns = first_ns,
-		.last_ns = last_ns,
-		.payload_crc = crc32_update(0, payload, len),
+	    .magic = CAPTURE_CHUNK_MAGIC,
+	    .type = type,
+	    .source = source,
+	    .length = (uint32_t)len,
+	    .first_ns = first_ns,
+	    .last_ns = last_ns,
+	    .payload_crc = crc32_update(0, payload, len),
 	};
 	h.header_crc = crc32_update(0, &h, sizeof h);
 	int rc = write_all(w->fd, &h, sizeof h);
@@ -149,18 +149,18 @@ static int pending_write(struct capture_writer *w, struct pending_chunk *c)
 	size_t bound = ZSTD_compressBound(c->len) + sizeof(uint32_t);
 	if (w->zstd) {
 		xgrow((void **)&w->zbuf, &w->zcap, bound, 1);
-		size_t z = ZSTD_compressCCtx(w->zstd, w->zbuf + sizeof(uint32_t), w->zcap - sizeof(uint32_t), c->buf,
-					     c->len, ZSTD_LEVEL);
+		size_t z = ZSTD_compressCCtx(w->zstd, w->zbuf + sizeof(uint32_t), w->zcap - sizeof(uint32_t),
+		                             c->buf, c->len, ZSTD_LEVEL);
 		if (!ZSTD_isError(z) && z + sizeof(uint32_t) < c->len) {
 			uint32_t raw = (uint32_t)c->len;
 			memcpy(w->zbuf, &raw, sizeof raw);
-			rc = write_chunk(w, CAPTURE_CHUNK_FRAMES_ZSTD, c->source, w->zbuf, z + sizeof raw, c->first_ns,
-					 c->last_ns, c->events);
+			rc = write_chunk(w, CAPTURE_CHUNK_FRAMES_ZSTD, c->source, w->zbuf, z + sizeof raw,
+			                 c->first_ns, c->last_ns, c->events);
 		}
 	}
 	if (rc == -1)
 		rc = write_chunk(w, CAPTURE_CHUNK_FRAMES, c->source, c->buf, c->len, c->first_ns, c->last_ns,
-				 c->events);
+		                 c->events);
 	c->len = 0;
 	c->first_ns = c->last_ns = 0;
 	c->events = 0;
@@ -196,7 +196,7 @@ static void pending_note_times(struct pending_chunk *c, uint32_t type, const voi
 }
 
 int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
-			 uint32_t length)
+                         uint32_t length)
 {
 	struct pending_chunk *c = pending_for(w, source);
 	struct wire_frame_header fh = {type, length};
@@ -266,8 +266,9 @@ struct capture_snapshot {
 	uint64_t done, total;
 };
 
-struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path, const char *dest,
-						uint64_t from_ns, uint64_t to_ns, const char **cause)
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path,
+                                                const char *dest, uint64_t from_ns, uint64_t to_ns,
+                                                const char **cause)
 {
 	if (capture_writer_flush(w) != 0) {
 		*cause = "cannot flush the live capture";
@@ -322,8 +323,10 @@ struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const 
 static int snapshot_write_chunk(struct capture_snapshot *snap, uint32_t type, const void *payload, size_t len)
 {
 	struct capture_chunk_header h = {
-		.magic = CAPTURE_CHUNK_MAGIC, .type = type, .length = (uint32_t)len,
-		.payload_crc = crc32_update(0, payload, len),
+	    .magic = CAPTURE_CHUNK_MAGIC,
+	    .type = type,
+	    .length = (uint32_t)len,
+	    .payload_crc = crc32_update(0, payload, len),
 	};
 	h.header_crc = crc32_update(0, &h, sizeof h);
 	int rc = write_all(snap->dst, &h, sizeof h);
@@ -365,7 +368,8 @@ int capture_snapshot_step(struct capture_snapshot *snap, size_t budget)
 	if (snap->next < snap->count)
 		return 0;
 	uint64_t index_offset = snap->out_offset;
-	int rc = snapshot_write_chunk(snap, CAPTURE_CHUNK_INDEX, snap->index, snap->count * sizeof *snap->index);
+	int rc =
+	    snapshot_write_chunk(snap, CAPTURE_CHUNK_INDEX, snap->index, snap->count * sizeof *snap->index);
 	struct capture_end end = {(uint32_t)snap->count + 1, 0, index_offset};
 	if (!rc)
 		rc = snapshot_write_chunk(snap, CAPTURE_CHUNK_END, &end, sizeof end);
@@ -395,7 +399,8 @@ void capture_snapshot_free(struct capture_snapshot *snap)
 }
 
 /* Ingests the frames of one verified chunk; returns 0 or -EPROTO. */
-static int ingest_chunk(struct store *store, uint32_t source, const uint8_t *p, size_t len, const char **cause)
+static int ingest_chunk(struct store *store, uint32_t source, const uint8_t *p, size_t len,
+                        const char **cause)
 {
 	size_t off = 0;
 	while (off < len) {
@@ -419,7 +424,7 @@ static int ingest_chunk(struct store *store, uint32_t source, const uint8_t *p, 
 }
 
 int capture_read(const char *path, struct store *store, struct capture_read_result *res, char *msg_buf,
-		 size_t msg_size, const char **cause)
+                 size_t msg_size, const char **cause)
 {
 	memset(res, 0, sizeof *res);
 	FILE *f = fopen(path, "rb");
@@ -443,13 +448,15 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		*cause = msg_buf;
 		return -EPROTO;
 	}
-	if (h.version > CAPTURE_VERSION || (h.features & ~CAPTURE_FEATURES_KNOWN) || h.wire_version > WIRE_VERSION) {
+	if (h.version > CAPTURE_VERSION || (h.features & ~CAPTURE_FEATURES_KNOWN) ||
+	    h.wire_version > WIRE_VERSION) {
 		fclose(f);
 		snprintf(msg_buf, msg_size,
-			 "%s was written by a newer cuscope (capture format %u, wire %u, features 0x%llx; this one reads "
-			 "format %u, wire %u, features 0x%llx)",
-			 path, h.version, h.wire_version, (unsigned long long)h.features, CAPTURE_VERSION, WIRE_VERSION,
-			 (unsigned long long)CAPTURE_FEATURES_KNOWN);
+		         "%s was written by a newer cuscope (capture format %u, wire %u, features 0x%llx; "
+		         "this one reads "
+		         "format %u, wire %u, features 0x%llx)",
+		         path, h.version, h.wire_version, (unsigned long long)h.features, CAPTURE_VERSION,
+		         WIRE_VERSION, (unsigned long long)CAPTURE_FEATURES_KNOWN);
 		*cause = msg_buf;
 		return -EPROTO;
 	}
@@ -506,7 +513,7 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		}
 		if (ch.type == CAPTURE_CHUNK_MANIFEST) {
 			char *joined = xasprintf("%s%.*s", res->manifest ? res->manifest : "", (int)ch.length,
-						 (const char *)buf);
+			                         (const char *)buf);
 			free(res->manifest);
 			res->manifest = joined;
 			res->chunks_ok++;
@@ -529,8 +536,10 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 				xgrow((void **)&raw_buf, &raw_cap, raw ? raw : 1, 1);
 				got = ZSTD_decompress(raw_buf, raw, buf + sizeof raw, ch.length - sizeof raw);
 			}
-			if (ch.length < sizeof raw || raw > CAPTURE_CHUNK_MAX || ZSTD_isError(got) || got != raw) {
-				/* The checksum matched but the content does not decode: a writer bug or forgery. */
+			if (ch.length < sizeof raw || raw > CAPTURE_CHUNK_MAX || ZSTD_isError(got) ||
+			    got != raw) {
+				/* The checksum matched but the content does not decode: a writer bug or
+				 * forgery. */
 				res->chunks_corrupt++;
 				xgrow((void **)&bad_sources, &bad_cap, bad_count + 1, sizeof *bad_sources);
 				bad_sources[bad_count++] = ch.source;
@@ -579,7 +588,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		store_source_closed(store, (int)i);
 	free(sources);
 	if (res->chunks_ok == 0 && store_process_count(store) == 0) {
-		snprintf(msg_buf, msg_size, "%s holds no readable chunk (%u damaged)", path, res->chunks_total);
+		snprintf(msg_buf, msg_size, "%s holds no readable chunk (%u damaged)", path,
+		         res->chunks_total);
 		*cause = msg_buf;
 		return -EPROTO;
 	}

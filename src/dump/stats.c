@@ -604,8 +604,9 @@ static const struct column hot_cols[] = {
     {"module", CELL_STR}, {"samples", CELL_INT}, {"share", CELL_STR},
 };
 static const struct column osrt_cols[] = {
-    {"pid", CELL_INT},   {"tid", CELL_INT},      {"thread", CELL_STR}, {"call", CELL_STR},  {"count", CELL_INT},
-    {"total_ns", CELL_INT}, {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT}, {"max_ns", CELL_INT},
+    {"pid", CELL_INT},    {"tid", CELL_INT},    {"thread", CELL_STR},
+    {"call", CELL_STR},   {"count", CELL_INT},  {"total_ns", CELL_INT},
+    {"p50_ns", CELL_INT}, {"p99_ns", CELL_INT}, {"max_ns", CELL_INT},
 };
 static const struct column counter_cols[] = {
     {"pid", CELL_INT}, {"tid", CELL_INT}, {"thread", CELL_STR}, {"event", CELL_STR}, {"value", CELL_INT},
@@ -800,7 +801,8 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 
 const char *stats_section_names(void)
 {
-	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, osrt, counters";
+	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
+	       "osrt, counters";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)

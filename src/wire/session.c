@@ -29,7 +29,7 @@ static int session_private_dir(const char *dir, const char **cause)
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		int err = errno;
 		*cause = err == EACCES || err == EROFS ? "cannot create session directory (permission denied)"
-						       : "cannot create session directory";
+		                                       : "cannot create session directory";
 		return -err;
 	}
 	if (lstat(dir, &st) != 0) {

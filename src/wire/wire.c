@@ -5,37 +5,37 @@
 #include <string.h>
 
 static const char *const loss_cause_names[WIRE_LOSS_CAUSE_MAX] = {
-	[WIRE_LOSS_RING_FULL] = "ring_full",
-	[WIRE_LOSS_NO_VIEWER] = "no_viewer_evicted",
-	[WIRE_LOSS_VIEWER_SLOW] = "viewer_slow",
-	[WIRE_LOSS_STRING_CAP] = "string_table_full",
-	[WIRE_LOSS_NO_MEMORY] = "no_memory",
-	[WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
-	[WIRE_LOSS_CUPTI_DROPPED] = "cupti_dropped",
-	[WIRE_LOSS_GPU_BUFFER] = "gpu_buffer_refused",
-	[WIRE_LOSS_SAMPLE_BUSY] = "samples_skipped",
+    [WIRE_LOSS_RING_FULL] = "ring_full",         [WIRE_LOSS_NO_VIEWER] = "no_viewer_evicted",
+    [WIRE_LOSS_VIEWER_SLOW] = "viewer_slow",     [WIRE_LOSS_STRING_CAP] = "string_table_full",
+    [WIRE_LOSS_NO_MEMORY] = "no_memory",         [WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
+    [WIRE_LOSS_CUPTI_DROPPED] = "cupti_dropped", [WIRE_LOSS_GPU_BUFFER] = "gpu_buffer_refused",
+    [WIRE_LOSS_SAMPLE_BUSY] = "samples_skipped",
 };
 
 static const char *const memcpy_kind_names[WIRE_MEMCPY_KIND_MAX] = {
-	[WIRE_MEMCPY_UNKNOWN] = "unknown", [WIRE_MEMCPY_HTOD] = "HtoD", [WIRE_MEMCPY_DTOH] = "DtoH",
-	[WIRE_MEMCPY_HTOA] = "HtoA",       [WIRE_MEMCPY_ATOH] = "AtoH", [WIRE_MEMCPY_ATOA] = "AtoA",
-	[WIRE_MEMCPY_ATOD] = "AtoD",       [WIRE_MEMCPY_DTOA] = "DtoA", [WIRE_MEMCPY_DTOD] = "DtoD",
-	[WIRE_MEMCPY_HTOH] = "HtoH",       [WIRE_MEMCPY_PTOP] = "PtoP",
+    [WIRE_MEMCPY_UNKNOWN] = "unknown", [WIRE_MEMCPY_HTOD] = "HtoD", [WIRE_MEMCPY_DTOH] = "DtoH",
+    [WIRE_MEMCPY_HTOA] = "HtoA",       [WIRE_MEMCPY_ATOH] = "AtoH", [WIRE_MEMCPY_ATOA] = "AtoA",
+    [WIRE_MEMCPY_ATOD] = "AtoD",       [WIRE_MEMCPY_DTOA] = "DtoA", [WIRE_MEMCPY_DTOD] = "DtoD",
+    [WIRE_MEMCPY_HTOH] = "HtoH",       [WIRE_MEMCPY_PTOP] = "PtoP",
 };
 
 static const char *const mem_kind_names[WIRE_MEM_KIND_MAX] = {
-	[WIRE_MEM_UNKNOWN] = "unknown",	  [WIRE_MEM_PAGEABLE] = "pageable",
-	[WIRE_MEM_PINNED] = "pinned",	  [WIRE_MEM_DEVICE] = "device",
-	[WIRE_MEM_ARRAY] = "array",	  [WIRE_MEM_MANAGED] = "managed",
-	[WIRE_MEM_DEVICE_STATIC] = "device_static", [WIRE_MEM_MANAGED_STATIC] = "managed_static",
+    [WIRE_MEM_UNKNOWN] = "unknown",
+    [WIRE_MEM_PAGEABLE] = "pageable",
+    [WIRE_MEM_PINNED] = "pinned",
+    [WIRE_MEM_DEVICE] = "device",
+    [WIRE_MEM_ARRAY] = "array",
+    [WIRE_MEM_MANAGED] = "managed",
+    [WIRE_MEM_DEVICE_STATIC] = "device_static",
+    [WIRE_MEM_MANAGED_STATIC] = "managed_static",
 };
 
 static const char *const sync_type_names[WIRE_SYNC_TYPE_MAX] = {
-	[WIRE_SYNC_UNKNOWN] = "unknown",
-	[WIRE_SYNC_EVENT] = "event",
-	[WIRE_SYNC_STREAM_WAIT_EVENT] = "stream_wait_event",
-	[WIRE_SYNC_STREAM] = "stream",
-	[WIRE_SYNC_CONTEXT] = "context",
+    [WIRE_SYNC_UNKNOWN] = "unknown",
+    [WIRE_SYNC_EVENT] = "event",
+    [WIRE_SYNC_STREAM_WAIT_EVENT] = "stream_wait_event",
+    [WIRE_SYNC_STREAM] = "stream",
+    [WIRE_SYNC_CONTEXT] = "context",
 };
 
 const char *wire_memcpy_kind_name(uint32_t kind)
@@ -54,10 +54,10 @@ const char *wire_sync_type_name(uint32_t type)
 }
 
 static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
-	[WIRE_FRAME_HELLO] = "hello",   [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
-	[WIRE_FRAME_LOSSES] = "losses", [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
-	[WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice",
-	[WIRE_FRAME_STACKS] = "stacks",         [WIRE_FRAME_COUNTERS] = "counters",
+    [WIRE_FRAME_HELLO] = "hello",           [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
+    [WIRE_FRAME_LOSSES] = "losses",         [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
+    [WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice", [WIRE_FRAME_STACKS] = "stacks",
+    [WIRE_FRAME_COUNTERS] = "counters",
 };
 
 const char *wire_loss_cause_name(uint32_t cause)
@@ -83,8 +83,8 @@ int wire_hello_check(const void *payload, uint32_t length, const char **cause)
 	memcpy(&hello, payload, 16);
 	if (hello.version != WIRE_VERSION) {
 		*cause = hello.version > WIRE_VERSION
-				 ? "protocol mismatch: the collector is newer than this viewer"
-				 : "protocol mismatch: the collector is older than this viewer";
+		             ? "protocol mismatch: the collector is newer than this viewer"
+		             : "protocol mismatch: the collector is older than this viewer";
 		return -EPROTO;
 	}
 	if (length < sizeof hello) {
@@ -142,7 +142,8 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 			if (length - off < sizeof st)
 				break;
 			memcpy(&st, p + off, sizeof st);
-			if (st.depth > WIRE_STACK_MAX_DEPTH || length - off - sizeof st < (uint32_t)st.depth * 4u)
+			if (st.depth > WIRE_STACK_MAX_DEPTH ||
+			    length - off - sizeof st < (uint32_t)st.depth * 4u)
 				break;
 			off += (uint32_t)sizeof st + (uint32_t)st.depth * 4u;
 		}
@@ -207,8 +208,8 @@ int wire_decoder_push(struct wire_decoder *dec, const void *data, size_t len)
 	return 0;
 }
 
-int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload,
-		      uint32_t *length, const char **cause)
+int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **payload, uint32_t *length,
+                      const char **cause)
 {
 	struct wire_frame_header hdr;
 	size_t avail = dec->len - dec->off;

@@ -56,7 +56,8 @@ int main(int argc, char **argv)
 		tap_pump(tap, 10, -1);
 		if (!launch_poll(&launch) && !exited_at)
 			exited_at = clock_mono_ns();
-		if (exited_at && (tap_connection_count(tap) == 0 || clock_mono_ns() - exited_at > 5000000000ull))
+		if (exited_at &&
+		    (tap_connection_count(tap) == 0 || clock_mono_ns() - exited_at > 5000000000ull))
 			break;
 	}
 	uint64_t end = clock_mono_ns();

@@ -295,7 +295,9 @@ static void test_round_trip(void **state)
 	assert_int_equal(chunks[nchunks - 2].h.length, (nchunks - 2) * sizeof(struct capture_index_entry));
 	for (size_t i = 0; i < nchunks - 2; i++) {
 		struct capture_index_entry e;
-		memcpy(&e, fx->bytes + chunks[nchunks - 2].offset + sizeof(struct capture_chunk_header) + i * sizeof e,
+		memcpy(&e,
+		       fx->bytes + chunks[nchunks - 2].offset + sizeof(struct capture_chunk_header) +
+		           i * sizeof e,
 		       sizeof e);
 		assert_int_equal(e.offset, chunks[i].offset);
 		assert_int_equal(e.type, chunks[i].h.type);
@@ -414,7 +416,8 @@ static void test_corrupt_payload(void **state)
 	size_t k = 1 + (BATCHES - 1) * 2;
 	assert_int_equal(chunks[k].h.source, 0);
 	assert_int_equal(
-	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + chunks[k].h.length / 2, &st, &res),
+	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + chunks[k].h.length / 2,
+	                 &st, &res),
 	    0);
 	assert_int_equal(res.chunks_total, nchunks);
 	/* The later chunk of source 0 (the BYE) is skipped too: it would lack context. */
@@ -455,7 +458,8 @@ static void test_corrupt_payload(void **state)
 	                 0);
 	size_t later_source1 = 0;
 	for (size_t i = k; i < nchunks; i++)
-		if ((chunks[i].h.type == CAPTURE_CHUNK_FRAMES || chunks[i].h.type == CAPTURE_CHUNK_FRAMES_ZSTD) &&
+		if ((chunks[i].h.type == CAPTURE_CHUNK_FRAMES ||
+		     chunks[i].h.type == CAPTURE_CHUNK_FRAMES_ZSTD) &&
 		    chunks[i].h.source == 1)
 			later_source1++;
 	assert_int_equal(res.chunks_corrupt, later_source1);
