@@ -124,7 +124,9 @@ static int counters_add_pfm(const char *name)
 
 int counters_init(const char *list)
 {
+	/* A re-attach may bring another list: decide again which events this machine allows. */
 	ctr.event_count = 0;
+	ctr.probed = 0;
 	if (list && strcmp(list, "none") == 0) {
 		ctr.mode = COUNTERS_OFF;
 		return 0;
@@ -158,14 +160,13 @@ static void counters_probe(pid_t tid)
 {
 	ctr.probed = 1;
 	char refused[256] = "";
-	int software_ok = 0;
+	int refusal = 0;
 	for (size_t i = 0; i < ctr.event_count;) {
 		struct perf_event_attr attr = ctr.events[i].attr;
 		attr.disabled = 0;
 		long fd = perf_open(&attr, tid);
 		if (fd >= 0) {
 			close((int)fd);
-			software_ok |= !ctr.events[i].hardware;
 			i++;
 			continue;
 		}
@@ -184,16 +185,14 @@ static void counters_probe(pid_t tid)
 		snprintf(refused + used, sizeof refused - used, "%s%s", used ? ", " : "", ctr.events[i].name);
 		memmove(&ctr.events[i], &ctr.events[i + 1], (ctr.event_count - i - 1) * sizeof ctr.events[0]);
 		ctr.event_count--;
-		if (!err)
-			err = EOPNOTSUPP;
-		if (i == ctr.event_count && refused[0])
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
-			    "counters unavailable on this machine (the PMU refuses them: %s): %s; software "
-			    "counters continue",
-			    strerror(err), refused);
+		refusal = err ? err : EOPNOTSUPP;
 	}
-	(void)software_ok;
+	if (refused[0])
+		collector_notice(
+		    WIRE_NOTICE_WARNING,
+		    "counters unavailable on this machine (the PMU refuses them: %s): %s; software "
+		    "counters continue",
+		    strerror(refusal), refused);
 }
 
 void counters_thread_added(pid_t tid)

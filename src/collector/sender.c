@@ -998,8 +998,10 @@ int sender_start(void)
 	snd.generation++;
 	snd.start_mono_ns = clock_mono_ns();
 	if (session_socket_path(snd.socket_path, sizeof snd.socket_path, collector_config.session_dir,
-	                        getpid()) != 0)
+	                        getpid()) != 0) {
+		strtab_fini(&snd.strings);
 		return -ENAMETOOLONG;
+	}
 	snd.listen_fd = session_listen(snd.socket_path);
 	if (snd.listen_fd < 0) {
 		int err = snd.listen_fd;
@@ -1010,6 +1012,7 @@ int sender_start(void)
 			/* stderr closed: nothing more to say */
 		}
 		snd.listen_fd = -1;
+		strtab_fini(&snd.strings);
 		return err;
 	}
 	if (snd.wake_fd < 0)
@@ -1026,6 +1029,7 @@ int sender_start(void)
 		close(snd.listen_fd);
 		snd.listen_fd = -1;
 		unlink(snd.socket_path);
+		strtab_fini(&snd.strings);
 		return -rc;
 	}
 	snd.started = 1;

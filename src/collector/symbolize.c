@@ -219,7 +219,7 @@ static void perf_map_refresh(void)
 		uint64_t size = strtoull(end, &end, 16);
 		while (*end == ' ')
 			end++;
-		if (!*end || sym.perf_count == (size_t)-1)
+		if (!*end)
 			continue;
 		if (sym.perf_count == sym.perf_cap) {
 			size_t cap = sym.perf_cap ? sym.perf_cap * 2 : 256;
