@@ -58,6 +58,8 @@ extern _Atomic uint64_t collector_lost_no_memory;
 struct thread_ring *collector_thread_ring(void);
 /* For signal handlers: this thread's ring, created with signal-safe calls only; NULL if impossible. */
 struct thread_ring *collector_thread_ring_in_signal(void);
+/* 1 once the calling thread's exit has retired its ring (it records nothing more). */
+int collector_thread_exiting(void);
 /* 1 while the calling thread is inside the collector (its ring code, unwinding) or is one of the
  * collector's own threads: samples and blocking-call records must not be taken then. */
 int collector_thread_busy(void);

@@ -309,9 +309,9 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	sigaction(SIGHUP, &sa, NULL);
 	struct tap_callbacks cb = {.ctx = &the_recorder, .frame = record_frame, .error = record_error};
 	struct tap *tap = tap_new(launch.session_dir, &cb);
-	/* Gathered while the command starts (pip and nvidia-smi take a moment); collectors queue meanwhile.
-	 */
-	record_manifest(the_recorder.writer, command);
+	/* The manifest (nvidia-smi, pip take a moment) is gathered once the first collector is
+	 * connected, so its start-up data is safely flowing first; collectors queue meanwhile. */
+	int manifest_done = 0;
 
 	uint64_t start = clock_mono_ns();
 	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
@@ -324,6 +324,10 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 			capture_writer_flush(the_recorder.writer);
 		}
 		connected_once |= tap_connection_count(tap) > 0;
+		if (!manifest_done && (connected_once || now - start > 2000000000ull)) {
+			record_manifest(the_recorder.writer, command);
+			manifest_done = 1;
+		}
 		if (!launch_poll(&launch) && !exited_at)
 			exited_at = now;
 		if (exited_at) {
@@ -353,6 +357,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		}
 	}
 	tap_free(tap);
+	if (!manifest_done)
+		record_manifest(the_recorder.writer, command);
 	if (the_recorder.runtime_manifest) {
 		capture_writer_manifest(the_recorder.writer, the_recorder.runtime_manifest,
 		                        strlen(the_recorder.runtime_manifest));

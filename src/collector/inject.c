@@ -137,6 +137,11 @@ struct thread_ring *collector_thread_ring_in_signal(void)
 	return thread_ring_create();
 }
 
+int collector_thread_exiting(void)
+{
+	return thread_exiting;
+}
+
 int collector_thread_busy(void)
 {
 	return thread_in_collector || thread_is_collector;

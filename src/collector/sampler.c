@@ -133,6 +133,13 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 		errno = saved_errno;
 		return;
 	}
+	/* A thread in its exit path after its ring was retired: nothing is lost, it has no more work. */
+	if (collector_thread_exiting()) {
+		if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
+			ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+		errno = saved_errno;
+		return;
+	}
 	int was = collector_thread_enter();
 	struct thread_ring *tr = collector_thread_ring_in_signal();
 	struct ring_record *rec =

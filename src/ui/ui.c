@@ -2023,7 +2023,7 @@ static void ui_draw_axis(struct ui *ui, int y)
 	for (size_t i = 0; i < n; i++) {
 		int x = gx + ticks[i].col;
 		int w = (int)strlen(ticks[i].label);
-		if (ticks[i].col < next_free || x + w > COLS - uw - 1)
+		if (ticks[i].col < next_free || x + w > COLS - uw - 2) /* room for " unit" */
 			continue;
 		ui_put(ui, y, x, w, a, ticks[i].label);
 		next_free = ticks[i].col + w + 1;
