@@ -618,29 +618,13 @@ uint64_t store_notice_total(const struct store *st)
 /* First index in v[0..n) whose end_ns > t (ranges on a row are sorted by start and by end). */
 static size_t first_ending_after(const struct store_range *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].end_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
 }
 
 /* First index whose start_ns >= t. */
 static size_t first_starting_at(const struct store_range *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
 }
 
 size_t store_lane_row_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,

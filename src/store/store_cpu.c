@@ -180,43 +180,19 @@ static uint32_t stack_intern(struct cpu_store *c, const uint32_t *f, size_t n)
 /* First index whose start_ns > t. */
 static size_t call_upper_bound(const struct store_call *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 1);
 }
 
 /* First index whose start_ns >= t. */
 static size_t call_lower_bound(const struct store_call *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
 }
 
 /* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
 static size_t call_first_ending_after(const struct store_call *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].end_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
 }
 
 /* Puts a call on the lowest row where it overlaps nothing, keeping the row sorted. */

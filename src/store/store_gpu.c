@@ -341,43 +341,19 @@ static uint32_t bytes_aux(struct process *pr, uint64_t bytes)
 /* First index whose start_ns > t. */
 static size_t op_upper_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 1);
 }
 
 /* First index whose start_ns >= t. */
 static size_t op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
 }
 
 /* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
 static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].end_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
 }
 
 /* Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. */

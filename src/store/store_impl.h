@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "cuscope/store.h"
@@ -193,5 +194,35 @@ void store_cpu_lane_fini(struct lane *l);
 void store_cpu_process_fini(struct process *pr);
 void store_cpu_fini(struct store *st);
 size_t store_cpu_memory_bytes(const struct store *st);
+
+/*
+ * Binary search shared by every sorted row of the store (ranges, GPU ops, blocking calls): all
+ * begin with uint64 start_ns, end_ns. Returns the first index in v[0..n) (elements of `stride`
+ * bytes) whose time field at `offset` is > t (after != 0) or >= t (after == 0).
+ */
+static inline size_t store_time_bound(const void *v, size_t n, size_t stride, size_t offset, uint64_t t,
+                                      int after)
+{
+	const unsigned char *base = v;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t x;
+		memcpy(&x, base + mid * stride + offset, sizeof x);
+		if (after ? x > t : x >= t)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+#define STORE_START_AT offsetof(struct store_range, start_ns)
+#define STORE_END_AT   offsetof(struct store_range, end_ns)
+_Static_assert(offsetof(struct store_gpu_op, start_ns) == STORE_START_AT &&
+                   offsetof(struct store_gpu_op, end_ns) == STORE_END_AT &&
+                   offsetof(struct store_call, start_ns) == STORE_START_AT &&
+                   offsetof(struct store_call, end_ns) == STORE_END_AT,
+               "sorted store rows share the time layout");
 
 #endif
