@@ -184,19 +184,18 @@ static int queue_append(uint32_t type, const void *a, size_t a_len, const void *
 }
 
 /* Moves the batched events into the queue as one EVENTS frame, applying the queue bound. */
-static void flush_event_batch(void)
+/*
+ * Queues one batch frame of `count` records under the queue bound: a connected viewer that is
+ * behind loses the new records (rather than the queue growing); without a viewer the oldest
+ * history is evicted instead (the flight-recorder window). Every loss is counted.
+ */
+static void queue_batch(uint32_t type, const void *data, size_t len, uint64_t count)
 {
-	if (!snd.event_count)
-		return;
-	size_t count = snd.event_count;
-	snd.event_count = 0;
 	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
-		/* The viewer is connected but behind: drop new events rather than grow. */
 		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
 		return;
 	}
-	if (queue_append(WIRE_FRAME_EVENTS, snd.events, count * sizeof(struct wire_event), NULL, 0, count) !=
-	    0) {
+	if (queue_append(type, data, len, NULL, 0, count) != 0) {
 		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
 		return;
 	}
@@ -204,45 +203,32 @@ static void flush_event_batch(void)
 		queue_trim_unwatched();
 }
 
+static void flush_event_batch(void)
+{
+	size_t count = snd.event_count;
+	snd.event_count = 0;
+	if (count)
+		queue_batch(WIRE_FRAME_EVENTS, snd.events, count * sizeof(struct wire_event), count);
+}
+
 static void flush_gpu_batch(void)
 {
-	if (!snd.gpu_event_count)
-		return;
 	size_t count = snd.gpu_event_count;
 	snd.gpu_event_count = 0;
-	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
-		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
-		return;
-	}
-	if (queue_append(WIRE_FRAME_GPU, snd.gpu_events, count * sizeof(struct wire_gpu_event), NULL, 0,
-	                 count) != 0) {
-		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
-		return;
-	}
-	if (snd.viewer_fd < 0)
-		queue_trim_unwatched();
+	if (count)
+		queue_batch(WIRE_FRAME_GPU, snd.gpu_events, count * sizeof(struct wire_gpu_event), count);
 }
 
 static uint32_t intern(const char *text, size_t len);
 
 static void flush_stack_batch(void)
 {
-	if (!snd.stacks_len)
-		return;
 	size_t len = snd.stacks_len;
 	uint64_t count = snd.stacks_count;
 	snd.stacks_len = 0;
 	snd.stacks_count = 0;
-	if (snd.viewer_fd >= 0 && snd.queued_bytes > collector_config.buffer_bytes) {
-		snd.lost[WIRE_LOSS_VIEWER_SLOW] += count;
-		return;
-	}
-	if (queue_append(WIRE_FRAME_STACKS, snd.stacks, len, NULL, 0, count) != 0) {
-		snd.lost[WIRE_LOSS_NO_MEMORY] += count;
-		return;
-	}
-	if (snd.viewer_fd < 0)
-		queue_trim_unwatched();
+	if (len)
+		queue_batch(WIRE_FRAME_STACKS, snd.stacks, len, count);
 }
 
 /* Symbolises a record's return addresses into a STACKS record. */
