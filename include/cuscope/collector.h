@@ -160,6 +160,9 @@ void sampler_thread_removed(pid_t tid);
 void sampler_stop(void);
 void sampler_forget_after_fork(void);
 uint64_t sampler_skipped(void);
+/* Sender thread, periodically: keeps the sampling cost in budget, follows a claimed signal, reports
+ * the requested/set/achieved rates; sampler_poll(0) reports now (at exit). */
+void sampler_poll(uint64_t now_ns);
 
 /* Per-thread counters (sender thread): open on thread found, close on gone, read periodically;
  * counters_poll(0) forces a read of everything (at exit). */

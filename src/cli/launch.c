@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 const char launch_options_help[] =
-    "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+    "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; max 10000; 0 = off)\n"
     "      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
     "      --counters LIST    per-thread counters: comma list of perf/libpfm4 event names\n"
     "                         (default task-clock,context-switches,page-faults,cycles,instructions,\n"
@@ -37,9 +37,10 @@ int launch_parse_option(struct launch_options *options, int opt, const char *arg
 {
 	switch (opt - LAUNCH_OPTION_IDS_BASE) {
 	case 0:
-		if (launch_number_option("sample-hz", arg, 0) != 0 || strtoul(arg, NULL, 10) > 100000) {
-			if (strtoul(arg, NULL, 10) > 100000)
-				fprintf(stderr, "cuscope: --sample-hz at most 100000\n");
+		/* Above this a sample every period would cost more than the program's own work. */
+		if (launch_number_option("sample-hz", arg, 0) != 0 || strtoul(arg, NULL, 10) > 10000) {
+			if (strtoul(arg, NULL, 10) > 10000)
+				fprintf(stderr, "cuscope: --sample-hz at most 10000\n");
 			return -1;
 		}
 		options->sample_hz = arg;

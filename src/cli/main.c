@@ -53,7 +53,7 @@ static const struct verb verbs[] = {
      "  -o, --output FILE      capture file to write (required)\n"
      "  -d, --duration SECONDS stop after this long\n"
      "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
-     "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; 0 = off)\n"
+     "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; max 10000; 0 = off)\n"
      "      --osrt-threshold-us N  record blocking calls longer than N us (default 100; off = none)\n"
      "      --counters LIST    per-thread counters (perf/libpfm4 names; default task-clock,\n"
      "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"

@@ -1,20 +1,37 @@
 /*
- * CPU stack sampling: one POSIX timer per thread on that thread's own CPU-time clock
- * (CLOCK_THREAD_CPUTIME_ID semantics, created by the sender for every thread it finds), delivering
- * a real-time signal to exactly that thread. The handler unwinds with libunwind from the signal
- * context and stores raw return addresses in the thread's ring; symbolisation happens later on
- * the sender thread. The application's own SIGPROF/SIGALRM are never touched.
+ * CPU stack sampling. Each thread gets a POSIX timer on its own CPU-time clock (created by the
+ * sender for every thread it finds) that sends a real-time signal to exactly that thread. The
+ * kernel checks those timers at its tick, so they cost nothing per context switch (a perf
+ * task-clock event re-arms an hrtimer at every switch: a pipe ping-pong ran 3.5x slower with it at
+ * 1 kHz on a 2-core VM, and 1.0x with timers), at the price of at most one sample per tick.
+ * CUSCOPE_SAMPLER_MODE=perf selects hrtimer-precise perf events instead.
+ *
+ * The handler unwinds with libunwind from the signal context and stores raw return addresses in
+ * the thread's ring; symbolisation happens later on the sender thread.
+ *
+ * Cost control: the handler times itself; the sender lowers the rate when samples would take more
+ * than SAMPLER_BUDGET of a CPU-bound thread's time (one notice), and reports the requested, set
+ * and achieved rates as process counters.
+ *
+ * Signals: the signal is one the program does not handle when sampling starts. Once our handler
+ * holds a signal it stays ours at the kernel: a program that later installs a handler for it (seen
+ * through the interposed sigaction/signal) gets its disposition recorded and honoured for its own
+ * signals, while ours, recognised by their timer cookie or perf fd, never reach its handler; the
+ * sampler then moves to a free signal when there is one. The application's SIGPROF/SIGALRM are
+ * never touched.
  */
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +47,123 @@
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
 
 #define MAX_SAMPLED_THREADS 4096
+/* Samples may take at most this share of a CPU-bound thread's time (per mille). */
+#define SAMPLER_BUDGET_PERMILLE 50
+/* How often the sender looks at the cost, the signal and the perf fds. */
+#define SAMPLER_POLL_NS 100000000ull
+/* Cost assumed for an unwind until samples are measured (the first SAMPLER_POLL_NS). */
+#define SAMPLER_PRIOR_UNWIND_NS 20000
+/* Perf fds the handler may re-arm: a bitmap of descriptor numbers we opened. */
+#define SAMPLER_FD_BITS 65536
 
 struct sampled_thread {
 	pid_t tid;
 	timer_t timer; /* timer mode */
 	int fd;        /* perf mode: the task-clock event, -1 otherwise */
+	dev_t dev;     /* identity of fd, checked before every use */
+	ino_t ino;
 };
 
-/* perf events: a task-clock sampling event per thread (hrtimer precise, ~1 kHz as asked); where
- * perf events are missing, POSIX CPU-time timers (scheduler-tick resolution, often 100-250 Hz). */
-enum sampler_mode { SAMPLER_PERF, SAMPLER_TIMER };
-static enum sampler_mode sampler_mode = SAMPLER_PERF;
-static int sampler_signal;
+enum sampler_mode { SAMPLER_TIMER, SAMPLER_PERF };
+static enum sampler_mode sampler_mode = SAMPLER_TIMER;
+static _Atomic int sampler_signal;
+
+/* libc's sigaction, never ours: resolved once, outside any signal handler. */
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+
+static int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction(sig, act, old);
+}
+
+/* Its address is the cookie our timers carry in si_value. */
+static const char sampler_cookie = 's';
+static _Atomic uint64_t perf_fd_bits[SAMPLER_FD_BITS / 64];
+
+static int perf_fd_is_ours(int fd)
+{
+	return fd >= 0 && fd < SAMPLER_FD_BITS &&
+	       (atomic_load_explicit(&perf_fd_bits[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
+}
+
+static void perf_fd_mark(int fd, int ours)
+{
+	if (fd < 0 || fd >= SAMPLER_FD_BITS)
+		return;
+	uint64_t bit = 1ull << (fd % 64);
+	if (ours)
+		atomic_fetch_or(&perf_fd_bits[fd / 64], bit);
+	else
+		atomic_fetch_and(&perf_fd_bits[fd / 64], ~bit);
+}
+
+/* 1 if this signal was sent by one of our timers or perf events (not by the program). */
+static int sampler_signal_is_ours(const siginfo_t *info)
+{
+	if (!info)
+		return 0;
+	if (info->si_code == SI_TIMER)
+		return info->si_value.sival_ptr == (void *)&sampler_cookie;
+	if (info->si_code == POLL_IN || info->si_code == POLL_HUP)
+		return perf_fd_is_ours(info->si_fd);
+	return 0;
+}
+
+/*
+ * Signals whose kernel disposition is our handler, and what the program asked for them (returned
+ * by the interposed sigaction and applied to its own signals). Once held, a signal stays held:
+ * one of ours may still be pending in some thread.
+ */
+static _Atomic int signal_held[_NSIG];
+static struct sigaction program_action[_NSIG];
+static atomic_flag action_lock = ATOMIC_FLAG_INIT;
+/* The program installed a handler for the sampling signal: the sender moves to a free one. */
+static _Atomic int move_requested;
+
+static void action_lock_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&action_lock, memory_order_acquire))
+		;
+}
+
+static void action_lock_drop(void)
+{
+	atomic_flag_clear_explicit(&action_lock, memory_order_release);
+}
+
+/* A signal that is not ours on a signal we hold: do what the program asked for it. */
+static void sampler_forward(int sig, siginfo_t *info, void *context)
+{
+	struct sigaction act = program_action[sig];
+	if (act.sa_flags & SA_RESETHAND) {
+		memset(&program_action[sig], 0, sizeof program_action[sig]);
+		program_action[sig].sa_handler = SIG_DFL;
+	}
+	if (act.sa_handler == SIG_IGN)
+		return;
+	if (act.sa_handler == SIG_DFL) {
+		/* The default action of a real-time signal ends the process: let the kernel do it once
+		 * this handler returns and the signal is unblocked. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sampler_real_sigaction(sig, &dfl, NULL);
+		atomic_store(&signal_held[sig], 0);
+		syscall(SYS_tgkill, getpid(), collector_gettid(), sig);
+		return;
+	}
+	sigset_t old;
+	pthread_sigmask(SIG_BLOCK, &act.sa_mask, &old);
+	if (act.sa_flags & SA_SIGINFO)
+		act.sa_sigaction(sig, info, context);
+	else
+		act.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 /*
  * Unwinding code without unwind tables (JIT code, some driver libraries) can make libunwind read a
@@ -74,11 +196,18 @@ static void sampler_fault(int sig, siginfo_t *info, void *context)
 		program->sa_handler(sig);
 		return;
 	}
-	sigaction(sig, program, NULL);
+	sampler_real_sigaction(sig, program, NULL);
 }
-static long sampler_period_ns;
+static _Atomic long sampler_period_ns; /* the period set now (may be longer than asked) */
+static long requested_period_ns;
+static unsigned requested_hz;
 static _Atomic int sampler_on;
 static _Atomic uint64_t samples_skipped;
+static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieved rate */
+static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
+static _Atomic uint64_t handler_count; /* ... and how many they were */
+static uint64_t delivery_ns;           /* kernel signal delivery + return, measured at start */
+static __thread __attribute__((tls_model("initial-exec"))) volatile sig_atomic_t calibrating;
 static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* sender thread only */
 static size_t sampled_count;
 
@@ -100,8 +229,8 @@ static void fault_guard_enter(void)
 		guard.sa_sigaction = sampler_fault;
 		guard.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
 		sigemptyset(&guard.sa_mask);
-		sigaction(SIGSEGV, &guard, &program_segv);
-		sigaction(SIGBUS, &guard, &program_bus);
+		sampler_real_sigaction(SIGSEGV, &guard, &program_segv);
+		sampler_real_sigaction(SIGBUS, &guard, &program_bus);
 	}
 	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
 }
@@ -111,48 +240,15 @@ static void fault_guard_leave(void)
 	while (atomic_flag_test_and_set_explicit(&guard_lock, memory_order_acquire))
 		;
 	if (--unwinders == 0) {
-		sigaction(SIGSEGV, &program_segv, NULL);
-		sigaction(SIGBUS, &program_bus, NULL);
+		sampler_real_sigaction(SIGSEGV, &program_segv, NULL);
+		sampler_real_sigaction(SIGBUS, &program_bus, NULL);
 	}
 	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
 }
 
-static void sampler_handler(int sig, siginfo_t *info, void *context)
+/* Unwinds the interrupted context into pcs (leaf first); a fault ends the walk early. */
+static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 {
-	(void)sig;
-	(void)info;
-	if (!atomic_load_explicit(&sampler_on, memory_order_relaxed))
-		return;
-	int saved_errno = errno;
-	/* A sample that lands while this thread writes its ring would corrupt the record in progress:
-	 * it is taken when the thread leaves the collector instead. */
-	if (collector_thread_busy()) {
-		collector_note_pending_sample();
-		if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
-			ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
-		errno = saved_errno;
-		return;
-	}
-	/* A thread in its exit path after its ring was retired: nothing is lost, it has no more work. */
-	if (collector_thread_exiting()) {
-		if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
-			ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
-		errno = saved_errno;
-		return;
-	}
-	int was = collector_thread_enter();
-	struct thread_ring *tr = collector_thread_ring_in_signal();
-	struct ring_record *rec =
-	    tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
-	if (!rec) {
-		collector_thread_restore(was);
-		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
-		if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
-			ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
-		errno = saved_errno;
-		return;
-	}
-	uint64_t *pcs = (uint64_t *)(rec + 1);
 	volatile size_t depth = 0;
 	fault_guard_enter();
 	sigjmp_buf escape;
@@ -166,15 +262,68 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 					break;
 				pcs[depth] = ip;
 				depth = depth + 1;
-			} while (depth < WIRE_STACK_MAX_DEPTH && unw_step(&cursor) > 0);
+			} while (depth < max && unw_step(&cursor) > 0);
 		}
 	}
 	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
 	unwind_escape = NULL;
 	fault_guard_leave();
-	/* perf mode: the event disabled itself at the overflow; arm it for the next one. */
-	if (info && (info->si_code == POLL_IN || info->si_code == POLL_HUP) && info->si_fd > 0)
+	return depth;
+}
+
+/* perf mode: the event disabled itself at the overflow; arm it for the next one (ours only). */
+static void sampler_rearm(const siginfo_t *info)
+{
+	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_is_ours(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+static void sampler_handler(int sig, siginfo_t *info, void *context)
+{
+	int saved_errno = errno;
+	if (calibrating) {
+		errno = saved_errno;
+		return;
+	}
+	if (!sampler_signal_is_ours(info)) {
+		sampler_forward(sig, info, context);
+		errno = saved_errno;
+		return;
+	}
+	atomic_fetch_add_explicit(&samples_seen, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&sampler_on, memory_order_relaxed)) {
+		errno = saved_errno;
+		return;
+	}
+	uint64_t t0 = clock_mono_ns();
+	/* A sample that lands while this thread writes its ring would corrupt the record in progress:
+	 * it is taken when the thread leaves the collector instead. */
+	if (collector_thread_busy()) {
+		collector_note_pending_sample();
+		sampler_rearm(info);
+		errno = saved_errno;
+		return;
+	}
+	/* A thread in its exit path after its ring was retired: nothing is lost, it has no more work. */
+	if (collector_thread_exiting()) {
+		sampler_rearm(info);
+		errno = saved_errno;
+		return;
+	}
+	int was = collector_thread_enter();
+	struct thread_ring *tr = collector_thread_ring_in_signal();
+	struct ring_record *rec =
+	    tr ? ring_reserve(&tr->ring, WIRE_STACK_MAX_DEPTH * sizeof(uint64_t)) : NULL;
+	if (!rec) {
+		collector_thread_restore(was);
+		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
+		sampler_rearm(info);
+		errno = saved_errno;
+		return;
+	}
+	uint64_t *pcs = (uint64_t *)(rec + 1);
+	size_t depth = sampler_unwind(context, pcs, WIRE_STACK_MAX_DEPTH);
+	sampler_rearm(info);
 	/* Shrink the record to what was unwound; nothing was written after it yet. */
 	size_t text = depth * sizeof(uint64_t);
 	rec->size = (uint16_t)((sizeof(struct ring_record) + text + 7) & ~(size_t)7);
@@ -188,74 +337,194 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	rec->name_ref = NULL;
 	rec->domain_ref = NULL;
 	ring_commit(&tr->ring, rec);
+	atomic_fetch_add_explicit(&handler_ns, rec->time_ns - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&handler_count, 1, memory_order_relaxed);
 	/* Only now, with the record committed; and never take a deferred sample from a handler. */
 	collector_thread_restore(was);
 	errno = saved_errno;
+}
+
+/* 1 if fd still refers to what we opened (the program may have closed it and reused the number). */
+static int sampler_fd_same(const struct sampled_thread *t)
+{
+	struct stat st;
+	return t->fd >= 0 && fstat(t->fd, &st) == 0 && st.st_dev == t->dev && st.st_ino == t->ino;
+}
+
+/* Installs our handler on sig and marks it held. */
+static int sampler_hold(int sig)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = sampler_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	action_lock_take();
+	if (sampler_real_sigaction(sig, &sa, &old) != 0) {
+		action_lock_drop();
+		return -1;
+	}
+	if (!atomic_load(&signal_held[sig])) {
+		memset(&program_action[sig], 0, sizeof program_action[sig]);
+		program_action[sig].sa_handler = SIG_DFL;
+	}
+	atomic_store(&signal_held[sig], 1);
+	action_lock_drop();
+	return 0;
+}
+
+/* A real-time signal nobody handles (default disposition, not ours), highest first; 0 if none. */
+static int sampler_free_signal(void)
+{
+	for (int sig = SIGRTMAX; sig >= SIGRTMIN; sig--) {
+		struct sigaction cur;
+		if (atomic_load(&signal_held[sig]) || sampler_real_sigaction(sig, NULL, &cur) != 0)
+			continue;
+		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL)
+			return sig;
+	}
+	return 0;
+}
+
+/* Measures what one signal costs to deliver and return from on this machine. */
+static void sampler_calibrate(int sig)
+{
+	enum { ROUNDS = 16 };
+	uint64_t best = UINT64_MAX;
+	pid_t pid = getpid(), tid = collector_gettid();
+	calibrating = 1;
+	for (int i = 0; i < ROUNDS; i++) {
+		uint64_t t0 = clock_mono_ns();
+		syscall(SYS_tgkill, pid, tid, sig);
+		uint64_t t = clock_mono_ns() - t0;
+		if (t < best)
+			best = t;
+	}
+	calibrating = 0;
+	delivery_ns = best == UINT64_MAX ? 0 : best;
 }
 
 int sampler_init(unsigned hz)
 {
 	if (hz == 0)
 		return 0;
-	sampler_signal = SIGRTMAX - 2;
-	struct sigaction old;
-	/* Our own handler is still installed after a detach: a re-attach reuses it. */
-	if (sigaction(sampler_signal, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
-	    old.sa_handler != SIG_IGN && old.sa_sigaction != sampler_handler) {
+	if (!real_sigaction)
+		real_sigaction =
+		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaction) {
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction not found");
+		return -1;
+	}
+	const char *mode = getenv("CUSCOPE_SAMPLER_MODE");
+	sampler_mode = mode && strcmp(mode, "perf") == 0 ? SAMPLER_PERF : SAMPLER_TIMER;
+	/* A re-attach reuses the signal our handler still holds. */
+	int sig = atomic_load(&sampler_signal);
+	if (!sig || !atomic_load(&signal_held[sig]))
+		sig = sampler_free_signal();
+	if (!sig) {
 		collector_notice(WIRE_NOTICE_WARNING,
-		                 "CPU sampling unavailable: signal %d already has a handler in this program",
-		                 sampler_signal);
+		                 "CPU sampling unavailable: the program handles every real-time signal");
 		return -1;
 	}
 	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = sampler_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sampler_signal, &sa, NULL) != 0) {
+	if (sampler_hold(sig) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s",
 		                 strerror(errno));
 		return -1;
 	}
-	sampler_period_ns = 1000000000L / (long)hz;
+	atomic_store(&sampler_signal, sig);
+	if (!delivery_ns)
+		sampler_calibrate(sig);
+	requested_hz = hz;
+	requested_period_ns = 1000000000L / (long)hz;
+	/* Until samples are measured, a rate that a typical unwind keeps within the budget. */
+	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery_ns) * 1000 / SAMPLER_BUDGET_PERMILLE);
+	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
+	atomic_store(&move_requested, 0);
 	atomic_store(&sampler_on, 1);
 	return 0;
 }
 
 /* perf mode: a task-clock event on tid that signals tid at every period of its CPU time. */
-static int sampler_open_perf(pid_t tid)
+static int sampler_open_perf(struct sampled_thread *t)
 {
 	struct perf_event_attr attr;
 	memset(&attr, 0, sizeof attr);
 	attr.size = sizeof attr;
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_TASK_CLOCK;
-	attr.sample_period = (uint64_t)sampler_period_ns;
+	attr.sample_period = (uint64_t)atomic_load(&sampler_period_ns);
 	attr.disabled = 1;
 	attr.wakeup_events = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct f_owner_ex owner = {F_OWNER_TID, tid};
-	if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, sampler_signal) != 0 ||
-	    fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
 		int err = errno;
 		close(fd);
 		return -err;
 	}
+	t->fd = fd;
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	perf_fd_mark(fd, 1);
+	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
+	if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 ||
+	    fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+		int err = errno;
+		perf_fd_mark(fd, 0);
+		close(fd);
+		t->fd = -1;
+		return -err;
+	}
 	return fd;
+}
+
+/* timer mode: a timer on tid's CPU clock that signals tid; 0 or -errno. */
+static int sampler_open_timer(struct sampled_thread *t, int sig)
+{
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = sig;
+	sev.sigev_value.sival_ptr = (void *)&sampler_cookie;
+	sev._sigev_un._tid = t->tid;
+	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
+		return -errno;
+	long period = atomic_load(&sampler_period_ns);
+	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
+	                         {period / 1000000000L, period % 1000000000L}};
+	timer_settime(t->timer, 0, &its, NULL);
+	return 0;
+}
+
+/* Stops sampling one thread; a perf fd is closed only while it is still ours. */
+static void sampler_release(struct sampled_thread *t)
+{
+	if (t->fd >= 0) {
+		perf_fd_mark(t->fd, 0);
+		if (sampler_fd_same(t))
+			close(t->fd);
+		t->fd = -1;
+	} else {
+		timer_delete(t->timer);
+	}
 }
 
 void sampler_thread_added(pid_t tid)
 {
 	if (!atomic_load(&sampler_on) || sampled_count == MAX_SAMPLED_THREADS)
 		return;
+	struct sampled_thread *t = &sampled[sampled_count];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	t->fd = -1;
 	if (sampler_mode == SAMPLER_PERF) {
-		int fd = sampler_open_perf(tid);
+		int fd = sampler_open_perf(t);
 		if (fd >= 0) {
-			sampled[sampled_count++] = (struct sampled_thread){tid, 0, fd};
+			sampled_count++;
 			return;
 		}
 		if (fd == -ESRCH)
@@ -267,39 +536,25 @@ void sampler_thread_added(pid_t tid)
 		    "kernel tick rate",
 		    strerror(-fd));
 	}
-	struct sigevent sev;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = sampler_signal;
-	sev._sigev_un._tid = tid;
-	timer_t timer;
-	if (timer_create(THREAD_CPU_CLOCK(tid), &sev, &timer) != 0) {
+	int rc = sampler_open_timer(t, atomic_load(&sampler_signal));
+	if (rc != 0) {
 		/* ESRCH / EINVAL: the thread ended between the scan and now. */
-		if (errno != ESRCH && errno != EINVAL) {
+		if (rc != -ESRCH && rc != -EINVAL) {
 			static int warned;
 			if (!warned++)
 				collector_notice(WIRE_NOTICE_WARNING, "CPU sampling: timer_create failed: %s",
-				                 strerror(errno));
+				                 strerror(-rc));
 		}
 		return;
 	}
-	struct itimerspec its = {{0, sampler_period_ns}, {0, sampler_period_ns}};
-	if (its.it_interval.tv_nsec >= 1000000000L) {
-		its.it_interval.tv_sec = its.it_value.tv_sec = its.it_interval.tv_nsec / 1000000000L;
-		its.it_interval.tv_nsec = its.it_value.tv_nsec = its.it_interval.tv_nsec % 1000000000L;
-	}
-	timer_settime(timer, 0, &its, NULL);
-	sampled[sampled_count++] = (struct sampled_thread){tid, timer, -1};
+	sampled_count++;
 }
 
 void sampler_thread_removed(pid_t tid)
 {
 	for (size_t i = 0; i < sampled_count; i++) {
 		if (sampled[i].tid == tid) {
-			if (sampled[i].fd >= 0)
-				close(sampled[i].fd);
-			else
-				timer_delete(sampled[i].timer);
+			sampler_release(&sampled[i]);
 			sampled[i] = sampled[--sampled_count];
 			return;
 		}
@@ -309,12 +564,8 @@ void sampler_thread_removed(pid_t tid)
 void sampler_stop(void)
 {
 	atomic_store(&sampler_on, 0);
-	for (size_t i = 0; i < sampled_count; i++) {
-		if (sampled[i].fd >= 0)
-			close(sampled[i].fd);
-		else
-			timer_delete(sampled[i].timer);
-	}
+	for (size_t i = 0; i < sampled_count; i++)
+		sampler_release(&sampled[i]);
 	sampled_count = 0;
 }
 
@@ -323,11 +574,238 @@ void sampler_forget_after_fork(void)
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
 		if (sampled[i].fd >= 0)
-			close(sampled[i].fd);
+			sampler_release(&sampled[i]);
 	sampled_count = 0;
 }
 
 uint64_t sampler_skipped(void)
 {
 	return atomic_load(&samples_skipped);
+}
+
+/* Applies a new period to every sampled thread. */
+static void sampler_set_period(long period)
+{
+	atomic_store(&sampler_period_ns, period);
+	for (size_t i = 0; i < sampled_count; i++) {
+		struct sampled_thread *t = &sampled[i];
+		if (t->fd >= 0) {
+			uint64_t p = (uint64_t)period;
+			if (sampler_fd_same(t))
+				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
+		} else {
+			struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
+			                         {period / 1000000000L, period % 1000000000L}};
+			timer_settime(t->timer, 0, &its, NULL);
+		}
+	}
+}
+
+/* Sends every sampled thread's signals to sig instead. */
+static void sampler_retarget(int sig)
+{
+	atomic_store(&sampler_signal, sig);
+	for (size_t i = 0; i < sampled_count; i++) {
+		struct sampled_thread *t = &sampled[i];
+		if (t->fd >= 0) {
+			if (sampler_fd_same(t))
+				fcntl(t->fd, F_SETSIG, sig);
+			continue;
+		}
+		timer_t old = t->timer;
+		if (sampler_open_timer(t, sig) == 0)
+			timer_delete(old);
+		else
+			t->timer = old; /* the thread is ending: its old timer goes with it */
+	}
+}
+
+/* The program claimed the sampling signal: move to a free one, else stay (its own signals are
+ * passed to its handler, ours never are) and say so once. */
+static void sampler_move(void)
+{
+	int from = atomic_load(&sampler_signal);
+	int to = sampler_free_signal();
+	if (to && sampler_hold(to) == 0) {
+		sampler_retarget(to);
+		collector_notice(WIRE_NOTICE_INFO,
+		                 "CPU sampling moved from signal %d to %d: the program installed a handler "
+		                 "for %d",
+		                 from, to, from);
+		return;
+	}
+	collector_notice(WIRE_NOTICE_INFO,
+	                 "CPU sampling stays on signal %d although the program handles it (no free "
+	                 "real-time signal): its own signals reach its handler, the sampler's never do",
+	                 from);
+}
+
+/* perf mode: a perf fd the program closed (or replaced) is opened again, once per thread. */
+static void sampler_check_fds(void)
+{
+	for (size_t i = 0; i < sampled_count;) {
+		struct sampled_thread *t = &sampled[i];
+		if (t->fd < 0 || sampler_fd_same(t)) {
+			i++;
+			continue;
+		}
+		perf_fd_mark(t->fd, 0);
+		t->fd = -1; /* the number is not ours any more: never closed, never used */
+		static int said;
+		if (!said++)
+			collector_notice(WIRE_NOTICE_WARNING,
+			                 "the program closed a CPU-sampling descriptor of thread %d; opened "
+			                 "again",
+			                 t->tid);
+		if (sampler_open_perf(t) >= 0) {
+			i++;
+			continue;
+		}
+		sampled[i] = sampled[--sampled_count];
+	}
+}
+
+/* CPU time of the program's threads so far: the process's minus the sender's (the caller). */
+static uint64_t sampler_program_cpu_ns(void)
+{
+	struct timespec p, s;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p) != 0 ||
+	    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &s) != 0)
+		return 0;
+	uint64_t pn = (uint64_t)p.tv_sec * 1000000000ull + (uint64_t)p.tv_nsec;
+	uint64_t sn = (uint64_t)s.tv_sec * 1000000000ull + (uint64_t)s.tv_nsec;
+	return pn > sn ? pn - sn : 0;
+}
+
+void sampler_poll(uint64_t now_ns)
+{
+	static uint64_t last_ns, last_handler_ns, last_handler_count, cpu_at_start;
+	static int lowered_said;
+	if (!atomic_load(&sampler_on))
+		return;
+	if (!cpu_at_start)
+		cpu_at_start = sampler_program_cpu_ns() + 1;
+	if (now_ns && now_ns - last_ns < SAMPLER_POLL_NS)
+		return;
+	last_ns = now_ns ? now_ns : clock_mono_ns();
+	if (atomic_exchange(&move_requested, 0))
+		sampler_move();
+	/* Without the interposer (attach), a handler the program installed replaces ours outright. */
+	int sig = atomic_load(&sampler_signal);
+	struct sigaction cur;
+	if (sampler_real_sigaction(sig, NULL, &cur) == 0 && cur.sa_sigaction != sampler_handler) {
+		atomic_store(&signal_held[sig], 0);
+		sampler_move();
+	}
+	if (sampler_mode == SAMPLER_PERF)
+		sampler_check_fds();
+	/* Cost per sample, and the period that keeps it within the budget. */
+	uint64_t hns = atomic_load(&handler_ns), hcount = atomic_load(&handler_count);
+	uint64_t dn = hns - last_handler_ns, dc = hcount - last_handler_count;
+	if (dc >= 8) {
+		last_handler_ns = hns;
+		last_handler_count = hcount;
+		uint64_t cost = dn / dc + delivery_ns;
+		long need = (long)(cost * 1000 / SAMPLER_BUDGET_PERMILLE);
+		long period = atomic_load(&sampler_period_ns);
+		/* Round up to a whole number of microseconds, with headroom against noise. */
+		long next = (need + need / 4 + 999) / 1000 * 1000;
+		if (next < requested_period_ns)
+			next = requested_period_ns;
+		if (need > period) {
+			sampler_set_period(next);
+			if (!lowered_said++)
+				collector_notice(
+				    WIRE_NOTICE_INFO,
+				    "CPU sampling lowered to %ld Hz (asked %u Hz): a sample costs "
+				    "%.1f us in this program",
+				    1000000000L / next, requested_hz, (double)cost / 1000.0);
+		} else if (period > requested_period_ns && next < period / 2) {
+			sampler_set_period(next); /* cheaper now: step back up towards the asked rate */
+		}
+	}
+	/* Requested, set and achieved rates, process-wide (tid = pid). */
+	pid_t pid = getpid();
+	uint64_t cpu = sampler_program_cpu_ns() - (cpu_at_start - 1);
+	uint64_t seen = atomic_load(&samples_seen);
+	sender_counter(last_ns, pid, "sampling-requested-hz", requested_hz);
+	sender_counter(last_ns, pid, "sampling-hz",
+	               (uint64_t)(1000000000L / atomic_load(&sampler_period_ns)));
+	if (cpu >= 10000000ull)
+		sender_counter(last_ns, pid, "sampling-achieved-hz",
+		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));
+}
+
+/* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
+
+/* The program's sigaction: signals we hold keep our handler; the program's wish is recorded. */
+COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction)
+		real_sigaction =
+		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig]))
+		return sampler_real_sigaction(sig, act, old);
+	action_lock_take();
+	if (old)
+		*old = program_action[sig];
+	if (act) {
+		program_action[sig] = *act;
+		/* Its mask and restart/stack wishes apply to the kernel disposition too. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = sampler_handler;
+		sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+		sa.sa_mask = act->sa_mask;
+		sampler_real_sigaction(sig, &sa, NULL);
+		int claims = (act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL;
+		if (claims && sig == atomic_load(&sampler_signal))
+			atomic_store(&move_requested, 1);
+	}
+	action_lock_drop();
+	return 0;
+}
+
+/* signal(), bsd_signal(), sysv_signal(): glibc's versions call its internal sigaction. */
+static sighandler_t sampler_signal_common(int sig, sighandler_t handler, int flags)
+{
+	struct sigaction act, old;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = handler;
+	act.sa_flags = flags;
+	sigemptyset(&act.sa_mask);
+	if (!(flags & SA_NODEFER) && sig > 0 && sig < _NSIG)
+		sigaddset(&act.sa_mask, sig);
+	if (sigaction(sig, &act, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+COLLECTOR_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
+		static sighandler_t (*real)(int, sighandler_t);
+		if (!real)
+			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
+		if (real)
+			return real(sig, handler);
+	}
+	return sampler_signal_common(sig, handler, SA_RESTART);
+}
+
+COLLECTOR_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
+		static sighandler_t (*real)(int, sighandler_t);
+		if (!real)
+			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "sysv_signal");
+		if (real)
+			return real(sig, handler);
+	}
+	return sampler_signal_common(sig, handler, SA_RESETHAND | SA_NODEFER);
 }

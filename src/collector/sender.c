@@ -870,6 +870,7 @@ static void periodic_work(uint64_t now)
 	if (snd.viewer_fd >= 0)
 		queue_notices();
 	counters_poll(now);
+	sampler_poll(now);
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -889,6 +890,7 @@ static void periodic_work(uint64_t now)
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
+	sampler_poll(0);
 	sampler_stop();
 	scan_threads(now);
 	counters_poll(0);
