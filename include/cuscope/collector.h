@@ -163,6 +163,9 @@ uint64_t sampler_skipped(void);
 /* Sender thread, periodically: keeps the sampling cost in budget, follows a claimed signal, reports
  * the requested/set/achieved rates; sampler_poll(0) reports now (at exit). */
 void sampler_poll(uint64_t now_ns);
+/* The caller's stack (return addresses, the caller's own frame first) without libunwind's
+ * descriptor-based memory validation; for application threads outside signal handlers. */
+int sampler_backtrace(uint64_t *pcs, int max);
 
 /* Per-thread counters (sender thread): open on thread found, close on gone, read periodically;
  * counters_poll(0) forces a read of everything (at exit). */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ struct counter_event {
 struct counted_thread {
 	pid_t tid;
 	int fds[MAX_EVENTS];
+	ino_t inos[MAX_EVENTS]; /* identity of each fd (perf fds are anonymous inodes on one device) */
+	dev_t devs[MAX_EVENTS];
 };
 
 enum counters_mode { COUNTERS_OFF, COUNTERS_PERF, COUNTERS_PROC };
@@ -50,6 +53,26 @@ static struct {
 static long perf_open(struct perf_event_attr *attr, pid_t tid)
 {
 	return syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/*
+ * 1 while event i's fd of t is still the one we opened: a program that closes its descriptors
+ * may have reused the number. A lost fd is forgotten, never read or closed.
+ */
+static int counters_fd_ours(struct counted_thread *t, size_t i)
+{
+	struct stat st;
+	if (t->fds[i] < 0)
+		return 0;
+	if (fstat(t->fds[i], &st) == 0 && st.st_ino == t->inos[i] && st.st_dev == t->devs[i])
+		return 1;
+	t->fds[i] = -1;
+	static int said;
+	if (!said++)
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "the program closed a counter descriptor of thread %d: that counter stops",
+		                 t->tid);
+	return 0;
 }
 
 static void counters_add_builtin(const char *name, uint32_t type, uint64_t config, int hardware)
@@ -213,7 +236,15 @@ void counters_thread_added(pid_t tid)
 			attr.disabled = 0;
 			attr.inherit = 0;
 			long fd = perf_open(&attr, tid);
-			t->fds[i] = fd >= 0 ? (int)fd : -1;
+			struct stat st;
+			t->fds[i] = -1;
+			if (fd >= 0 && fstat((int)fd, &st) == 0) {
+				t->fds[i] = (int)fd;
+				t->inos[i] = st.st_ino;
+				t->devs[i] = st.st_dev;
+			} else if (fd >= 0) {
+				close((int)fd);
+			}
 		}
 	}
 	ctr.thread_count++;
@@ -259,7 +290,7 @@ static void counters_read_proc(pid_t tid, uint64_t now)
 	}
 }
 
-static void counters_read_thread(const struct counted_thread *t, uint64_t now)
+static void counters_read_thread(struct counted_thread *t, uint64_t now)
 {
 	if (ctr.mode == COUNTERS_PROC) {
 		counters_read_proc(t->tid, now);
@@ -267,7 +298,7 @@ static void counters_read_thread(const struct counted_thread *t, uint64_t now)
 	}
 	for (size_t i = 0; i < ctr.event_count; i++) {
 		uint64_t value;
-		if (t->fds[i] >= 0 && read(t->fds[i], &value, sizeof value) == (ssize_t)sizeof value)
+		if (counters_fd_ours(t, i) && read(t->fds[i], &value, sizeof value) == (ssize_t)sizeof value)
 			sender_counter(now, t->tid, ctr.events[i].name, value);
 	}
 }
@@ -282,7 +313,7 @@ void counters_thread_removed(pid_t tid)
 		if (ctr.mode == COUNTERS_PERF)
 			counters_read_thread(t, collector_now_ns());
 		for (size_t i = 0; i < MAX_EVENTS; i++)
-			if (t->fds[i] >= 0)
+			if (counters_fd_ours(t, i))
 				close(t->fds[i]);
 		ctr.threads[k] = ctr.threads[--ctr.thread_count];
 		return;
@@ -306,7 +337,7 @@ void counters_forget_after_fork(void)
 	/* The parent's counter fds count the parent's threads: close them in the child. */
 	for (size_t k = 0; k < ctr.thread_count; k++)
 		for (size_t i = 0; i < MAX_EVENTS; i++)
-			if (ctr.threads[k].fds[i] >= 0)
+			if (counters_fd_ours(&ctr.threads[k], i))
 				close(ctr.threads[k].fds[i]);
 	ctr.thread_count = 0;
 }

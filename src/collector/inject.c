@@ -166,8 +166,8 @@ static void flush_pending_sample(void)
 		return;
 	int saved_errno = errno;
 	thread_in_collector = 1;
-	void *pcs[128];
-	int depth = unw_backtrace(pcs, 128);
+	uint64_t pcs[128];
+	int depth = sampler_backtrace(pcs, 128);
 	struct ring_record *rec =
 	    depth > 0 ? ring_reserve(&tr->ring, (size_t)depth * sizeof(uint64_t)) : NULL;
 	if (rec) {

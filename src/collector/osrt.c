@@ -51,15 +51,14 @@ static inline int osrt_active(void)
 /* Records one blocking call that took [start, end) with the caller's stack. */
 static void osrt_record(const struct collector_string *name, uint64_t start, uint64_t end)
 {
-	void *pcs[OSRT_STACK_DEPTH];
+	uint64_t pcs[OSRT_STACK_DEPTH];
 	/* libunwind itself may read/write (address validation): those calls must not be traced. */
 	int was = collector_thread_enter();
 	/* Skip this function and the wrapper: the stack starts at the program's call. */
-	int depth = unw_backtrace(pcs, OSRT_STACK_DEPTH);
+	int depth = sampler_backtrace(pcs, OSRT_STACK_DEPTH);
 	collector_thread_leave(was);
 	int skip = depth > 2 ? 2 : 0;
-	collector_emit_stack(WIRE_EV_OSRT, start, end, name, (const uint64_t *)(pcs + skip),
-	                     (size_t)(depth - skip));
+	collector_emit_stack(WIRE_EV_OSRT, start, end, name, pcs + skip, (size_t)(depth - skip));
 }
 
 /* The libc function behind ours, with its own prototype (typeof keeps the two in step). */

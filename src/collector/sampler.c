@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -39,9 +40,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
+/* The generic libunwind (not UNW_LOCAL_ONLY): unwinding goes through an address space of our own,
+ * so libunwind's local memory validation, which reads, writes and re-creates a pipe by descriptor
+ * number behind the program's back, is never used. */
 #include <libunwind.h>
 #include <setjmp.h>
+#include <ucontext.h>
 
 /* Linux encodes a thread's CPU clock as ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED. */
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
@@ -246,16 +250,90 @@ static void fault_guard_leave(void)
 	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
 }
 
-/* Unwinds the interrupted context into pcs (leaf first); a fault ends the walk early. */
+/*
+ * Our address space: registers come from the interrupted context, memory is read directly (a fault
+ * is caught by the guard above), unwind tables are found the way libunwind finds local ones.
+ */
+static const int unwind_greg[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                    REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                    REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+
+static int unwind_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	(void)as;
+	(void)arg;
+	if (write || addr < 4096)
+		return -UNW_EINVAL;
+	*val = *(const volatile unw_word_t *)addr;
+	return 0;
+}
+
+static int unwind_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	(void)as;
+	const ucontext_t *uc = arg;
+	if (write || reg < 0 || reg > 16)
+		return -UNW_EBADREG;
+	*val = (unw_word_t)uc->uc_mcontext.gregs[unwind_greg[reg]];
+	return 0;
+}
+
+static int unwind_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+	(void)as, (void)reg, (void)val, (void)write, (void)arg;
+	return -UNW_EBADREG;
+}
+
+static int unwind_resume(unw_addr_space_t as, unw_cursor_t *cursor, void *arg)
+{
+	(void)as, (void)cursor, (void)arg;
+	return -UNW_EINVAL;
+}
+
+static int unwind_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len, unw_word_t *off,
+                            void *arg)
+{
+	(void)as, (void)addr, (void)buf, (void)len, (void)off, (void)arg;
+	return -UNW_EINVAL;
+}
+
+static unw_addr_space_t unwind_space;
+static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
+
+static void sampler_unwind_create(void)
+{
+	unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+	acc.access_mem = unwind_access_mem;
+	acc.access_reg = unwind_access_reg;
+	acc.access_fpreg = unwind_access_fpreg;
+	acc.resume = unwind_resume;
+	acc.get_proc_name = unwind_proc_name;
+	unw_addr_space_t space = unw_create_addr_space(&acc, 0);
+	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
+	if (space)
+		unw_set_caching_policy(space, UNW_CACHE_PER_THREAD);
+	unwind_space = space;
+}
+
+/* Creates our address space (once, outside any signal handler); 0 or -1. */
+static int sampler_unwind_init(void)
+{
+	pthread_once(&unwind_once, sampler_unwind_create);
+	return unwind_space ? 0 : -1;
+}
+
+/* Unwinds a context into pcs (leaf first); a fault ends the walk early. */
 static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 {
 	volatile size_t depth = 0;
+	if (!unwind_space)
+		return 0;
 	fault_guard_enter();
 	sigjmp_buf escape;
 	if (sigsetjmp(escape, 1) == 0) {
 		unwind_escape = &escape;
 		unw_cursor_t cursor;
-		if (unw_init_local2(&cursor, (unw_context_t *)context, UNW_INIT_SIGNAL_FRAME) == 0) {
+		if (unw_init_remote(&cursor, unwind_space, context) == 0) {
 			do {
 				unw_word_t ip = 0;
 				if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
@@ -269,6 +347,20 @@ static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 	unwind_escape = NULL;
 	fault_guard_leave();
 	return depth;
+}
+
+int sampler_backtrace(uint64_t *pcs, int max)
+{
+	ucontext_t uc;
+	if (max <= 0 || sampler_unwind_init() != 0 || getcontext(&uc) != 0)
+		return 0;
+	size_t depth = sampler_unwind(&uc, pcs, (size_t)max);
+	/* The first frame is this function: the caller's own frame comes next. */
+	if (depth > 0) {
+		memmove(pcs, pcs + 1, (depth - 1) * sizeof *pcs);
+		depth--;
+	}
+	return (int)depth;
 }
 
 /* perf mode: the event disabled itself at the overflow; arm it for the next one (ours only). */
@@ -426,8 +518,10 @@ int sampler_init(unsigned hz)
 		                 "CPU sampling unavailable: the program handles every real-time signal");
 		return -1;
 	}
-	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	if (sampler_unwind_init() != 0) {
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
+		return -1;
+	}
 	if (sampler_hold(sig) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s",
 		                 strerror(errno));
