@@ -175,6 +175,25 @@ void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t val
 uint32_t symbolize_pc(uint64_t pc, int is_return_address);
 void symbolize_forget(void);
 
+/*
+ * File descriptors the collector creates. The program may close any number at any time (daemons
+ * close 3..1023 at start) and get it back for a file of its own, so every fd the collector opens
+ * is registered with its identity (st_dev/st_ino/st_rdev/type, and the perf event id for perf
+ * fds), checked before each use, and closed only while it is still ours. Sender-side threads
+ * only: application threads never use an fd of the collector.
+ */
+/* Takes ownership of fd, just created by the collector: records its identity. Returns fd, or -1
+ * (fd closed) when it cannot be recorded. */
+int collector_fd_own(int fd);
+/* 1 if fd still refers to the file the collector registered; 0 if the number is no longer ours
+ * (the registration is dropped: the number belongs to the program now). */
+int collector_fd_check(int fd);
+/* Closes fd if it is still ours and forgets it; returns 0, or -1 when the number was not ours
+ * (left alone). */
+int collector_fd_close(int fd);
+/* Forgets fd without closing it (a forked child that must leave inherited numbers alone). */
+void collector_fd_forget(int fd);
+
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);
 
