@@ -49,8 +49,11 @@ extern struct collector_config collector_config;
 extern _Atomic int collector_running;
 /* Head of the list of thread rings (push-only from application threads). */
 extern struct thread_ring *_Atomic collector_rings;
-/* eventfd the sender polls; application threads write it when their ring is half full. */
-extern _Atomic int collector_wake_fd;
+/* Futex word the sender sleeps on: an application thread whose ring is half full sets it to 1
+ * and wakes the sender, using no fd (the program may own any number). */
+extern _Atomic uint32_t collector_wake_word;
+/* Wakes the sender (any thread, no fd, no lock). */
+void collector_wake_sender(void);
 /* Losses counted on application threads (no ring memory). */
 extern _Atomic uint64_t collector_lost_no_memory;
 

@@ -25,6 +25,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@ struct collector_config collector_config;
 _Atomic int collector_running;
 struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
-_Atomic int collector_wake_fd = -1;
+_Atomic uint32_t collector_wake_word;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -262,21 +263,22 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	ring_commit(&tr->ring, rec);
 	thread_in_collector = 0;
 	flush_pending_sample();
-	/* A burst must not wait for the sender's next timer: one non-blocking eventfd write per half ring. */
+	/* A burst must not wait for the sender's next timer: one wake per half ring. */
 	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
 	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
 	    ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
-		int fd = atomic_load_explicit(&collector_wake_fd, memory_order_relaxed);
 		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
-		if (fd >= 0) {
-			uint64_t one = 1;
-			if (write(fd, &one, sizeof one) < 0) {
-				/* the counter is saturated: the sender is awake anyway */
-			}
-		}
+		collector_wake_sender();
 	}
 	errno = saved_errno;
 	return 1;
+}
+
+void collector_wake_sender(void)
+{
+	/* Only the 0 -> 1 transition makes a system call; the sender resets the word before sleeping. */
+	if (atomic_exchange_explicit(&collector_wake_word, 1, memory_order_release) == 0)
+		syscall(SYS_futex, &collector_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,

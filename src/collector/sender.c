@@ -21,10 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +64,8 @@ static struct sender {
 	int listen_fd;
 	int viewer_fd;
 	int ever_connected;
-	int wake_fd;
+	unsigned listen_failures; /* re-creations of a lost listening socket that failed */
+	uint64_t listen_retry_ns; /* next attempt to re-create it */
 	_Atomic int stop;
 	char socket_path[320];
 
@@ -95,7 +97,7 @@ static struct sender {
 	uint64_t last_loss_total;
 	uint64_t last_scan_ns, last_loss_ns;
 	uint64_t start_mono_ns;
-} snd = {.listen_fd = -1, .viewer_fd = -1, .wake_fd = -1};
+} snd = {.listen_fd = -1, .viewer_fd = -1};
 
 /* ---- send queue ---- */
 
@@ -759,7 +761,8 @@ static struct out_block *build_intro(void)
 
 static void viewer_disconnect(void)
 {
-	close(snd.viewer_fd);
+	/* Closed only while the number is still ours: the program may have closed and reused it. */
+	collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
 	/* A half-sent block cannot be resumed by another viewer: drop it. */
 	if (snd.head && snd.head->sent) {
@@ -776,13 +779,15 @@ static void accept_viewers(void)
 			return;
 		/* One viewer at a time; others and foreign users are turned away. */
 		if (snd.viewer_fd >= 0 || session_peer_allowed(fd) != 1) {
-			close(fd);
+			close(fd); /* just made by accept4 on this thread: still ours */
 			continue;
 		}
+		if (collector_fd_own(fd) < 0)
+			continue;
 		snd.viewer_fd = fd;
 		drain_rings();
 		if (!build_intro()) {
-			close(fd);
+			collector_fd_close(fd);
 			snd.viewer_fd = -1;
 			continue;
 		}
@@ -833,25 +838,82 @@ static void check_viewer_hangup(short revents)
 	}
 }
 
-static void poll_once(int timeout_ms)
+/* Creates the listening socket at snd.socket_path and registers it; 0 or -errno. */
+static int sender_listen(void)
 {
-	struct pollfd pfd[3] = {
-	    {snd.listen_fd, POLLIN, 0},
-	    {snd.wake_fd, POLLIN, 0},
-	    {snd.viewer_fd, (short)(POLLIN | (snd.head ? POLLOUT : 0)), 0},
-	};
-	int n = poll(pfd, snd.viewer_fd >= 0 ? 3 : 2, timeout_ms);
-	if (n <= 0)
-		return;
-	if (pfd[1].revents & POLLIN) {
-		uint64_t v;
-		if (read(snd.wake_fd, &v, sizeof v) < 0) {
-			/* nothing to do: the wakeup is only a hint */
+	int fd = session_listen(snd.socket_path);
+	if (fd < 0)
+		return fd;
+	if (collector_fd_own(fd) < 0) {
+		unlink(snd.socket_path);
+		return -EMFILE;
+	}
+	snd.listen_fd = fd;
+	return 0;
+}
+
+/*
+ * Checks that the sockets are still ours before they are used: a program that closed them
+ * (daemon style) may have the numbers for its own files now. A lost viewer connection is
+ * dropped (counted); a lost listening socket is made again, a few times at most.
+ */
+static void sender_check_fds(void)
+{
+	if (snd.viewer_fd >= 0 && !collector_fd_check(snd.viewer_fd)) {
+		snd.viewer_fd = -1; /* not ours to close any more */
+		if (snd.head && snd.head->sent) {
+			snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
+			queue_pop_head();
 		}
 	}
-	if (snd.viewer_fd >= 0)
-		check_viewer_hangup(pfd[2].revents);
-	if (pfd[0].revents & POLLIN)
+	if (snd.listen_fd >= 0 && !collector_fd_check(snd.listen_fd))
+		snd.listen_fd = -1;
+	uint64_t now = clock_mono_ns();
+	if (snd.listen_fd < 0 && snd.listen_failures < 8 && now >= snd.listen_retry_ns &&
+	    !atomic_load_explicit(&snd.stop, memory_order_relaxed)) {
+		if (sender_listen() != 0) {
+			snd.listen_failures++;
+			snd.listen_retry_ns = now + 250000000ull;
+		}
+	}
+}
+
+/* Sleeps on the wake word (no fd): a ring half full wakes it, or timeout_ms passes. */
+static void sender_sleep(int timeout_ms)
+{
+	if (atomic_exchange_explicit(&collector_wake_word, 0, memory_order_acquire) != 0)
+		return; /* woken since the last drain */
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	syscall(SYS_futex, &collector_wake_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+}
+
+/*
+ * Waits for work: with frames to send, on the viewer's socket (bounded by timeout_ms); otherwise
+ * on the wake word, then looks at the sockets without waiting (a new viewer or a hangup waits at
+ * most one period).
+ */
+static void poll_once(int timeout_ms)
+{
+	sender_check_fds();
+	struct pollfd pfd[2];
+	int n = 0, listen_at = -1, viewer_at = -1;
+	int want_out = snd.viewer_fd >= 0 && snd.head;
+	if (snd.listen_fd >= 0) {
+		listen_at = n;
+		pfd[n++] = (struct pollfd){snd.listen_fd, POLLIN, 0};
+	}
+	if (snd.viewer_fd >= 0) {
+		viewer_at = n;
+		pfd[n++] = (struct pollfd){snd.viewer_fd, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0};
+	}
+	if (!want_out)
+		sender_sleep(timeout_ms);
+	int ready = n ? poll(pfd, (nfds_t)n, want_out ? timeout_ms : 0) : 0;
+	if (ready <= 0)
+		return;
+	if (viewer_at >= 0)
+		check_viewer_hangup(pfd[viewer_at].revents);
+	if (listen_at >= 0 && (pfd[listen_at].revents & POLLIN))
 		accept_viewers();
 }
 
@@ -922,9 +984,10 @@ static void sender_detach(void)
 	counters_forget_after_fork(); /* closes this process's counter fds */
 	cupti_detach();
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
+		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
-	close(snd.listen_fd);
+	if (snd.listen_fd >= 0)
+		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
 	unlink(snd.socket_path);
 	while (snd.head)
@@ -932,8 +995,6 @@ static void sender_detach(void)
 	snd.ever_connected = 0;
 	snd.thread_count = 0;
 	strtab_fini(&snd.strings);
-	/* The eventfd stays open: application threads may still be about to write it, and a closed
-	 * number could be reused by the program by then. A re-attach uses it again. */
 	snd.started = 0;
 	pthread_detach(pthread_self());
 	collector_detached(); /* last: a re-attach may start a new sender from here on */
@@ -968,12 +1029,42 @@ static void *sender_main(void *arg)
 	}
 	sender_final_flush();
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
+		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
-	close(snd.listen_fd);
+	if (snd.listen_fd >= 0)
+		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
 	unlink(snd.socket_path);
 	return NULL;
+}
+
+/*
+ * A line for the user when no viewer can be told: appended to PID.log in the session directory
+ * (0600, never through a link), or dropped. Never written to an fd the program owns.
+ */
+static void sender_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sender_log(const char *fmt, ...)
+{
+	char path[320], line[512];
+	if (snprintf(path, sizeof path, "%s/%d.log", collector_config.session_dir, (int)getpid()) >=
+	    (int)sizeof path)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) < 0) {
+		/* nothing more to do: the line is dropped */
+	}
+	close(fd);
 }
 
 int sender_start(void)
@@ -988,22 +1079,17 @@ int sender_start(void)
 		strtab_fini(&snd.strings);
 		return -ENAMETOOLONG;
 	}
-	snd.listen_fd = session_listen(snd.socket_path);
-	if (snd.listen_fd < 0) {
-		int err = snd.listen_fd;
-		char msg[512];
-		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n",
-		                 getpid(), snd.socket_path, strerror(-err));
-		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-			/* stderr closed: nothing more to say */
-		}
+	snd.listen_failures = 0;
+	int err = sender_listen();
+	if (err) {
+		/* Never on the program's stderr (a setuid or chroot child's may be anything): a line in
+		 * the session directory, if it can be reached at all. */
+		sender_log("collector in pid %d cannot listen on %s: %s", (int)getpid(), snd.socket_path,
+		           strerror(-err));
 		snd.listen_fd = -1;
 		strtab_fini(&snd.strings);
 		return err;
 	}
-	if (snd.wake_fd < 0)
-		snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	atomic_store(&collector_wake_fd, snd.wake_fd);
 	atomic_store(&snd.stop, 0);
 	/* The sender must not inherit signals meant for the application's threads. */
 	sigset_t all, old;
@@ -1012,7 +1098,7 @@ int sender_start(void)
 	int rc = pthread_create(&snd.thread, NULL, sender_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		close(snd.listen_fd);
+		collector_fd_close(snd.listen_fd);
 		snd.listen_fd = -1;
 		unlink(snd.socket_path);
 		strtab_fini(&snd.strings);
@@ -1027,10 +1113,7 @@ void sender_stop(void)
 	if (!snd.started)
 		return;
 	atomic_store_explicit(&snd.stop, 1, memory_order_release);
-	uint64_t one = 1;
-	if (write(snd.wake_fd, &one, sizeof one) < 0) {
-		/* the sender polls with a timeout anyway */
-	}
+	collector_wake_sender();
 	struct timespec deadline;
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 3 + collector_config.wait_viewer_ms / 1000;
@@ -1046,13 +1129,10 @@ void sender_forget_after_fork(void)
 	snd.started = 0;
 	/* The child must not hold the parent's viewer connection open (the viewer would miss EOF). */
 	if (snd.listen_fd >= 0)
-		close(snd.listen_fd);
+		collector_fd_close(snd.listen_fd);
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
-	if (snd.wake_fd >= 0)
-		close(snd.wake_fd);
-	snd.listen_fd = snd.viewer_fd = snd.wake_fd = -1;
-	atomic_store(&collector_wake_fd, -1);
+		collector_fd_close(snd.viewer_fd);
+	snd.listen_fd = snd.viewer_fd = -1;
 	snd.ever_connected = 0;
 	snd.head = snd.tail = NULL;
 	snd.queued_bytes = 0;
