@@ -119,6 +119,10 @@ void collector_detached(void);
 int sender_start(void);
 /* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
 void sender_stop(void);
+/* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
+ * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
+ * connected, -ENAMETOOLONG. */
+int sender_move_session(const char *dir);
 /* In a forked child: forget the parent's sender state (its threads do not exist here). */
 void sender_forget_after_fork(void);
 

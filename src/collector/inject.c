@@ -664,13 +664,14 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 {
 	if (!rendezvous_read())
 		return 0;
-	/* Already collecting (someone else's viewer is attached): the rendezvous is consumed, the
-	 * CLI finds the running session's socket. */
-	if (atomic_load(&collector_running))
-		return 1;
 	const char *session = config_value(SESSION_ENV);
 	if (!session || strlen(session) >= sizeof collector_config.session_dir)
 		return 0;
+	/* Already collecting, but the viewer did not find the socket (the program was started with
+	 * another session root or runtime directory): the sender moves it to the viewer's session,
+	 * unless a viewer is connected now. */
+	if (atomic_load(&collector_running))
+		return sender_move_session(session) == 0;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = 1;
 	if (!atomic_load(&attach_notice_given)) {

@@ -99,6 +99,11 @@ static struct sender {
 	uint64_t start_mono_ns;
 } snd = {.listen_fd = -1, .viewer_fd = -1};
 
+/* A session directory an attach asked for (see sender_move_session), taken by the sender. */
+static char move_dir[256];
+static _Atomic int move_pending;
+static _Atomic int viewer_connected;
+
 /* ---- send queue ---- */
 
 /* Recycled blocks: mapping and faulting in fresh pages for every block costs more than the copy. */
@@ -764,6 +769,7 @@ static void viewer_disconnect(void)
 	/* Closed only while the number is still ours: the program may have closed and reused it. */
 	collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
 	/* A half-sent block cannot be resumed by another viewer: drop it. */
 	if (snd.head && snd.head->sent) {
 		snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
@@ -792,6 +798,7 @@ static void accept_viewers(void)
 			continue;
 		}
 		snd.ever_connected = 1;
+		atomic_store(&viewer_connected, 1);
 	}
 }
 
@@ -857,10 +864,14 @@ static int sender_listen(void)
  * (daemon style) may have the numbers for its own files now. A lost viewer connection is
  * dropped (counted); a lost listening socket is made again, a few times at most.
  */
+static void sender_take_move(void);
+
 static void sender_check_fds(void)
 {
+	sender_take_move();
 	if (snd.viewer_fd >= 0 && !collector_fd_check(snd.viewer_fd)) {
 		snd.viewer_fd = -1; /* not ours to close any more */
+		atomic_store(&viewer_connected, 0);
 		if (snd.head && snd.head->sent) {
 			snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
 			queue_pop_head();
@@ -876,6 +887,40 @@ static void sender_check_fds(void)
 			snd.listen_retry_ns = now + 250000000ull;
 		}
 	}
+}
+
+int sender_move_session(const char *dir)
+{
+	if (strlen(dir) >= sizeof move_dir)
+		return -ENAMETOOLONG;
+	if (atomic_load(&viewer_connected))
+		return -EBUSY;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&move_pending, &expected, 1))
+		return -EBUSY;
+	strcpy(move_dir, dir);
+	atomic_store_explicit(&move_pending, 2, memory_order_release);
+	collector_wake_sender();
+	return 0;
+}
+
+/* Sender thread: listens in the session an attach asked for, leaving the old one. */
+static void sender_take_move(void)
+{
+	if (atomic_load_explicit(&move_pending, memory_order_acquire) != 2)
+		return;
+	char path[sizeof snd.socket_path];
+	if (snd.viewer_fd < 0 && session_socket_path(path, sizeof path, move_dir, getpid()) == 0) {
+		if (snd.listen_fd >= 0)
+			collector_fd_close(snd.listen_fd);
+		snd.listen_fd = -1;
+		unlink(snd.socket_path);
+		snprintf(collector_config.session_dir, sizeof collector_config.session_dir, "%s", move_dir);
+		memcpy(snd.socket_path, path, sizeof path);
+		snd.listen_failures = 0;
+		snd.listen_retry_ns = 0;
+	}
+	atomic_store(&move_pending, 0);
 }
 
 /* Sleeps on the wake word (no fd): a ring half full wakes it, or timeout_ms passes. */
@@ -986,6 +1031,7 @@ static void sender_detach(void)
 	if (snd.viewer_fd >= 0)
 		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
 	if (snd.listen_fd >= 0)
 		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
@@ -1133,6 +1179,8 @@ void sender_forget_after_fork(void)
 	if (snd.viewer_fd >= 0)
 		collector_fd_close(snd.viewer_fd);
 	snd.listen_fd = snd.viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
+	atomic_store(&move_pending, 0);
 	snd.ever_connected = 0;
 	snd.head = snd.tail = NULL;
 	snd.queued_bytes = 0;
