@@ -992,7 +992,53 @@ static void periodic_work(uint64_t now)
 	}
 }
 
-/* Exit path: last drain, BYE, and a bounded flush (waiting for a first viewer if configured). */
+/*
+ * Writes the unsent rest of the stream (from the first unsent byte: the viewer's decoder goes on
+ * where the socket stopped) to SESSION/PID.final, 0600, created beside it and renamed into
+ * place, so a viewer that is late or stalled still gets every event and the final counts.
+ * Returns 0 or -errno (then the viewer reports the counts missing).
+ */
+static int write_final_file(void)
+{
+	char path[sizeof snd.socket_path], tmp[sizeof snd.socket_path + 16];
+	if (snprintf(path, sizeof path, "%s/%d.final", collector_config.session_dir, (int)getpid()) >=
+	        (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%s/.%d.final.tmp", collector_config.session_dir, (int)getpid()) >=
+	        (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	for (struct out_block *b = snd.head; b && !rc; b = b->next) {
+		size_t off = b->sent;
+		while (off < b->len) {
+			ssize_t n = write(fd, b->data + off, b->len - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				rc = n < 0 ? -errno : -EIO;
+				break;
+			}
+			off += (size_t)n;
+		}
+	}
+	if (close(fd) != 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * Exit path: last drain, final counts and BYE. A connected viewer gets them over the socket while
+ * it keeps reading; whatever it has not taken after a short stall (or 2 s), and everything when a
+ * launcher's viewer has not connected yet, goes to PID.final for it. With no viewer expected
+ * (armed, never attached; or the viewer left), the process exits at once.
+ */
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
@@ -1000,25 +1046,37 @@ static void sender_final_flush(void)
 	scan_threads(now);
 	counters_poll(0);
 	drain_rings();
+	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
+	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
+		return; /* nobody to hand anything to */
 	struct wire_bye bye = {now, -1, 0};
-	uint64_t deadline = now + 2000000000ull;
-	if (!snd.ever_connected && snd.viewer_fd < 0)
-		deadline += (uint64_t)collector_config.wait_viewer_ms * 1000000ull;
-	int bye_queued = 0;
-	while (clock_mono_ns() < deadline) {
-		if (snd.viewer_fd >= 0 && !bye_queued) {
-			queue_notices();
-			queue_losses();
-			queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
-			bye_queued = 1;
-		}
-		send_queue();
-		if (bye_queued && (!snd.head || snd.viewer_fd < 0))
-			break;
-		if (!bye_queued && snd.ever_connected && snd.viewer_fd < 0)
-			break; /* the viewer came and went: nobody to wait for */
-		poll_once(5);
+	if (snd.viewer_fd < 0) {
+		/* A launcher's viewer is coming but not here yet: the whole stream goes to the file. */
+		if (!build_intro())
+			return;
 	}
+	queue_notices();
+	queue_losses();
+	queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
+	uint64_t deadline = now + 2000000000ull, last_progress = clock_mono_ns();
+	while (snd.viewer_fd >= 0 && snd.head) {
+		size_t before = snd.queued_bytes;
+		size_t head_sent = snd.head->sent;
+		const struct out_block *head = snd.head;
+		send_queue();
+		uint64_t t = clock_mono_ns();
+		if (snd.queued_bytes != before || snd.head != head ||
+		    (snd.head && snd.head->sent != head_sent))
+			last_progress = t;
+		if (t >= deadline || t - last_progress >= 100000000ull)
+			break; /* stalled: the rest goes to the file */
+		if (snd.head)
+			poll_once(5);
+	}
+	if (snd.viewer_fd < 0 && snd.ever_connected)
+		return; /* the viewer hung up meanwhile */
+	if (snd.head)
+		write_final_file();
 }
 
 /* Attach mode: the viewer is gone (or never came), so stop everything and leave the library inert. */
