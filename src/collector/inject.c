@@ -559,6 +559,9 @@ static void collector_at_exit(void)
 {
 	if (!atomic_load(&collector_running) || collector_pid != getpid())
 		return;
+	static _Atomic int done;
+	if (atomic_exchange(&done, 1))
+		return;
 	/* A CUDA program whose driver never initialised (no GPU, no driver) would otherwise just show
 	 * no GPU lanes without saying why. */
 	int cuda_loaded = 0;
@@ -573,6 +576,22 @@ static void collector_at_exit(void)
 	cupti_stop();
 	sender_stop();
 	atomic_store(&collector_running, 0);
+}
+
+/*
+ * _exit skips atexit handlers; shells (dash) end this way. The final counts are still sent
+ * (bounded, like at exit); a vfork or forked child that did not start a sender is left alone.
+ */
+COLLECTOR_EXPORT void _exit(int status)
+{
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+	collector_at_exit();
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 static _Atomic int attach_notice_given;

@@ -3,15 +3,16 @@
 # its own files on those numbers and rewrites/rereads them with known content: the collector must
 # never read, write, close or poll them (it checks each fd's identity before use and makes its
 # listening socket again), its sender must stay cheap, and the recording still gets every mark.
-# The same holds armed with no viewer at all. Sampling is off here: libunwind's own pipe is the
-# sampler's to handle (its own test); this one pins the collector's sockets and wake-ups.
+# The same holds armed with no viewer at all. Sampling and counters are off here: libunwind's
+# own pipe and the perf counter fds are the sampler's to handle (its own tests); this one pins
+# the collector's sockets and wake-ups.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
 need_prog fd_daemon
 
 mkdir -p "$T/files"
-"$CUSCOPE" record --sample-hz 0 -o "$T/cap" -- "$PROGS/fd_daemon" "$T/files" 2 >"$T/app.out" 2>"$T/app.err" </dev/null &
+"$CUSCOPE" record --sample-hz 0 --counters none -o "$T/cap" -- "$PROGS/fd_daemon" "$T/files" 2 >"$T/app.out" 2>"$T/app.err" </dev/null &
 CS_PID=$!
 BG_PIDS+=("$CS_PID")
 bg_wait "$CS_PID" 60
@@ -33,7 +34,7 @@ PY
 
 # Armed, no viewer: the sockets it loses are re-made, the program's files stay intact.
 rm -rf "$T/files" && mkdir -p "$T/files" "$T/root"
-CUSCOPE_SAMPLE_HZ=0 CUSCOPE_SESSION_ROOT=$T/root LD_PRELOAD=$BUILD/lib/cuscope/libcuscope.so CUSCOPE_ARM=1 \
+CUSCOPE_SAMPLE_HZ=0 CUSCOPE_COUNTERS=none CUSCOPE_SESSION_ROOT=$T/root LD_PRELOAD=$BUILD/lib/cuscope/libcuscope.so CUSCOPE_ARM=1 \
 	timeout 30 "$PROGS/fd_daemon" "$T/files" 1 >"$T/armed.out" 2>"$T/armed.err"
 rc=$?
 grep -q "^fd_daemon: ok" "$T/armed.out" || fail "armed: $(tail -c 300 "$T/armed.out" | tr '\n' '|')"
