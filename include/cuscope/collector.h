@@ -49,8 +49,11 @@ extern struct collector_config collector_config;
 extern _Atomic int collector_running;
 /* Head of the list of thread rings (push-only from application threads). */
 extern struct thread_ring *_Atomic collector_rings;
-/* eventfd the sender polls; application threads write it when their ring is half full. */
-extern _Atomic int collector_wake_fd;
+/* Futex word the sender sleeps on: an application thread whose ring is half full sets it to 1
+ * and wakes the sender, using no fd (the program may own any number). */
+extern _Atomic uint32_t collector_wake_word;
+/* Wakes the sender (any thread, no fd, no lock). */
+void collector_wake_sender(void);
 /* Losses counted on application threads (no ring memory). */
 extern _Atomic uint64_t collector_lost_no_memory;
 
@@ -116,6 +119,10 @@ void collector_detached(void);
 int sender_start(void);
 /* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
 void sender_stop(void);
+/* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
+ * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
+ * connected, -ENAMETOOLONG. */
+int sender_move_session(const char *dir);
 /* In a forked child: forget the parent's sender state (its threads do not exist here). */
 void sender_forget_after_fork(void);
 
@@ -180,6 +187,25 @@ void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t val
 /* Symbolisation (sender thread): address -> interned "function\x1fmodule" id. */
 uint32_t symbolize_pc(uint64_t pc, int is_return_address);
 void symbolize_forget(void);
+
+/*
+ * File descriptors the collector creates. The program may close any number at any time (daemons
+ * close 3..1023 at start) and get it back for a file of its own, so every fd the collector opens
+ * is registered with its identity (st_dev/st_ino/st_rdev/type, and the perf event id for perf
+ * fds), checked before each use, and closed only while it is still ours. Sender-side threads
+ * only: application threads never use an fd of the collector.
+ */
+/* Takes ownership of fd, just created by the collector: records its identity. Returns fd, or -1
+ * (fd closed) when it cannot be recorded. */
+int collector_fd_own(int fd);
+/* 1 if fd still refers to the file the collector registered; 0 if the number is no longer ours
+ * (the registration is dropped: the number belongs to the program now). */
+int collector_fd_check(int fd);
+/* Closes fd if it is still ours and forgets it; returns 0, or -1 when the number was not ours
+ * (left alone). */
+int collector_fd_close(int fd);
+/* Forgets fd without closing it (a forked child that must leave inherited numbers alone). */
+void collector_fd_forget(int fd);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

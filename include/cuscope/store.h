@@ -54,6 +54,9 @@ struct store_process_info {
 	int connected;     /* a live source is attached now */
 	int exited;        /* BYE received */
 	int exit_code;     /* from BYE, -1 if unknown */
+	int final_counts;  /* its collector's final counts (LOSSES then BYE) arrived */
+	int end_recorded;  /* its launcher recorded how it ended (exit_code or exit_signal) */
+	int exit_signal;   /* terminating signal, 0 if none or unknown */
 	uint64_t events;   /* events ingested for this process */
 	size_t lane_count;
 };
@@ -137,6 +140,12 @@ void store_source_closed(struct store *store, int source);
 
 /* Records the exit status of a process the caller launched (the collector cannot know it). */
 void store_process_set_exit(struct store *store, pid_t pid, int exit_code);
+/*
+ * How a process's stream ended, for info/stats/UI: "" when complete; otherwise "incomplete: final
+ * counts missing" followed by how it ended ("killed by signal 9", "exited (code 3)") or "ended
+ * abruptly" when nobody knows. Returns buf.
+ */
+const char *store_process_end_text(const struct store_process_info *pi, char *buf, size_t size);
 
 /* Latest event time seen from any source (CLOCK_MONOTONIC), 0 if none. */
 uint64_t store_last_ns(const struct store *store);

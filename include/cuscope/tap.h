@@ -30,6 +30,8 @@ void tap_free(struct tap *tap);
  * readable, 0 otherwise.
  */
 int tap_pump(struct tap *tap, int timeout_ms, int extra_fd);
+/* One last look at the directory: streams that exiting collectors left in PID.final files. */
+void tap_finish(struct tap *tap);
 /* Connections open now. */
 int tap_connection_count(const struct tap *tap);
 /* Bytes received in total (for rates). */

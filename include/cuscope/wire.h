@@ -29,6 +29,7 @@ enum wire_frame_type {
 	WIRE_FRAME_NOTICE = 8,     /* struct wire_notice, then length bytes of one-line text for the user */
 	WIRE_FRAME_STACKS = 9, /* a sequence of struct wire_stack, each followed by depth uint32 frame ids */
 	WIRE_FRAME_COUNTERS = 10, /* an array of struct wire_counter (cumulative values, newest wins) */
+	WIRE_FRAME_EXIT = 11,     /* struct wire_exit: how the process ended, as its launcher saw it */
 	WIRE_FRAME_TYPE_MAX
 };
 
@@ -123,6 +124,15 @@ struct wire_bye {
 	uint32_t reserved;
 };
 _Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
+
+/* Written by the viewer that launched the process (the collector cannot know its own end). */
+struct wire_exit {
+	int32_t pid;
+	int32_t exit_code; /* exit status, or -1 when killed by a signal */
+	int32_t signal;    /* terminating signal, 0 if it exited */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct wire_exit) == 16, "wire_exit layout");
 
 /* ---- GPU activity (CUPTI), decoded by the collector into one fixed-size record ---- */
 

@@ -66,6 +66,9 @@ int cli_info(int argc, char **argv)
 		store_process_get(store, p, &pi);
 		printf("  pid %-7d ppid %-7d %s  (%" PRIu64 " events, host %s)\n", (int)pi.pid, (int)pi.ppid,
 		       pi.cmdline, pi.events, pi.host);
+		char end[128];
+		if (*store_process_end_text(&pi, end, sizeof end))
+			printf("    %s\n", end);
 	}
 	printf("losses      %" PRIu64 " events\n", store_loss_total(store));
 	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++) {

@@ -37,9 +37,10 @@ struct recorder {
 	struct capture_writer *writer;
 	int write_error;
 	int protocol_error;
-	pid_t source_pid[4096]; /* pid behind each source, for messages */
-	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
-	char *said[32];         /* warnings already printed */
+	pid_t source_pid[4096];   /* pid behind each source, for messages */
+	uint8_t source_bye[4096]; /* the source's final counts and BYE arrived */
+	char *runtime_manifest;   /* key=value lines reported by collectors (GPU runtime versions) */
+	char *said[32];           /* warnings already printed */
 	size_t said_count;
 };
 
@@ -78,6 +79,8 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 		memcpy(&hello, payload, sizeof hello);
 		rec->source_pid[source] = hello.pid;
 	}
+	if (type == WIRE_FRAME_BYE && source >= 0 && source < 4096)
+		rec->source_bye[source] = 1;
 	if (type == WIRE_FRAME_NOTICE)
 		record_notice(rec, source, payload);
 	if (rec->write_error)
@@ -88,6 +91,41 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 		log_error("record: cannot write capture: %s", strerror(-rc));
 	}
 	return 0;
+}
+
+/*
+ * After the session: records how the launched process ended (an EXIT frame in its stream) and
+ * says once which processes left no final counts (their losses are unknown).
+ */
+static void record_ends(struct recorder *rec, const struct launch *launch)
+{
+	int launched_source = -1, missing = 0, first_missing = 0;
+	for (int s = 0; s < 4096; s++) {
+		pid_t pid = rec->source_pid[s];
+		if (!pid)
+			continue;
+		int later = 0; /* the same pid streamed again (exec): the newest stream counts */
+		for (int t = s + 1; t < 4096 && !later; t++)
+			later = rec->source_pid[t] == pid;
+		if (later)
+			continue;
+		if (!launch->attached && pid == launch->pid)
+			launched_source = s;
+		if (!rec->source_bye[s] && missing++ == 0)
+			first_missing = pid;
+	}
+	if (launched_source >= 0 && !rec->write_error) {
+		struct wire_exit ex = {launch->pid, -1, 0, 0};
+		if (WIFSIGNALED(launch->status))
+			ex.signal = WTERMSIG(launch->status);
+		else if (WIFEXITED(launch->status))
+			ex.exit_code = WEXITSTATUS(launch->status);
+		capture_writer_frame(rec->writer, (uint32_t)launched_source, WIRE_FRAME_EXIT, &ex, sizeof ex);
+	}
+	if (missing)
+		log_warn("record: %d process%s (pid %d%s) ended without final counts: the capture is "
+		         "incomplete and their losses unknown",
+		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "");
 }
 
 static void record_error(void *ctx, int source, pid_t pid, const char *message)
@@ -356,7 +394,9 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 			stop_sent_at = now;
 		}
 	}
+	tap_finish(tap);
 	tap_free(tap);
+	record_ends(&the_recorder, &launch);
 	if (!manifest_done)
 		record_manifest(the_recorder.writer, command);
 	if (the_recorder.runtime_manifest) {

@@ -3,6 +3,7 @@
 #include "cuscope/elfsym.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,6 +18,62 @@
 #include <unistd.h>
 
 #define RED_ZONE 128
+
+/* Reads a 64-bit ELF header and its program headers from path; returns the count or -errno. */
+static int remote_read_phdrs(const char *path, Elf64_Ehdr *eh, Elf64_Phdr *ph, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = -ENOEXEC;
+	if (pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh &&
+	    memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum && eh->e_phnum <= cap) {
+		size_t len = (size_t)eh->e_phnum * sizeof *ph;
+		if (pread(fd, ph, len, (off_t)eh->e_phoff) == (ssize_t)len)
+			rc = eh->e_phnum;
+	}
+	close(fd);
+	return rc;
+}
+
+static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int write_it);
+
+/*
+ * Load bias of the module whose executable mapping is [start, ...) at file offset `offset`:
+ * found through the PT_LOAD segment it maps (never through some other mapping of the same file,
+ * such as a symbolizer's whole-file mmap), then verified by reading the ELF magic where the
+ * file's first page must be loaded. Returns 0 or -ENOEXEC.
+ */
+static int remote_load_bias(pid_t pid, const char *path, uint64_t start, uint64_t offset, uint64_t *bias)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	int n = remote_read_phdrs(path, &eh, ph, sizeof ph / sizeof ph[0]);
+	if (n < 0)
+		return n;
+	const Elf64_Phdr *exec = NULL, *first = NULL;
+	for (int i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD)
+			continue;
+		if (!first)
+			first = &ph[i];
+		uint64_t page_off = ph[i].p_offset & ~(uint64_t)(ph[i].p_align > 1 ? ph[i].p_align - 1 : 0);
+		if ((ph[i].p_flags & PF_X) && offset >= page_off && offset < ph[i].p_offset + ph[i].p_filesz)
+			exec = &ph[i];
+	}
+	if (!exec || !first || first->p_offset != 0)
+		return -ENOEXEC;
+	/* The mapping's first byte is file offset `offset`, which the segment puts at
+	 * bias + p_vaddr - p_offset + offset. */
+	uint64_t b = start - offset - (exec->p_vaddr - exec->p_offset);
+	char magic[SELFMAG];
+	if (mem_rw(pid, b + first->p_vaddr, magic, sizeof magic, 0) != 0 ||
+	    memcmp(magic, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+	*bias = b;
+	return 0;
+}
 
 int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out)
 {
@@ -39,15 +96,15 @@ int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out)
 		file[strcspn(file, "\n")] = '\0';
 		const char *base = strrchr(file, '/');
 		base = base ? base + 1 : file;
-		if (file[0] != '/' || strncmp(base, prefix, strlen(prefix)) != 0 || offset != 0)
+		/* Only an executable mapping is the module's code as the loader placed it: a plain
+		 * mmap of the same file (the collector's symbolizer maps whole files) never is. */
+		if (file[0] != '/' || strncmp(base, prefix, strlen(prefix)) != 0 || perms[2] != 'x')
 			continue;
-		uint64_t value, first_vaddr;
-		/* Any dynamic symbol gives first_vaddr; the bias is the offset-0 mapping minus it. */
+		uint64_t bias;
+		if (remote_load_bias(pid, file, start, offset, &bias) != 0)
+			continue;
 		snprintf(out->path, sizeof out->path, "%s", file);
-		int lrc = elfsym_lookup(file, "", &value, &first_vaddr);
-		if (lrc != 0 && lrc != -ENOENT)
-			continue;
-		out->bias = start - first_vaddr;
+		out->bias = bias;
 		rc = 0;
 		break;
 	}

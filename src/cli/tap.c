@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,9 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TAP_SCAN_NS     20000000ull
-#define TAP_READ_BUDGET (8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI   \
-	                            */
+#define TAP_SCAN_NS 20000000ull
+#define TAP_READ_BUDGET                                                                                      \
+	(8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI                   \
+	            */
 
 struct tap_conn {
 	int fd;
@@ -54,9 +56,14 @@ struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks)
 	return tap;
 }
 
+static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, size_t n);
+static void tap_take_final(struct tap *tap, struct tap_conn *c);
+
 static void tap_conn_close(struct tap *tap, size_t index)
 {
 	struct tap_conn *c = &tap->conns[index];
+	/* What the collector could not send before it exited continues this stream from a file. */
+	tap_take_final(tap, c);
 	close(c->fd);
 	wire_decoder_fini(&c->dec);
 	if (tap->cb.closed)
@@ -96,6 +103,42 @@ static void tap_seen_add(struct tap *tap, pid_t pid, const struct stat *st)
 	tap->seen[tap->seen_count++] = (struct tap_seen){pid, st->st_ino, st->st_ctim};
 }
 
+/* Parses "1234.final" into a pid; 0 if name is not one. */
+static pid_t tap_final_pid(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+	if (name[0] < '1' || name[0] > '9' || strcmp(end, ".final") != 0 || pid <= 0 || pid > 0x3fffffff)
+		return 0;
+	return (pid_t)pid;
+}
+
+/* A PID.final whose process never had a connection (it exited before the viewer came): the
+ * whole stream is in the file; it becomes a source of its own. */
+static void tap_final_alone(struct tap *tap, pid_t pid)
+{
+	for (size_t i = 0; i < tap->conn_count; i++)
+		if (tap->conns[i].pid == pid)
+			return; /* taken when that connection ends */
+	struct tap_conn c;
+	memset(&c, 0, sizeof c);
+	c.fd = -1;
+	c.pid = pid;
+	c.source = tap->next_source++;
+	wire_decoder_init(&c.dec);
+	tap_take_final(tap, &c);
+	wire_decoder_fini(&c.dec);
+	if (tap->cb.closed)
+		tap->cb.closed(tap->cb.ctx, c.source);
+}
+
+static void tap_scan(struct tap *tap);
+
+void tap_finish(struct tap *tap)
+{
+	tap_scan(tap);
+}
+
 /* Connects to sockets not seen before; removes sockets of processes that no longer exist. */
 static void tap_scan(struct tap *tap)
 {
@@ -104,6 +147,11 @@ static void tap_scan(struct tap *tap)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
+		pid_t final_pid = tap_final_pid(de->d_name);
+		if (final_pid) {
+			tap_final_alone(tap, final_pid);
+			continue;
+		}
 		pid_t pid = session_socket_pid(de->d_name);
 		if (!pid)
 			continue;
@@ -136,6 +184,67 @@ static void tap_scan(struct tap *tap)
 	closedir(d);
 }
 
+/* Decodes n bytes of c's stream and dispatches the frames; 0, or -1 if c must be closed. */
+static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, size_t n)
+{
+	tap->bytes += (uint64_t)n;
+	if (wire_decoder_push(&c->dec, buf, n) != 0)
+		return -1;
+	uint32_t type, length;
+	const void *payload;
+	const char *cause = NULL;
+	int rc;
+	while ((rc = wire_decoder_next(&c->dec, &type, &payload, &length, &cause)) == 1) {
+		if (!c->got_hello && type != WIRE_FRAME_HELLO) {
+			cause = "peer did not start with a handshake";
+			rc = -EPROTO;
+			break;
+		}
+		if (type == WIRE_FRAME_HELLO) {
+			const char *why;
+			if (wire_hello_check(payload, length, &why) != 0) {
+				cause = why;
+				rc = -EPROTO;
+				break;
+			}
+			c->got_hello = 1;
+		}
+		if (tap->cb.frame(tap->cb.ctx, c->source, type, payload, length) != 0)
+			return -1;
+	}
+	if (rc < 0) {
+		if (tap->cb.error)
+			tap->cb.error(tap->cb.ctx, c->source, c->pid, cause ? cause : "protocol error");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Feeds DIR/PID.final, the rest of c's stream the collector left at exit (a stalled or late
+ * viewer), into c's decoder, then removes it. Only a regular file of ours, never through a link.
+ */
+static void tap_take_final(struct tap *tap, struct tap_conn *c)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%d.final", tap->dir, (int)c->pid);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return;
+	}
+	unlink(path);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		if (tap_conn_feed(tap, c, buf, (size_t)n) != 0)
+			break;
+	close(fd);
+}
+
 /* Reads what is available on one connection; returns 0, or -1 if it must be closed. */
 static int tap_conn_read(struct tap *tap, struct tap_conn *c)
 {
@@ -147,38 +256,9 @@ static int tap_conn_read(struct tap *tap, struct tap_conn *c)
 			return -1;
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		tap->bytes += (uint64_t)n;
 		budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-		if (wire_decoder_push(&c->dec, buf, (size_t)n) != 0)
+		if (tap_conn_feed(tap, c, buf, (size_t)n) != 0)
 			return -1;
-		uint32_t type, length;
-		const void *payload;
-		const char *cause = NULL;
-		int rc;
-		while ((rc = wire_decoder_next(&c->dec, &type, &payload, &length, &cause)) == 1) {
-			if (!c->got_hello && type != WIRE_FRAME_HELLO) {
-				cause = "peer did not start with a handshake";
-				rc = -EPROTO;
-				break;
-			}
-			if (type == WIRE_FRAME_HELLO) {
-				const char *why;
-				if (wire_hello_check(payload, length, &why) != 0) {
-					cause = why;
-					rc = -EPROTO;
-					break;
-				}
-				c->got_hello = 1;
-			}
-			if (tap->cb.frame(tap->cb.ctx, c->source, type, payload, length) != 0)
-				return -1;
-		}
-		if (rc < 0) {
-			if (tap->cb.error)
-				tap->cb.error(tap->cb.ctx, c->source, c->pid,
-				              cause ? cause : "protocol error");
-			return -1;
-		}
 	}
 	return 0;
 }

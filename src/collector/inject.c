@@ -18,10 +18,14 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <linux/perf_event.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,7 +33,7 @@ struct collector_config collector_config;
 _Atomic int collector_running;
 struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
-_Atomic int collector_wake_fd = -1;
+_Atomic uint32_t collector_wake_word;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -259,21 +263,22 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	ring_commit(&tr->ring, rec);
 	thread_in_collector = 0;
 	flush_pending_sample();
-	/* A burst must not wait for the sender's next timer: one non-blocking eventfd write per half ring. */
+	/* A burst must not wait for the sender's next timer: one wake per half ring. */
 	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
 	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
 	    ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
-		int fd = atomic_load_explicit(&collector_wake_fd, memory_order_relaxed);
 		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
-		if (fd >= 0) {
-			uint64_t one = 1;
-			if (write(fd, &one, sizeof one) < 0) {
-				/* the counter is saturated: the sender is awake anyway */
-			}
-		}
+		collector_wake_sender();
 	}
 	errno = saved_errno;
 	return 1;
+}
+
+void collector_wake_sender(void)
+{
+	/* Only the 0 -> 1 transition makes a system call; the sender resets the word before sleeping. */
+	if (atomic_exchange_explicit(&collector_wake_word, 1, memory_order_release) == 0)
+		syscall(SYS_futex, &collector_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
@@ -339,6 +344,112 @@ struct collector_string *collector_string_new(const char *text, size_t length)
 	s->text[length] = '\0';
 	s->length = (uint32_t)length;
 	return s;
+}
+
+/* ---- fd identity ---- */
+
+struct fd_identity {
+	int owned;
+	int has_perf_id;
+	dev_t dev;
+	ino_t ino;
+	dev_t rdev;
+	mode_t type;      /* S_IFMT bits */
+	uint64_t perf_id; /* PERF_EVENT_IOC_ID: perf fds share one anonymous inode */
+};
+
+/* Indexed by fd number; grown on the collector's threads only. */
+static struct fd_identity *fd_table;
+static size_t fd_table_cap;
+static pthread_mutex_t fd_table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reads fd's identity; 0 or -1. The perf id is asked only of a perf fd (has_perf_id set). */
+static int fd_identity_read(int fd, struct fd_identity *id, int ask_perf_id)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->rdev = st.st_rdev;
+	id->type = st.st_mode & S_IFMT;
+	id->has_perf_id = 0;
+	if (ask_perf_id && ioctl(fd, PERF_EVENT_IOC_ID, &id->perf_id) == 0)
+		id->has_perf_id = 1;
+	return 0;
+}
+
+int collector_fd_own(int fd)
+{
+	if (fd < 0)
+		return -1;
+	struct fd_identity id;
+	/* Only a freshly created fd of ours is asked for a perf id: an ioctl on anything else
+	 * could mean something to its driver. */
+	int anon = 0;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
+		anon = 1; /* anonymous inodes (perf, eventfd) have no file type */
+	if (fd_identity_read(fd, &id, anon) != 0) {
+		close(fd);
+		return -1;
+	}
+	pthread_mutex_lock(&fd_table_lock);
+	if ((size_t)fd >= fd_table_cap) {
+		size_t cap = fd_table_cap ? fd_table_cap : 64;
+		while (cap <= (size_t)fd)
+			cap *= 2;
+		struct fd_identity *t = realloc(fd_table, cap * sizeof *t);
+		if (!t) {
+			pthread_mutex_unlock(&fd_table_lock);
+			close(fd);
+			return -1;
+		}
+		memset(t + fd_table_cap, 0, (cap - fd_table_cap) * sizeof *t);
+		fd_table = t;
+		fd_table_cap = cap;
+	}
+	id.owned = 1;
+	fd_table[fd] = id;
+	pthread_mutex_unlock(&fd_table_lock);
+	return fd;
+}
+
+int collector_fd_check(int fd)
+{
+	if (fd < 0)
+		return 0;
+	pthread_mutex_lock(&fd_table_lock);
+	int ok = 0;
+	if ((size_t)fd < fd_table_cap && fd_table[fd].owned) {
+		struct fd_identity *want = &fd_table[fd], now;
+		/* The perf id is asked only once fstat shows the same anonymous inode: a perf fd. */
+		ok = fd_identity_read(fd, &now, 0) == 0 && now.dev == want->dev && now.ino == want->ino &&
+		     now.rdev == want->rdev && now.type == want->type;
+		if (ok && want->has_perf_id)
+			ok = ioctl(fd, PERF_EVENT_IOC_ID, &now.perf_id) == 0 && now.perf_id == want->perf_id;
+		if (!ok)
+			want->owned = 0; /* the number is the program's now */
+	}
+	pthread_mutex_unlock(&fd_table_lock);
+	return ok;
+}
+
+int collector_fd_close(int fd)
+{
+	if (!collector_fd_check(fd))
+		return -1;
+	collector_fd_forget(fd);
+	close(fd);
+	return 0;
+}
+
+void collector_fd_forget(int fd)
+{
+	pthread_mutex_lock(&fd_table_lock);
+	if (fd >= 0 && (size_t)fd < fd_table_cap)
+		fd_table[fd].owned = 0;
+	pthread_mutex_unlock(&fd_table_lock);
 }
 
 /*
@@ -410,6 +521,8 @@ static size_t round_pow2(size_t n)
 /* Child side of fork: the parent's rings and sender thread do not exist here. */
 static void collector_atfork_child(void)
 {
+	/* The forking thread may have held the lock: nobody else runs here now. */
+	pthread_mutex_init(&fd_table_lock, NULL);
 	if (!atomic_load(&collector_running))
 		return;
 	atomic_store(&collector_running, 0);
@@ -446,6 +559,9 @@ static void collector_at_exit(void)
 {
 	if (!atomic_load(&collector_running) || collector_pid != getpid())
 		return;
+	static _Atomic int done;
+	if (atomic_exchange(&done, 1))
+		return;
 	/* A CUDA program whose driver never initialised (no GPU, no driver) would otherwise just show
 	 * no GPU lanes without saying why. */
 	int cuda_loaded = 0;
@@ -460,6 +576,22 @@ static void collector_at_exit(void)
 	cupti_stop();
 	sender_stop();
 	atomic_store(&collector_running, 0);
+}
+
+/*
+ * _exit skips atexit handlers; shells (dash) end this way. The final counts are still sent
+ * (bounded, like at exit); a vfork or forked child that did not start a sender is left alone.
+ */
+COLLECTOR_EXPORT void _exit(int status)
+{
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+	collector_at_exit();
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 static _Atomic int attach_notice_given;
@@ -551,13 +683,14 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 {
 	if (!rendezvous_read())
 		return 0;
-	/* Already collecting (someone else's viewer is attached): the rendezvous is consumed, the
-	 * CLI finds the running session's socket. */
-	if (atomic_load(&collector_running))
-		return 1;
 	const char *session = config_value(SESSION_ENV);
 	if (!session || strlen(session) >= sizeof collector_config.session_dir)
 		return 0;
+	/* Already collecting, but the viewer did not find the socket (the program was started with
+	 * another session root or runtime directory): the sender moves it to the viewer's session,
+	 * unless a viewer is connected now. */
+	if (atomic_load(&collector_running))
+		return sender_move_session(session) == 0;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = 1;
 	if (!atomic_load(&attach_notice_given)) {

@@ -21,10 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +64,8 @@ static struct sender {
 	int listen_fd;
 	int viewer_fd;
 	int ever_connected;
-	int wake_fd;
+	unsigned listen_failures; /* re-creations of a lost listening socket that failed */
+	uint64_t listen_retry_ns; /* next attempt to re-create it */
 	_Atomic int stop;
 	char socket_path[320];
 
@@ -95,7 +97,12 @@ static struct sender {
 	uint64_t last_loss_total;
 	uint64_t last_scan_ns, last_loss_ns;
 	uint64_t start_mono_ns;
-} snd = {.listen_fd = -1, .viewer_fd = -1, .wake_fd = -1};
+} snd = {.listen_fd = -1, .viewer_fd = -1};
+
+/* A session directory an attach asked for (see sender_move_session), taken by the sender. */
+static char move_dir[256];
+static _Atomic int move_pending;
+static _Atomic int viewer_connected;
 
 /* ---- send queue ---- */
 
@@ -759,8 +766,10 @@ static struct out_block *build_intro(void)
 
 static void viewer_disconnect(void)
 {
-	close(snd.viewer_fd);
+	/* Closed only while the number is still ours: the program may have closed and reused it. */
+	collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
 	/* A half-sent block cannot be resumed by another viewer: drop it. */
 	if (snd.head && snd.head->sent) {
 		snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
@@ -776,17 +785,20 @@ static void accept_viewers(void)
 			return;
 		/* One viewer at a time; others and foreign users are turned away. */
 		if (snd.viewer_fd >= 0 || session_peer_allowed(fd) != 1) {
-			close(fd);
+			close(fd); /* just made by accept4 on this thread: still ours */
 			continue;
 		}
+		if (collector_fd_own(fd) < 0)
+			continue;
 		snd.viewer_fd = fd;
 		drain_rings();
 		if (!build_intro()) {
-			close(fd);
+			collector_fd_close(fd);
 			snd.viewer_fd = -1;
 			continue;
 		}
 		snd.ever_connected = 1;
+		atomic_store(&viewer_connected, 1);
 	}
 }
 
@@ -833,25 +845,120 @@ static void check_viewer_hangup(short revents)
 	}
 }
 
-static void poll_once(int timeout_ms)
+/* Creates the listening socket at snd.socket_path and registers it; 0 or -errno. */
+static int sender_listen(void)
 {
-	struct pollfd pfd[3] = {
-	    {snd.listen_fd, POLLIN, 0},
-	    {snd.wake_fd, POLLIN, 0},
-	    {snd.viewer_fd, (short)(POLLIN | (snd.head ? POLLOUT : 0)), 0},
-	};
-	int n = poll(pfd, snd.viewer_fd >= 0 ? 3 : 2, timeout_ms);
-	if (n <= 0)
-		return;
-	if (pfd[1].revents & POLLIN) {
-		uint64_t v;
-		if (read(snd.wake_fd, &v, sizeof v) < 0) {
-			/* nothing to do: the wakeup is only a hint */
+	int fd = session_listen(snd.socket_path);
+	if (fd < 0)
+		return fd;
+	if (collector_fd_own(fd) < 0) {
+		unlink(snd.socket_path);
+		return -EMFILE;
+	}
+	snd.listen_fd = fd;
+	return 0;
+}
+
+/*
+ * Checks that the sockets are still ours before they are used: a program that closed them
+ * (daemon style) may have the numbers for its own files now. A lost viewer connection is
+ * dropped (counted); a lost listening socket is made again, a few times at most.
+ */
+static void sender_take_move(void);
+
+static void sender_check_fds(void)
+{
+	sender_take_move();
+	if (snd.viewer_fd >= 0 && !collector_fd_check(snd.viewer_fd)) {
+		snd.viewer_fd = -1; /* not ours to close any more */
+		atomic_store(&viewer_connected, 0);
+		if (snd.head && snd.head->sent) {
+			snd.lost[WIRE_LOSS_NO_VIEWER] += snd.head->events;
+			queue_pop_head();
 		}
 	}
-	if (snd.viewer_fd >= 0)
-		check_viewer_hangup(pfd[2].revents);
-	if (pfd[0].revents & POLLIN)
+	if (snd.listen_fd >= 0 && !collector_fd_check(snd.listen_fd))
+		snd.listen_fd = -1;
+	uint64_t now = clock_mono_ns();
+	if (snd.listen_fd < 0 && snd.listen_failures < 8 && now >= snd.listen_retry_ns &&
+	    !atomic_load_explicit(&snd.stop, memory_order_relaxed)) {
+		if (sender_listen() != 0) {
+			snd.listen_failures++;
+			snd.listen_retry_ns = now + 250000000ull;
+		}
+	}
+}
+
+int sender_move_session(const char *dir)
+{
+	if (strlen(dir) >= sizeof move_dir)
+		return -ENAMETOOLONG;
+	if (atomic_load(&viewer_connected))
+		return -EBUSY;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&move_pending, &expected, 1))
+		return -EBUSY;
+	strcpy(move_dir, dir);
+	atomic_store_explicit(&move_pending, 2, memory_order_release);
+	collector_wake_sender();
+	return 0;
+}
+
+/* Sender thread: listens in the session an attach asked for, leaving the old one. */
+static void sender_take_move(void)
+{
+	if (atomic_load_explicit(&move_pending, memory_order_acquire) != 2)
+		return;
+	char path[sizeof snd.socket_path];
+	if (snd.viewer_fd < 0 && session_socket_path(path, sizeof path, move_dir, getpid()) == 0) {
+		if (snd.listen_fd >= 0)
+			collector_fd_close(snd.listen_fd);
+		snd.listen_fd = -1;
+		unlink(snd.socket_path);
+		snprintf(collector_config.session_dir, sizeof collector_config.session_dir, "%s", move_dir);
+		memcpy(snd.socket_path, path, sizeof path);
+		snd.listen_failures = 0;
+		snd.listen_retry_ns = 0;
+	}
+	atomic_store(&move_pending, 0);
+}
+
+/* Sleeps on the wake word (no fd): a ring half full wakes it, or timeout_ms passes. */
+static void sender_sleep(int timeout_ms)
+{
+	if (atomic_exchange_explicit(&collector_wake_word, 0, memory_order_acquire) != 0)
+		return; /* woken since the last drain */
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	syscall(SYS_futex, &collector_wake_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+}
+
+/*
+ * Waits for work: with frames to send, on the viewer's socket (bounded by timeout_ms); otherwise
+ * on the wake word, then looks at the sockets without waiting (a new viewer or a hangup waits at
+ * most one period).
+ */
+static void poll_once(int timeout_ms)
+{
+	sender_check_fds();
+	struct pollfd pfd[2];
+	int n = 0, listen_at = -1, viewer_at = -1;
+	int want_out = snd.viewer_fd >= 0 && snd.head;
+	if (snd.listen_fd >= 0) {
+		listen_at = n;
+		pfd[n++] = (struct pollfd){snd.listen_fd, POLLIN, 0};
+	}
+	if (snd.viewer_fd >= 0) {
+		viewer_at = n;
+		pfd[n++] = (struct pollfd){snd.viewer_fd, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0};
+	}
+	if (!want_out)
+		sender_sleep(timeout_ms);
+	int ready = n ? poll(pfd, (nfds_t)n, want_out ? timeout_ms : 0) : 0;
+	if (ready <= 0)
+		return;
+	if (viewer_at >= 0)
+		check_viewer_hangup(pfd[viewer_at].revents);
+	if (listen_at >= 0 && (pfd[listen_at].revents & POLLIN))
 		accept_viewers();
 }
 
@@ -886,7 +993,53 @@ static void periodic_work(uint64_t now)
 	}
 }
 
-/* Exit path: last drain, BYE, and a bounded flush (waiting for a first viewer if configured). */
+/*
+ * Writes the unsent rest of the stream (from the first unsent byte: the viewer's decoder goes on
+ * where the socket stopped) to SESSION/PID.final, 0600, created beside it and renamed into
+ * place, so a viewer that is late or stalled still gets every event and the final counts.
+ * Returns 0 or -errno (then the viewer reports the counts missing).
+ */
+static int write_final_file(void)
+{
+	char path[sizeof snd.socket_path], tmp[sizeof snd.socket_path + 16];
+	if (snprintf(path, sizeof path, "%s/%d.final", collector_config.session_dir, (int)getpid()) >=
+	        (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%s/.%d.final.tmp", collector_config.session_dir, (int)getpid()) >=
+	        (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	for (struct out_block *b = snd.head; b && !rc; b = b->next) {
+		size_t off = b->sent;
+		while (off < b->len) {
+			ssize_t n = write(fd, b->data + off, b->len - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				rc = n < 0 ? -errno : -EIO;
+				break;
+			}
+			off += (size_t)n;
+		}
+	}
+	if (close(fd) != 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * Exit path: last drain, final counts and BYE. A connected viewer gets them over the socket while
+ * it keeps reading; whatever it has not taken after a short stall (or 2 s), and everything when a
+ * launcher's viewer has not connected yet, goes to PID.final for it. With no viewer expected
+ * (armed, never attached; or the viewer left), the process exits at once.
+ */
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
@@ -895,25 +1048,37 @@ static void sender_final_flush(void)
 	scan_threads(now);
 	counters_poll(0);
 	drain_rings();
+	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
+	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
+		return; /* nobody to hand anything to */
 	struct wire_bye bye = {now, -1, 0};
-	uint64_t deadline = now + 2000000000ull;
-	if (!snd.ever_connected && snd.viewer_fd < 0)
-		deadline += (uint64_t)collector_config.wait_viewer_ms * 1000000ull;
-	int bye_queued = 0;
-	while (clock_mono_ns() < deadline) {
-		if (snd.viewer_fd >= 0 && !bye_queued) {
-			queue_notices();
-			queue_losses();
-			queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
-			bye_queued = 1;
-		}
-		send_queue();
-		if (bye_queued && (!snd.head || snd.viewer_fd < 0))
-			break;
-		if (!bye_queued && snd.ever_connected && snd.viewer_fd < 0)
-			break; /* the viewer came and went: nobody to wait for */
-		poll_once(5);
+	if (snd.viewer_fd < 0) {
+		/* A launcher's viewer is coming but not here yet: the whole stream goes to the file. */
+		if (!build_intro())
+			return;
 	}
+	queue_notices();
+	queue_losses();
+	queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
+	uint64_t deadline = now + 2000000000ull, last_progress = clock_mono_ns();
+	while (snd.viewer_fd >= 0 && snd.head) {
+		size_t before = snd.queued_bytes;
+		size_t head_sent = snd.head->sent;
+		const struct out_block *head = snd.head;
+		send_queue();
+		uint64_t t = clock_mono_ns();
+		if (snd.queued_bytes != before || snd.head != head ||
+		    (snd.head && snd.head->sent != head_sent))
+			last_progress = t;
+		if (t >= deadline || t - last_progress >= 100000000ull)
+			break; /* stalled: the rest goes to the file */
+		if (snd.head)
+			poll_once(5);
+	}
+	if (snd.viewer_fd < 0 && snd.ever_connected)
+		return; /* the viewer hung up meanwhile */
+	if (snd.head)
+		write_final_file();
 }
 
 /* Attach mode: the viewer is gone (or never came), so stop everything and leave the library inert. */
@@ -924,9 +1089,11 @@ static void sender_detach(void)
 	counters_forget_after_fork(); /* closes this process's counter fds */
 	cupti_detach();
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
+		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
-	close(snd.listen_fd);
+	atomic_store(&viewer_connected, 0);
+	if (snd.listen_fd >= 0)
+		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
 	unlink(snd.socket_path);
 	while (snd.head)
@@ -934,8 +1101,6 @@ static void sender_detach(void)
 	snd.ever_connected = 0;
 	snd.thread_count = 0;
 	strtab_fini(&snd.strings);
-	/* The eventfd stays open: application threads may still be about to write it, and a closed
-	 * number could be reused by the program by then. A re-attach uses it again. */
 	snd.started = 0;
 	pthread_detach(pthread_self());
 	collector_detached(); /* last: a re-attach may start a new sender from here on */
@@ -970,12 +1135,42 @@ static void *sender_main(void *arg)
 	}
 	sender_final_flush();
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
+		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
-	close(snd.listen_fd);
+	if (snd.listen_fd >= 0)
+		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
 	unlink(snd.socket_path);
 	return NULL;
+}
+
+/*
+ * A line for the user when no viewer can be told: appended to PID.log in the session directory
+ * (0600, never through a link), or dropped. Never written to an fd the program owns.
+ */
+static void sender_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sender_log(const char *fmt, ...)
+{
+	char path[320], line[512];
+	if (snprintf(path, sizeof path, "%s/%d.log", collector_config.session_dir, (int)getpid()) >=
+	    (int)sizeof path)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) < 0) {
+		/* nothing more to do: the line is dropped */
+	}
+	close(fd);
 }
 
 int sender_start(void)
@@ -990,22 +1185,17 @@ int sender_start(void)
 		strtab_fini(&snd.strings);
 		return -ENAMETOOLONG;
 	}
-	snd.listen_fd = session_listen(snd.socket_path);
-	if (snd.listen_fd < 0) {
-		int err = snd.listen_fd;
-		char msg[512];
-		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n",
-		                 getpid(), snd.socket_path, strerror(-err));
-		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-			/* stderr closed: nothing more to say */
-		}
+	snd.listen_failures = 0;
+	int err = sender_listen();
+	if (err) {
+		/* Never on the program's stderr (a setuid or chroot child's may be anything): a line in
+		 * the session directory, if it can be reached at all. */
+		sender_log("collector in pid %d cannot listen on %s: %s", (int)getpid(), snd.socket_path,
+		           strerror(-err));
 		snd.listen_fd = -1;
 		strtab_fini(&snd.strings);
 		return err;
 	}
-	if (snd.wake_fd < 0)
-		snd.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	atomic_store(&collector_wake_fd, snd.wake_fd);
 	atomic_store(&snd.stop, 0);
 	/* The sender must not inherit signals meant for the application's threads. */
 	sigset_t all, old;
@@ -1014,7 +1204,7 @@ int sender_start(void)
 	int rc = pthread_create(&snd.thread, NULL, sender_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		close(snd.listen_fd);
+		collector_fd_close(snd.listen_fd);
 		snd.listen_fd = -1;
 		unlink(snd.socket_path);
 		strtab_fini(&snd.strings);
@@ -1029,10 +1219,7 @@ void sender_stop(void)
 	if (!snd.started)
 		return;
 	atomic_store_explicit(&snd.stop, 1, memory_order_release);
-	uint64_t one = 1;
-	if (write(snd.wake_fd, &one, sizeof one) < 0) {
-		/* the sender polls with a timeout anyway */
-	}
+	collector_wake_sender();
 	struct timespec deadline;
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 3 + collector_config.wait_viewer_ms / 1000;
@@ -1048,13 +1235,12 @@ void sender_forget_after_fork(void)
 	snd.started = 0;
 	/* The child must not hold the parent's viewer connection open (the viewer would miss EOF). */
 	if (snd.listen_fd >= 0)
-		close(snd.listen_fd);
+		collector_fd_close(snd.listen_fd);
 	if (snd.viewer_fd >= 0)
-		close(snd.viewer_fd);
-	if (snd.wake_fd >= 0)
-		close(snd.wake_fd);
-	snd.listen_fd = snd.viewer_fd = snd.wake_fd = -1;
-	atomic_store(&collector_wake_fd, -1);
+		collector_fd_close(snd.viewer_fd);
+	snd.listen_fd = snd.viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
+	atomic_store(&move_pending, 0);
 	snd.ever_connected = 0;
 	snd.head = snd.tail = NULL;
 	snd.queued_bytes = 0;

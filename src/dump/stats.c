@@ -216,14 +216,17 @@ static void section_threads(const struct store *st, struct table *t)
 	}
 }
 
-static const struct column process_cols[] = {{"pid", CELL_INT}, {"ppid", CELL_INT}, {"cmdline", CELL_STR}};
+static const struct column process_cols[] = {
+    {"pid", CELL_INT}, {"ppid", CELL_INT}, {"cmdline", CELL_STR}, {"status", CELL_STR}};
 
 static void section_processes(const struct store *st, struct table *t)
 {
 	for (size_t p = 0; p < store_process_count(st); p++) {
 		struct store_process_info pi;
 		store_process_get(st, p, &pi);
-		table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline);
+		char end[128];
+		store_process_end_text(&pi, end, sizeof end);
+		table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete");
 	}
 }
 

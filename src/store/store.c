@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- strings ---- */
@@ -388,6 +389,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	pr->cmdline = cmdline;
 	pr->hello = hello;
 	pr->connected = 1;
+	pr->final_counts = 0; /* a new stream (after exec): its own final counts are awaited */
 	src->active = 1;
 	src->process = index;
 	if (src->strmap)
@@ -459,6 +461,7 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 		struct wire_bye bye;
 		memcpy(&bye, payload, sizeof bye);
 		pr->exited = 1;
+		pr->final_counts = 1;
 		if (bye.exit_code >= 0)
 			pr->exit_code = bye.exit_code;
 		if (bye.time_ns > st->last_ns)
@@ -468,6 +471,15 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 	case WIRE_FRAME_NOTICE:
 		ingest_notice(st, pr, payload, length);
 		break;
+	case WIRE_FRAME_EXIT: {
+		struct wire_exit ex;
+		memcpy(&ex, payload, sizeof ex);
+		pr->exited = 1;
+		pr->end_recorded = 1;
+		pr->exit_code = ex.signal > 0 ? -1 : ex.exit_code;
+		pr->exit_signal = ex.signal > 0 && ex.signal < 128 ? ex.signal : 0;
+		break;
+	}
 	case WIRE_FRAME_GPU:
 	case WIRE_FRAME_GPU_DEVICE:
 		return store_gpu_ingest(st, pr, src, type, payload, length);
@@ -500,6 +512,20 @@ void store_process_set_exit(struct store *st, pid_t pid, int exit_code)
 			st->generation++;
 		}
 	}
+}
+
+const char *store_process_end_text(const struct store_process_info *pi, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (pi->final_counts || pi->connected)
+		return buf;
+	if (pi->end_recorded && pi->exit_signal)
+		snprintf(buf, size, "incomplete: final counts missing; killed by signal %d", pi->exit_signal);
+	else if (pi->end_recorded)
+		snprintf(buf, size, "incomplete: final counts missing; exited (code %d)", pi->exit_code);
+	else
+		snprintf(buf, size, "incomplete: final counts missing; ended abruptly");
+	return buf;
 }
 
 /* ---- queries ---- */
@@ -568,6 +594,9 @@ void store_process_get(const struct store *st, size_t index, struct store_proces
 	out->connected = pr->connected;
 	out->exited = pr->exited;
 	out->exit_code = pr->exit_code;
+	out->final_counts = pr->final_counts;
+	out->end_recorded = pr->end_recorded;
+	out->exit_signal = pr->exit_signal;
 	out->events = pr->events;
 	out->lane_count = pr->lane_count;
 }

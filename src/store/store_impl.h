@@ -106,6 +106,9 @@ struct process {
 	int connected;
 	int exited;
 	int exit_code;
+	int final_counts; /* BYE of the current stream arrived */
+	int end_recorded; /* an EXIT frame from the launcher */
+	int exit_signal;
 	uint64_t events;
 	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
 	size_t lane_count, lane_cap;

@@ -57,7 +57,7 @@ static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
     [WIRE_FRAME_HELLO] = "hello",           [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
     [WIRE_FRAME_LOSSES] = "losses",         [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
     [WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice", [WIRE_FRAME_STACKS] = "stacks",
-    [WIRE_FRAME_COUNTERS] = "counters",
+    [WIRE_FRAME_COUNTERS] = "counters",     [WIRE_FRAME_EXIT] = "exit",
 };
 
 const char *wire_loss_cause_name(uint32_t cause)
@@ -123,6 +123,10 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 		break;
 	case WIRE_FRAME_BYE:
 		if (length == sizeof(struct wire_bye))
+			return 0;
+		break;
+	case WIRE_FRAME_EXIT:
+		if (length == sizeof(struct wire_exit))
 			return 0;
 		break;
 	case WIRE_FRAME_GPU:
