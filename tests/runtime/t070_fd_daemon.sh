@@ -3,9 +3,9 @@
 # its own files on those numbers and rewrites/rereads them with known content: the collector must
 # never read, write, close or poll them (it checks each fd's identity before use and makes its
 # listening socket again), its sender must stay cheap, and the recording still gets every mark.
-# The same holds armed with no viewer at all. Sampling and counters are off here: libunwind's
-# own pipe and the perf counter fds are the sampler's to handle (its own tests); this one pins
-# the collector's sockets and wake-ups.
+# The same holds armed with no viewer at all, and with every CPU source on (sampling, counters,
+# blocking calls: their fds and libunwind's are checked too). The first run has sampling and
+# counters off, so it pins the collector's own sockets and wake-ups.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -31,6 +31,16 @@ if r["count"] + sum(x["count"] for x in J["losses"]) < rounds or r["count"] > ro
 if r["count"] == 0:
     fail("no marks captured: the viewer never reached the collector again")
 PY
+
+# Defaults: every CPU-side source on.
+rm -rf "$T/files" && mkdir -p "$T/files"
+"$CUSCOPE" record -o "$T/cap2" -- "$PROGS/fd_daemon" "$T/files" 2 >"$T/app2.out" 2>"$T/app2.err" </dev/null &
+CS_PID=$!
+BG_PIDS+=("$CS_PID")
+bg_wait "$CS_PID" 60
+[ "$RC" = 124 ] && fail "cuscope record (defaults) of fd_daemon ran past 60 s"
+grep -q "^fd_daemon: ok" "$T/app2.out" || fail "recorded with defaults: $(grep -m1 '^fd_daemon' "$T/app2.out" | tail -1): $(tail -c 300 "$T/app2.out" | tr '\n' '|')"
+[ "$RC" = 0 ] || fail "cuscope record (defaults) exited $RC, want 0"
 
 # Armed, no viewer: the sockets it loses are re-made, the program's files stay intact.
 rm -rf "$T/files" && mkdir -p "$T/files" "$T/root"
