@@ -185,7 +185,11 @@ static void *cupti_flush_main(void *arg)
 	collector_mark_own_thread();
 	collector_register_own_tid(collector_gettid());
 	prctl(PR_SET_NAME, "cuscope-flush");
-	struct timespec period = {0, CUPTI_FLUSH_PERIOD_NS};
+	long period_ns = CUPTI_FLUSH_PERIOD_NS;
+	const char *ms = getenv("CUSCOPE_FLUSH_MS");
+	if (ms && atol(ms) > 0 && atol(ms) <= 10000)
+		period_ns = atol(ms) * 1000000L;
+	struct timespec period = {period_ns / 1000000000L, period_ns % 1000000000L};
 	while (!atomic_load(&cu.flush_stop)) {
 		nanosleep(&period, NULL);
 		if (atomic_load(&cu.active))
@@ -307,6 +311,18 @@ static int cupti_api_wanted(const char *name)
 /* Enables API records for the wanted calls only (≈11 API records per kernel otherwise). */
 static void cupti_enable_api_subset(void)
 {
+	const char *mode = getenv("CUSCOPE_CUDA_API");
+	if (mode && strcmp(mode, "none") == 0)
+		return;
+	if (mode && strcmp(mode, "runtime-launch") == 0 && cu.fn.enable_runtime_api && cu.fn.callback_name) {
+		for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
+			const char *name = NULL;
+			if (cu.fn.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
+			    name && strncmp(name, "cudaLaunch", 10) == 0)
+				cu.fn.enable_runtime_api(cbid, 1);
+		}
+		return;
+	}
 	if (!cu.fn.callback_name || !cu.fn.enable_runtime_api || !cu.fn.enable_driver_api) {
 		cu.fn.activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
 		return;
@@ -406,7 +422,7 @@ int cupti_start(void)
 	if (cu.fn.set_thread_id_type)
 		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC. */
-	if (cu.fn.register_timestamp)
+	if (cu.fn.register_timestamp && !getenv("CUSCOPE_CUPTI_NATIVE_CLOCK"))
 		cu.fn.register_timestamp(cupti_timestamp);
 	rc = cu.fn.register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
 	if (rc != CUPTI_SUCCESS) {
@@ -414,13 +430,19 @@ int cupti_start(void)
 		                 "GPU tracing unavailable: %s; CPU and NVTX lanes continue", cupti_error(rc));
 		return -1;
 	}
-	static const CUpti_ActivityKind kinds[] = {
+	static const CUpti_ActivityKind kinds_min[] = {
+	    CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
+	    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+	static const CUpti_ActivityKind kinds_all[] = {
 	    CUPTI_ACTIVITY_KIND_DEVICE,          CUPTI_ACTIVITY_KIND_CONTEXT,
 	    CUPTI_ACTIVITY_KIND_STREAM,          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 	    CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMSET,
 	    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
 	};
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+	const CUpti_ActivityKind *kinds = getenv("CUSCOPE_KERNELS_ONLY") ? kinds_min : kinds_all;
+	size_t n_kinds = getenv("CUSCOPE_KERNELS_ONLY") ? sizeof kinds_min / sizeof kinds_min[0]
+	                                                : sizeof kinds_all / sizeof kinds_all[0];
+	for (size_t i = 0; i < n_kinds; i++) {
 		/* Late start: the devices, contexts and streams that exist already are dumped at once. */
 		int dump =
 		    cu.late && cu.fn.enable_and_dump &&

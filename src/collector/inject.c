@@ -720,7 +720,7 @@ void collector_detached(void)
 COLLECTOR_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
 {
 	collector_init();
-	if (!atomic_load(&collector_running))
+	if (!atomic_load(&collector_running) || getenv("CUSCOPE_NO_NVTX"))
 		return 0; /* NVTX then uses its no-op implementation */
 	return nvtx_inject(get_export_table);
 }

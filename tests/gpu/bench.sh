@@ -57,6 +57,8 @@ for c in "${CONFIGS[@]}"; do
 	nsys) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=(nsys); else echo "nsys: not found, skipped" | tee -a "$T/notes"; fi ;;
 	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	none) cfgs+=(none) ;;
+	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
+	cu-*) if [ -x "$CUSCOPE" ]; then cfgs+=("$c"); else echo "$c: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	*) echo "unknown config $c ignored" | tee -a "$T/notes" ;;
 	esac
 done
@@ -92,9 +94,21 @@ run_one()
 	mlp) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model mlp --steps "$MLP_STEPS") ;;
 	transformer) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model transformer --steps "$TF_STEPS") ;;
 	esac
+	local rec=("$CUSCOPE" record -o "$T/b.cuscope")
+	local lite=(--sample-hz 0 --osrt-threshold-us off --counters none)
 	case $c in
 	none) pre=() ;;
-	cuscope) pre=("$CUSCOPE" record -o "$T/b.cuscope" --) ;;
+	floor) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
+	cu-gpu) pre=(env CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-api) pre=(env CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-lite) pre=("${rec[@]}" "${lite[@]}" --) ;;
+	cu-sample) pre=("${rec[@]}" --osrt-threshold-us off --counters none --) ;;
+	cu-osrt) pre=("${rec[@]}" --counters none --) ;;
+	cu-rtl) pre=(env CUSCOPE_CUDA_API=runtime-launch "${rec[@]}" "${lite[@]}" --) ;;
+	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cuscope) pre=("${rec[@]}" --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
 	esac
 	"${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
@@ -114,7 +128,7 @@ run_one()
 	val=$(sed -n "s/^$key \([0-9.][0-9.]*\).*/\1/p" "$T/run.out" | tail -n 1)
 	rm -rf "$T/b.cuscope" "$T"/nsys-out*
 	if [ -n "$val" ]; then
-		echo "$val" >>"$T/vals/$w.$c"
+		echo "$r $val" >>"$T/vals/$w.$c"
 		printf '  %-11s %-8s %s\n' "$w" "$c" "$val"
 	else
 		echo "$w/$c: no $key line; stderr: $(grep -v '^[[:space:]]*$' "$T/run.err" | tail -n 2 | tr '\n' '|' | cut -c1-200)" | tee -a "$T/notes"
@@ -152,30 +166,45 @@ works, cfgs = sys.argv[5].split(), sys.argv[6].split()
 unit = {"launch": "launches/s", "mlp": "ms/step", "transformer": "ms/step"}
 def load(w, c):
     p = os.path.join(vals, "%s.%s" % (w, c))
-    if not os.path.exists(p):
-        return []
-    return [float(x) for x in open(p).read().split()]
+    out = {}
+    if os.path.exists(p):
+        for line in open(p):
+            r, v = line.split()
+            out[int(r)] = float(v)
+    return out
+def quartiles(xs):
+    xs = sorted(xs)
+    if len(xs) < 2:
+        return xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
 print()
-print("==== cuscope GPU overhead (%s rounds, %s s; median, min-max, spread = (max-min)/median) ====" % (rounds, secs))
-print("overhead = extra time per launch or per step vs no tracing (+ = slower)")
-print("%-12s %-8s %-11s %12s %25s %8s %10s" % ("workload", "config", "unit", "median", "min - max", "spread", "overhead"))
+print("==== cuscope GPU overhead (%s rounds, %s s) ====" % (rounds, secs))
+print("value: median and min-max of the workload's own timing. overhead: per round, (traced - none)/none")
+print("of that round's time per launch or step (+ = slower); median over rounds and its interquartile range.")
+print("%-12s %-9s %-11s %10s %23s %9s %17s" % ("workload", "config", "unit", "median", "min - max", "overhead", "IQR"))
 for w in works:
     base = load(w, "none")
-    bm = statistics.median(base) if base else None
     for c in cfgs:
         v = load(w, c)
         if not v:
-            print("%-12s %-8s %-11s %12s" % (w, c, unit.get(w, "?"), "n/a"))
+            print("%-12s %-9s %-11s %10s" % (w, c, unit.get(w, "?"), "n/a"))
             continue
-        m = statistics.median(v)
-        spread = (max(v) - min(v)) / m * 100 if m else 0.0
-        if bm and c != "none":
-            ov = (bm / m - 1) * 100 if w == "launch" else (m / bm - 1) * 100
-            ovs = "%+.1f%%" % ov
-        else:
-            ovs = "-"
+        xs = list(v.values())
+        m = statistics.median(xs)
         f = (lambda x: "%.0f" % x) if w == "launch" else (lambda x: "%.3f" % x)
-        print("%-12s %-8s %-11s %12s %12s - %-10s %7.1f%% %10s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(v)), f(max(v)), spread, ovs, len(v)))
+        ovs, iqr = "-", ""
+        if c != "none":
+            ov = []
+            for r, x in v.items():
+                if r in base:
+                    b = base[r]
+                    ov.append((b / x - 1) * 100 if w == "launch" else (x / b - 1) * 100)
+            if ov:
+                ovs = "%+.1f%%" % statistics.median(ov)
+                lo, hi = quartiles(ov)
+                iqr = "[%+.1f, %+.1f]" % (lo, hi)
+        print("%-12s %-9s %-11s %10s %10s - %-10s %9s %17s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(xs)), f(max(xs)), ovs, iqr, len(xs)))
 text = open(notes).read().strip()
 if text:
     print("notes:")

@@ -14,6 +14,15 @@ if [ ! -x "$NVCC" ]; then
 	exit 0
 fi
 mkdir -p "$OUTDIR"
+# The overhead floor (bench.sh): a CUPTI kernels-only injector, linked against the toolkit's libcupti
+# with a run path, since the GPU host has the same toolkit layout.
+floor=$OUTDIR/libfloor_injector.so
+if [ ! "$floor" -nt tests/gpu/floor_injector.c ] || [ ! "$floor" -nt tests/gpu/build.sh ]; then
+	echo "  CC tests/gpu/floor_injector.c"
+	${CC:-gcc} -O2 -shared -fPIC -fvisibility=hidden -I"$CUDA_HOME/include" -I"$CUDA_HOME/extras/CUPTI/include" \
+		-o "$floor" tests/gpu/floor_injector.c -L"$CUDA_HOME/extras/CUPTI/lib64" -L"$CUDA_HOME/lib64" \
+		-lcupti -lpthread "-Wl,-rpath,$CUDA_HOME/extras/CUPTI/lib64:$CUDA_HOME/lib64"
+fi
 for src in tests/gpu/cuda_counts.cu tests/gpu/cuda_graph.cu tests/gpu/cupti_rival.cu tests/gpu/launch_bench.cu; do
 	bin=$OUTDIR/$(basename "$src" .cu)
 	if [ "$bin" -nt "$src" ] && [ "$bin" -nt tests/gpu/build.sh ]; then
