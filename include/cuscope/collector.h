@@ -42,6 +42,7 @@ struct collector_config {
 	uint32_t max_strings;
 	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
 	int attached;            /* started by `cuscope attach`: stop collecting when the viewer leaves */
+	int use_ticks; /* hot paths stamp TSC ticks (COLLECTOR_REC_TICKS), converted by the sender */
 };
 
 extern struct collector_config collector_config;
@@ -58,7 +59,18 @@ void collector_wake_sender(void);
 extern _Atomic uint64_t collector_lost_no_memory;
 
 /* This thread's ring, created on first use; NULL when not running or out of memory. */
-struct thread_ring *collector_thread_ring(void);
+struct thread_ring *collector_thread_ring_slow(void);
+/* This thread's ring once made; NULL before, and from the moment the thread starts to exit.
+ * initial-exec: read in signal handlers, where lazy TLS allocation must not happen. */
+extern __thread struct thread_ring *collector_ring_self __attribute__((tls_model("initial-exec")));
+/* The hot path of collector_thread_ring_slow (every NVTX call): two loads. */
+static inline struct thread_ring *collector_thread_ring(void)
+{
+	struct thread_ring *tr = collector_ring_self;
+	if (__builtin_expect(tr != NULL, 1) && atomic_load_explicit(&collector_running, memory_order_acquire))
+		return tr;
+	return collector_thread_ring_slow();
+}
 /* For signal handlers: this thread's ring, created with signal-safe calls only; NULL if impossible. */
 struct thread_ring *collector_thread_ring_in_signal(void);
 /* 1 once the calling thread's exit has retired its ring (it records nothing more). */
@@ -101,6 +113,10 @@ int collector_is_own_tid(pid_t tid);
 
 /* Record flag on WIRE_EV_THREAD_NAME: the kernel name changed (pthread_setname_np/prctl), not NVTX. */
 #define COLLECTOR_NAME_FROM_KERNEL 1u
+/* Record flag: time_ns (and value, for blocking-call ranges) hold clock_ticks(), not ns. */
+#define COLLECTOR_REC_TICKS 0x8000u
+/* A timestamp for a ring record on an application thread: ticks where usable (a few ns), else ns. */
+uint64_t collector_stamp(uint16_t *flags);
 /*
  * Emits a range record [start_ns, end_ns) of `kind` named by name_ref, with an optional stack
  * (return addresses, caller first) as its inline text. Returns 1 if written.

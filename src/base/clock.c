@@ -1,5 +1,9 @@
 #include "cuscope/clock.h"
 
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
 void clock_anchor(uint64_t *mono_ns, uint64_t *real_ns)
 {
 	uint64_t best_gap = UINT64_MAX;
@@ -14,4 +18,89 @@ void clock_anchor(uint64_t *mono_ns, uint64_t *real_ns)
 			*real_ns = real;
 		}
 	}
+}
+
+/* Finds a whole word in a NUL-terminated text. */
+static int has_word(const char *text, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = text; (p = strstr(p, word)); p += len) {
+		int starts = p == text || p[-1] == ' ' || p[-1] == '\t';
+		int ends = p[len] == ' ' || p[len] == '\n' || p[len] == '\0';
+		if (starts && ends)
+			return 1;
+	}
+	return 0;
+}
+
+int clock_ticks_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	/* Read with open/read (no stdio): the collector calls this while the program starts. */
+	static char text[16384];
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	char *flags = strstr(text, "\nflags");
+	if (!flags)
+		return 0;
+	char *end = strchr(flags + 1, '\n');
+	if (end)
+		*end = '\0';
+	return has_word(flags, "constant_tsc") && has_word(flags, "nonstop_tsc");
+#else
+	return 0;
+#endif
+}
+
+/* One (ticks, ns) pair read as close together as possible: the tightest of a few brackets. */
+static void tick_pair(uint64_t *ticks, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		uint64_t before = clock_ticks();
+		uint64_t mono = clock_mono_ns();
+		uint64_t after = clock_ticks();
+		if (after - before < best) {
+			best = after - before;
+			*ticks = before + (after - before) / 2;
+			*ns = mono;
+		}
+	}
+}
+
+void clock_tick_map_update(struct clock_tick_map *map)
+{
+	uint64_t ticks, ns;
+	tick_pair(&ticks, &ns);
+	if (!map->ready) {
+		map->first_ticks = ticks;
+		map->first_ns = ns;
+		/* A first rate from a short spin; every later anchor refines it. */
+		uint64_t t2, n2;
+		do
+			tick_pair(&t2, &n2);
+		while (n2 - ns < 200000);
+		map->ns_per_tick = t2 > ticks ? (double)(n2 - ns) / (double)(t2 - ticks) : 1.0;
+		map->ticks = t2;
+		map->ns = n2;
+		map->ready = 1;
+		return;
+	}
+	if (ticks > map->first_ticks && ns - map->first_ns >= 1000000)
+		map->ns_per_tick = (double)(ns - map->first_ns) / (double)(ticks - map->first_ticks);
+	map->ticks = ticks;
+	map->ns = ns;
+}
+
+uint64_t clock_tick_map_ns(const struct clock_tick_map *map, uint64_t ticks)
+{
+	if (ticks <= map->ticks)
+		return map->ns - (uint64_t)((double)(map->ticks - ticks) * map->ns_per_tick);
+	return map->ns + (uint64_t)((double)(ticks - map->ticks) * map->ns_per_tick);
 }

@@ -37,7 +37,7 @@ _Atomic uint32_t collector_wake_word;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
-static COLLECTOR_TLS struct thread_ring *thread_ring_self;
+COLLECTOR_TLS struct thread_ring *collector_ring_self;
 static COLLECTOR_TLS pid_t thread_tid_self;
 /* Set while this thread is inside the collector's ring code: a sample then must not write. */
 static COLLECTOR_TLS volatile sig_atomic_t thread_in_collector;
@@ -46,6 +46,15 @@ static pid_t collector_pid;
 
 uint64_t collector_now_ns(void)
 {
+	return clock_mono_ns();
+}
+
+uint64_t collector_stamp(uint16_t *flags)
+{
+	if (collector_config.use_ticks) {
+		*flags |= COLLECTOR_REC_TICKS;
+		return clock_ticks();
+	}
 	return clock_mono_ns();
 }
 
@@ -68,7 +77,7 @@ static void thread_ring_release(void *arg)
 	struct thread_ring *tr = arg;
 	/* From here on this thread writes nothing: the sender may unmap the ring once it sees dead. */
 	thread_exiting = 1;
-	thread_ring_self = NULL;
+	collector_ring_self = NULL;
 	/* The exact end of a traced thread; untraced threads are found gone by the sender's scan. */
 	ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
@@ -123,7 +132,7 @@ static struct thread_ring *thread_ring_create(void)
 		tr->next = head;
 	} while (!atomic_compare_exchange_weak_explicit(&collector_rings, &head, tr, memory_order_release,
 	                                                memory_order_relaxed));
-	thread_ring_self = tr;
+	collector_ring_self = tr;
 	return tr;
 }
 
@@ -131,7 +140,7 @@ struct thread_ring *collector_thread_ring_in_signal(void)
 {
 	if (thread_exiting || !atomic_load_explicit(&collector_running, memory_order_relaxed))
 		return NULL;
-	struct thread_ring *tr = thread_ring_self;
+	struct thread_ring *tr = collector_ring_self;
 	if (tr)
 		return tr;
 	if (thread_is_collector)
@@ -165,7 +174,7 @@ static void flush_pending_sample(void)
 	if (!sample_pending || thread_in_collector || thread_is_collector)
 		return;
 	sample_pending = 0;
-	struct thread_ring *tr = thread_ring_self;
+	struct thread_ring *tr = collector_ring_self;
 	if (!tr || thread_exiting)
 		return;
 	int saved_errno = errno;
@@ -209,12 +218,12 @@ void collector_thread_leave(int was)
 		flush_pending_sample();
 }
 
-struct thread_ring *collector_thread_ring(void)
+struct thread_ring *collector_thread_ring_slow(void)
 {
 	/* Not running (detached, or not started): nobody drains, so nothing is written. */
 	if (thread_exiting || !atomic_load_explicit(&collector_running, memory_order_acquire))
 		return NULL;
-	struct thread_ring *tr = thread_ring_self;
+	struct thread_ring *tr = collector_ring_self;
 	if (tr)
 		return tr;
 	if (thread_is_collector)
@@ -251,10 +260,10 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 		return 0;
 	}
 	rec->kind = kind;
-	rec->flags = flags;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
 	rec->reserved = 0;
-	rec->time_ns = clock_mono_ns();
+	rec->time_ns = collector_stamp(&flags);
+	rec->flags = flags;
 	rec->value = value;
 	rec->name_ref = name_ref;
 	rec->domain_ref = domain_ref;
@@ -528,7 +537,7 @@ static void collector_atfork_child(void)
 	atomic_store(&collector_running, 0);
 	/* Parent's rings are abandoned (their threads are gone); this thread starts a fresh one. */
 	atomic_store(&collector_rings, NULL);
-	thread_ring_self = NULL;
+	collector_ring_self = NULL;
 	thread_tid_self = 0;
 	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++)
 		atomic_store(&own_tids[i], 0);
@@ -613,6 +622,9 @@ static void collector_configure(void)
 	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
 	          !(osrt_env && strcmp(osrt_env, "off") == 0));
 	counters_init(config_value("CUSCOPE_COUNTERS"));
+	/* Ticks only where the TSC is invariant; CUSCOPE_CLOCK=mono forces clock_gettime everywhere. */
+	const char *clock = config_value("CUSCOPE_CLOCK");
+	collector_config.use_ticks = !(clock && strcmp(clock, "mono") == 0) && clock_ticks_usable();
 }
 
 /* Starts the sender and the sampler; 0 or -1. */

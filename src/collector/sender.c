@@ -583,8 +583,32 @@ static void convert_record(const struct ring_record *rec)
 }
 
 /* Drains all rings; frees rings of ended threads once empty. Returns records drained. */
+/* Application threads stamp ticks; every record leaves the collector in MONOTONIC ns. */
+static struct clock_tick_map tick_map;
+/* An anchor was taken in this drain (taken lazily: a process that never stamps ticks, such as a
+ * short-lived child, never pays for the first rate measurement). */
+static int tick_map_anchored;
+
+/*
+ * Converts a record stamped with ticks to ns in place: the ring slot is the consumer's until
+ * ring_release, so writing it here is safe.
+ */
+static void record_ticks_to_ns(struct ring_record *rec)
+{
+	if (!tick_map_anchored) {
+		clock_tick_map_update(&tick_map);
+		tick_map_anchored = 1;
+	}
+	rec->time_ns = clock_tick_map_ns(&tick_map, rec->time_ns);
+	/* Blocking-call ranges carry their end in value. */
+	if (rec->kind == WIRE_EV_OSRT)
+		rec->value = clock_tick_map_ns(&tick_map, rec->value);
+	rec->flags &= (uint16_t)~COLLECTOR_REC_TICKS;
+}
+
 static size_t drain_rings(void)
 {
+	tick_map_anchored = 0;
 	size_t drained = 0;
 	struct thread_ring *prev = NULL;
 	struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire);
@@ -593,6 +617,8 @@ static size_t drain_rings(void)
 		int dead = atomic_load_explicit(&tr->dead, memory_order_acquire);
 		const struct ring_record *rec;
 		while ((rec = ring_peek(&tr->ring))) {
+			if (rec->flags & COLLECTOR_REC_TICKS)
+				record_ticks_to_ns((struct ring_record *)rec);
 			convert_record(rec);
 			ring_release(&tr->ring, rec);
 			drained++;

@@ -31,8 +31,8 @@ static void CUPTIAPI floor_buffer_requested(uint8_t **buffer, size_t *size, size
 		*size = 0;
 }
 
-static void CUPTIAPI floor_buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer,
-                                            size_t size, size_t valid)
+static void CUPTIAPI floor_buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer, size_t size,
+                                            size_t valid)
 {
 	(void)size;
 	(void)stream;
@@ -73,8 +73,7 @@ static void floor_at_exit(void)
 /* Called by the CUDA driver at its first API call (CUDA_INJECTION64_PATH). */
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	if (cuptiActivityRegisterCallbacks(floor_buffer_requested, floor_buffer_completed) !=
-	        CUPTI_SUCCESS ||
+	if (cuptiActivityRegisterCallbacks(floor_buffer_requested, floor_buffer_completed) != CUPTI_SUCCESS ||
 	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
 		fprintf(stderr, "floor_injector: CUPTI refused; not tracing\n");
 		return 1;
