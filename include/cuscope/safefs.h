@@ -56,6 +56,7 @@ struct safefs_output {
 	int fd;       /* write here; the caller closes it before commit or discard */
 	int dir_fd;   /* the directory holding FILE, -1 when written in place */
 	int in_place; /* stdout, a device or a FIFO */
+	int hold_fd;  /* a second fd on FILE.partial, so its identity cannot be reused before commit */
 	dev_t dev;    /* identity of FILE.partial, checked before renaming it */
 	ino_t ino;
 	char name[NAME_MAX + 1];    /* FILE's last component */

@@ -209,7 +209,7 @@ static int safefs_special(mode_t mode)
 int safefs_output_open(struct safefs_output *out, const char *path, int readable, const char **cause)
 {
 	memset(out, 0, sizeof *out);
-	out->fd = out->dir_fd = -1;
+	out->fd = out->dir_fd = out->hold_fd = -1;
 	int access_mode = readable ? O_RDWR : O_WRONLY;
 	if (strcmp(path, "-") == 0) {
 		out->in_place = 1;
@@ -272,7 +272,19 @@ int safefs_output_open(struct safefs_output *out, const char *path, int readable
 	}
 	out->dev = st.st_dev;
 	out->ino = st.st_ino;
+	/* Held until commit: while the inode lives, no other file can take its number. */
+	out->hold_fd = fcntl(out->fd, F_DUPFD_CLOEXEC, 3);
 	return 0;
+}
+
+/* Closes the directory and the held fd. */
+static void safefs_output_release(struct safefs_output *out)
+{
+	if (out->dir_fd >= 0)
+		close(out->dir_fd);
+	if (out->hold_fd >= 0)
+		close(out->hold_fd);
+	out->dir_fd = out->hold_fd = -1;
 }
 
 /* Whether FILE.partial still names the file we created. */
@@ -292,8 +304,7 @@ int safefs_output_commit(struct safefs_output *out)
 		rc = -ESTALE;
 	else if (renameat(out->dir_fd, out->partial, out->dir_fd, out->name) != 0)
 		rc = -errno;
-	close(out->dir_fd);
-	out->dir_fd = -1;
+	safefs_output_release(out);
 	return rc;
 }
 
@@ -303,13 +314,10 @@ void safefs_output_discard(struct safefs_output *out)
 		return;
 	if (safefs_output_ours(out))
 		unlinkat(out->dir_fd, out->partial, 0);
-	close(out->dir_fd);
-	out->dir_fd = -1;
+	safefs_output_release(out);
 }
 
 void safefs_output_keep_partial(struct safefs_output *out)
 {
-	if (out->dir_fd >= 0)
-		close(out->dir_fd);
-	out->dir_fd = -1;
+	safefs_output_release(out);
 }

@@ -577,7 +577,7 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 	size_t plen = path ? strlen(path) : 0;
 	int to_stdout = !path || strcmp(path, "-") == 0;
 	/* A file is written as PATH.partial and renamed when complete (see safefs.h). */
-	struct safefs_output target = {.fd = -1, .dir_fd = -1, .in_place = 1};
+	struct safefs_output target = {.fd = -1, .dir_fd = -1, .hold_fd = -1, .in_place = 1};
 	if (to_stdout) {
 		o->file = stdout;
 	} else {
