@@ -24,8 +24,11 @@
 int session_base_dir(char *out, size_t size)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
 	int n;
-	if (xdg && xdg[0] == '/' && access(xdg, W_OK | X_OK) == 0)
+	/* Only a runtime directory of our own (root under sudo may still carry the user's). */
+	if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && st.st_uid == getuid() &&
+	    access(xdg, W_OK | X_OK) == 0)
 		n = snprintf(out, size, "%s/cuscope", xdg);
 	else
 		n = snprintf(out, size, "/tmp/cuscope-%u", (unsigned)getuid());
