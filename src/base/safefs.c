@@ -258,8 +258,7 @@ int safefs_output_open(struct safefs_output *out, const char *path, int readable
 		close(out->dir_fd);
 		out->dir_fd = -1;
 		*cause = err == EEXIST || err == ELOOP
-		             ? "output's .partial file already exists (an interrupted "
-		               "run?); move it away first:"
+		             ? "an interrupted run left a .partial file (move it away) beside"
 		             : "cannot create output";
 		return -err;
 	}
