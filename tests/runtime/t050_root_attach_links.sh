@@ -6,7 +6,8 @@
 #  - a detach never removes the armed process's own output log;
 #  - a session directory a third user made first under /tmp/cuscope-UID is not trusted (no
 #    connection to the socket planted there; one clear line instead);
-#  - nothing the target names is executed for the manifest (a "python3" of the user's own).
+#  - nothing the target names is executed for the manifest (a "python3" of the user's own);
+#  - a collector never takes its session from a rendezvous file in a base a third user made.
 # Needs root and creates a second user (cuscopeci2), which it removes.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -137,4 +138,20 @@ rc=$?
 [ "$rc" = 0 ] || fail "attach to the python3-named target exited $rc: $(cat "$T/py.err")"
 ls "$U"/ran-as-* >/dev/null 2>&1 && fail "attach --record executed the target's own '$U/python3' ($(ls "$U"/ran-as-*))"
 kill "$py" 2>/dev/null
+
+# --- a third user's rendezvous for the user's next collector: ignored ---------------------------
+rm -rf "$base"
+as_other mkdir -m 0755 "$base" || fail "$other could not make $base"
+as_other mkdir -m 0777 "$base/evilsession"
+lib=$(dirname "$CUSCOPE")/../lib/cuscope/libcuscope.so
+as_user sh -c "echo \$\$ >'$U/rv.pid'; sleep 1; exec env LD_PRELOAD='$lib' '$PROGS/long_running' -t 3" >"$U/rv.out" 2>&1 &
+BG_PIDS+=("$!")
+wait_until 10 test -s "$U/rv.pid" || fail "the user's process did not start"
+rv=$(cat "$U/rv.pid")
+BG_PIDS+=("$rv")
+as_other sh -c "printf 'CUSCOPE_SESSION=$base/evilsession\n' >'$base/attach-$rv.env' && chmod 0644 '$base/attach-$rv.env'" ||
+	fail "$other could not plant the rendezvous"
+if wait_until 5 test -S "$base/evilsession/$rv.sock"; then
+	fail "the user's collector took its session from a rendezvous in a directory $other made"
+fi
 exit 0
