@@ -121,11 +121,10 @@ static long attach_status_field(const char *status, const char *key)
 static int attach_check_state(pid_t pid)
 {
 	char stat_text[1024], status[4096];
+	/* Unreadable (hidepid): the permission checks that follow say what is wrong. */
 	if (attach_read_proc(pid, "stat", stat_text, sizeof stat_text) <= 0 ||
-	    attach_read_proc(pid, "status", status, sizeof status) <= 0) {
-		log_error("attach: no such process: %d", (int)pid);
-		return 1;
-	}
+	    attach_read_proc(pid, "status", status, sizeof status) <= 0)
+		return 0;
 	const char *paren = strrchr(stat_text, ')');
 	char state = paren && paren[1] == ' ' ? paren[2] : '?';
 	long threads = attach_status_field(status, "Threads");

@@ -545,6 +545,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	if (launch.attached && (the_recorder.refused == launch.pid || !connected_once)) {
 		/* Nothing was recorded: whatever output named before stays as it was. */
 		capture_writer_abandon(the_recorder.writer);
+		free(the_recorder.runtime_facts);
+		free(the_recorder.runtime_manifest);
 		if (the_recorder.refused == launch.pid)
 			log_error("attach: pid %d already has a viewer attached (one at a time); detach that "
 			          "one first",

@@ -43,6 +43,8 @@ st=$!
 BG_PIDS+=("$st")
 sleep 0.3
 kill -STOP "$st"
+is_stopped() { [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" = T ]; }
+wait_until 10 is_stopped "$st" || fail "the target did not stop"
 one_line stopped 1 'stopped' "$CUSCOPE" attach --record -o "$T/s.cap" --duration 1 "$st"
 state=$(awk '{print $3}' /proc/"$st"/stat)
 [ "$state" = T ] || fail "the stopped target is in state $state after the refused attach, want T"
