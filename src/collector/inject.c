@@ -509,7 +509,7 @@ static int collector_start(void)
 /* Armed mode (CUSCOPE_ARM=1 with the collector preloaded): a session of our own to attach to later. */
 static const char *collector_armed_session(void)
 {
-	static char dir[256];
+	static char dir[4096];
 	const char *cause;
 	const char *arm = getenv("CUSCOPE_ARM");
 	if (!arm || strcmp(arm, "1") != 0 || session_create(dir, sizeof dir, &cause) != 0)

@@ -65,7 +65,7 @@ static struct sender {
 	int ever_connected;
 	int wake_fd;
 	_Atomic int stop;
-	char socket_path[320];
+	char socket_path[4096 + 32]; /* a session path may exceed sun_path: bound through a dir fd */
 
 	struct strtab strings;
 	uint32_t generation;
@@ -994,7 +994,9 @@ int sender_start(void)
 		char msg[512];
 		int n = snprintf(msg, sizeof msg, "cuscope: collector in pid %d cannot listen on %s: %s\n",
 		                 getpid(), snd.socket_path, strerror(-err));
-		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+		if (n >= (int)sizeof msg)
+			n = (int)sizeof msg - 1; /* a long session path: the line is cut, never over-read */
+		if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0) {
 			/* stderr closed: nothing more to say */
 		}
 		snd.listen_fd = -1;
