@@ -481,7 +481,10 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	}
 	live_keep_remove(&lv);
 	int exit_code;
-	if (launch.attached && lv.refused == launch.pid) {
+	if (launch.attached && lv.refused == launch.pid && !launch_poll(&launch)) {
+		fprintf(stderr, "cuscope: attach: pid %d exited during attach\n", (int)launch.pid);
+		exit_code = 1;
+	} else if (launch.attached && lv.refused == launch.pid) {
 		fprintf(stderr,
 		        "cuscope: attach: pid %d already has a viewer attached (one at a time); detach "
 		        "that one first\n",

@@ -547,7 +547,9 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		capture_writer_abandon(the_recorder.writer);
 		free(the_recorder.runtime_facts);
 		free(the_recorder.runtime_manifest);
-		if (the_recorder.refused == launch.pid)
+		if (the_recorder.refused == launch.pid && !launch_poll(&launch))
+			log_error("attach: pid %d exited during attach", (int)launch.pid);
+		else if (the_recorder.refused == launch.pid)
 			log_error("attach: pid %d already has a viewer attached (one at a time); detach that "
 			          "one first",
 			          (int)launch.pid);
