@@ -545,6 +545,10 @@ int cli_attach(int argc, char **argv)
 	snprintf(base, sizeof base, "%s/tmp/cuscope-%u", attach_root, (unsigned)uid);
 	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
 		armed = 1, target.session_uid = uid;
+	/* The usual $XDG_RUNTIME_DIR of the target's user (its environment is not ours to trust). */
+	snprintf(base, sizeof base, "%s/run/user/%u/cuscope", attach_root, (unsigned)uid);
+	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
+		armed = 1, target.session_uid = uid;
 	int rc = 0;
 	if (!armed) {
 		target.session_uid = uid;
