@@ -17,9 +17,8 @@
 #include <unistd.h>
 
 #define TAP_SCAN_NS 20000000ull
-#define TAP_READ_BUDGET                                                                                      \
-	(8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI                   \
-	            */
+/* Bytes per connection per pump, so one busy peer cannot starve the UI. */
+#define TAP_READ_BUDGET (8u << 20)
 
 struct tap_conn {
 	int fd;
