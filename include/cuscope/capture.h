@@ -76,8 +76,14 @@ _Static_assert(sizeof(struct capture_chunk_header) == 40, "capture_chunk_header 
 struct store;
 struct capture_writer;
 
-/* Creates path (truncating); returns NULL with errno-style *err and a static *cause. */
+/*
+ * Creates a capture at path as path.partial (0600, never through a link; see safefs.h), renamed
+ * onto path by a clean close; "-", a device or a FIFO is written in place. Returns NULL with
+ * errno-style *err and a static *cause.
+ */
 struct capture_writer *capture_writer_open(const char *path, int *err, const char **cause);
+/* The file being written (path.partial), or NULL when written in place. */
+const char *capture_writer_partial_path(const struct capture_writer *w);
 /* Appends one wire frame of a source; chunks are written as they fill. 0 or -errno. */
 int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t type, const void *payload,
                          uint32_t length);
@@ -85,8 +91,13 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 int capture_writer_manifest(struct capture_writer *w, const char *text, size_t length);
 /* Writes out every partly filled chunk (call periodically so a killed recorder loses little). */
 int capture_writer_flush(struct capture_writer *w);
-/* Flushes, writes END, closes and frees; 0 or -errno (the file is still readable up to the error). */
+/*
+ * Flushes, writes END, closes, renames path.partial onto path and frees; 0 or -errno (then
+ * path.partial stays, readable up to the error, and path is untouched).
+ */
 int capture_writer_close(struct capture_writer *w);
+/* Closes and frees, removing path.partial: nothing was recorded; path stays as it was. */
+void capture_writer_abandon(struct capture_writer *w);
 
 /*
  * A copy of what a live writer has written so far, made step by step so the live view keeps
@@ -94,10 +105,9 @@ int capture_writer_close(struct capture_writer *w);
  * names (so the copy reads on its own), then a fresh INDEX and END.
  */
 struct capture_snapshot;
-/* Starts copying w's file (src_path) to dest; NULL with *cause on failure. */
-struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path,
-                                                const char *dest, uint64_t from_ns, uint64_t to_ns,
-                                                const char **cause);
+/* Starts copying w's file to dest (as dest.partial, see capture_writer_open); NULL with *cause. */
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *dest, uint64_t from_ns,
+                                                uint64_t to_ns, const char **cause);
 /* Copies up to budget bytes; returns 1 when finished, 0 to call again, -errno on failure. */
 int capture_snapshot_step(struct capture_snapshot *snap, size_t budget);
 /* Progress: bytes copied and total; frees with capture_snapshot_free. */

@@ -20,6 +20,10 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 struct capture_writer;
 int record_run(struct launch *target, struct capture_writer *writer, const char *output,
                char **command_for_manifest, double duration_s);
+/* Opens a capture for record/attach (one clear line on failure, prefixed "VERB: "); NULL on failure. */
+struct capture_writer *record_open_output(const char *verb, const char *output);
+/* Says where the capture is written until it completes (FILE.partial), when someone is watching. */
+void record_say_partial(struct capture_writer *w, const char *output);
 /* `cuscope attach [--record -o FILE --duration S] PID`. */
 int cli_attach(int argc, char **argv);
 /* `cuscope run --detached -- CMD`: an armed launch with no viewer. */

@@ -35,7 +35,7 @@ struct thread_ring {
 };
 
 struct collector_config {
-	char session_dir[256];
+	char session_dir[4096];
 	size_t ring_bytes;       /* per-thread ring capacity, power of two */
 	size_t buffer_bytes;     /* flight-recorder / send queue bound */
 	uint32_t wait_viewer_ms; /* at exit, wait this long for a first viewer */

@@ -35,8 +35,9 @@ struct launch {
 	char session_dir[512];
 	char log_path[600];
 	char collector[4096];
-	pid_t pid;    /* target pid (also its process group id when launched) */
-	int attached; /* not our child: found running, watched with kill(pid, 0) */
+	pid_t pid;         /* target pid (also its process group id when launched) */
+	int attached;      /* not our child: found running, watched with kill(pid, 0) */
+	uid_t session_uid; /* attached: owner of session_dir (the target's user when root attaches) */
 	int running;
 	int status; /* waitpid status once !running */
 };

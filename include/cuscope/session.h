@@ -1,6 +1,8 @@
 /*
  * Sessions: a 0700 directory holding one listening socket per traced process (<pid>.sock, 0600).
- * The collector listens, viewers connect. Used by both sides, so it never allocates.
+ * The collector listens, viewers connect. Used by both sides: what the collector calls never
+ * allocates (removal and sweeping are the viewer's). Paths are reached through verified directory
+ * fds (safefs.h), sockets through /proc/self/fd so a session path may exceed sun_path's 108 bytes.
  *
  * Environment contract between the CLI and the collector:
  *   CUSCOPE_SESSION      session directory the collector puts its socket in
@@ -19,17 +21,27 @@
 
 /* Writes the per-user base directory ($XDG_RUNTIME_DIR/cuscope or /tmp/cuscope-UID). */
 int session_base_dir(char *out, size_t size);
+/* Writes the root sessions are made in: $CUSCOPE_SESSION_ROOT (made absolute) or the base. */
+int session_root(char *out, size_t size);
 /*
- * Creates (or reuses, if it is ours and 0700) the base directory and a fresh session directory
- * under it; returns 0 or -errno with *cause a static explanation.
+ * Creates (or reuses, if it is ours and 0700) the root directory and a fresh session directory
+ * under it (an absolute path); returns 0 or -errno with *cause a static explanation.
  */
 int session_create(char *out, size_t size, const char **cause);
+/* Opens a session directory owned by uid, verified all the way (safefs_open_dir); fd or -errno. */
+int session_open(const char *dir, uid_t uid);
+/* Removes a session directory owned by uid and its files, keeping sockets of live processes. */
+int session_remove(const char *dir, uid_t uid);
+/* Removes this user's sessions whose processes are all gone (a recent output.log stays a day). */
+void session_sweep(void);
 /* Writes DIR/PID.sock; returns 0 or -ENAMETOOLONG. */
 int session_socket_path(char *out, size_t size, const char *dir, pid_t pid);
 /* Creates a non-blocking listening socket at path (mode 0600); returns fd or -errno. */
 int session_listen(const char *path);
 /* Connects to the socket at path (blocking connect, then non-blocking); returns fd or -errno. */
 int session_connect(const char *path);
+/* Connects to the socket name in a verified directory fd (never through a link); fd or -errno. */
+int session_connect_at(int dir, const char *name);
 /* Returns 1 if the peer on fd runs as our uid or as root, 0 if not, -errno on error. */
 int session_peer_allowed(int fd);
 /* Parses "1234.sock" into a pid; returns 0 if name is not a socket name. */

@@ -18,9 +18,16 @@ struct tap_callbacks {
 	void (*closed)(void *ctx, int source);
 	/* A protocol error on a source (one line, e.g. a version mismatch). */
 	void (*error)(void *ctx, int source, pid_t pid, const char *message);
+	/* Optional: pid's collector closed before its handshake (it already has another viewer). */
+	void (*refused)(void *ctx, pid_t pid);
 };
 
-/* Follows dir (which must exist); callbacks are copied. */
+/*
+ * Follows dir, a private session directory owned by owner (checked along the whole path, see
+ * safefs.h); callbacks are copied. NULL with *err (-errno) if dir is not such a directory.
+ */
+struct tap *tap_new_owned(const char *dir, uid_t owner, const struct tap_callbacks *callbacks, int *err);
+/* tap_new_owned for a session of our own user; NULL if dir is not one. */
 struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks);
 /* Closes every connection (the collectors keep running: this is a detach). */
 void tap_free(struct tap *tap);

@@ -9,6 +9,7 @@
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
 #include "cuscope/remote.h"
+#include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/ui.h"
 #include "cuscope/xalloc.h"
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,26 +32,52 @@
 #define ATTACH_CALL_TIMEOUT_MS 60000
 #define ATTACH_SOCKET_WAIT_NS  5000000000ull
 
-/* Looks for PID.sock in the session directories under base; copies the directory into out. */
-static int attach_find_armed(const char *base, pid_t pid, char *out, size_t size)
+/* Where the target's /tmp is seen from here: "" or /proc/PID/root in another mount namespace. */
+static char attach_root[64];
+
+/* The injected session we made, removed after the run; -1/"" when the target was armed. */
+static int attach_base_fd = -1;
+static char attach_session_name[128];
+
+/* Whether base/name/PID.sock exists: a directory and socket of uid, reached only by fd. */
+static int attach_armed_in(int base, const char *name, uid_t uid, pid_t pid)
 {
-	DIR *d = opendir(base);
-	if (!d)
+	int fd = safefs_open_dir_at(base, name, uid, SAFEFS_PRIVATE);
+	if (fd < 0)
 		return 0;
+	char sock[32];
+	struct stat st;
+	snprintf(sock, sizeof sock, "%d.sock", (int)pid);
+	int found =
+	    fstatat(fd, sock, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == uid;
+	close(fd);
+	return found;
+}
+
+/*
+ * Looks for PID.sock in the session directories under base, a private directory of uid (another
+ * user may have made /tmp/cuscope-UID first: then nothing in it is trusted); copies the
+ * session directory into out.
+ */
+static int attach_find_armed(const char *base, uid_t uid, pid_t pid, char *out, size_t size)
+{
+	int fd = safefs_open_dir(base, uid, SAFEFS_PRIVATE);
+	if (fd < 0)
+		return 0;
+	DIR *d = safefs_opendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
 	struct dirent *de;
 	int found = 0;
 	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || !attach_armed_in(fd, de->d_name, uid, pid))
 			continue;
-		char path[1024];
-		struct stat st;
-		snprintf(path, sizeof path, "%s/%s/%d.sock", base, de->d_name, (int)pid);
-		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-			snprintf(out, size, "%s/%s", base, de->d_name);
-			found = 1;
-		}
+		found = snprintf(out, size, "%s/%s", base, de->d_name) < (int)size;
 	}
 	closedir(d);
+	close(fd);
 	return found;
 }
 
@@ -59,6 +87,124 @@ static uid_t attach_process_uid(pid_t pid)
 	struct stat st;
 	snprintf(path, sizeof path, "/proc/%d", (int)pid);
 	return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+/* Reads a /proc/PID file into buf; bytes or -1. */
+static ssize_t attach_read_proc(pid_t pid, const char *file, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/* A number after "key:" in /proc/PID/status, or -1. */
+static long attach_status_field(const char *status, const char *key)
+{
+	size_t len = strlen(key);
+	for (const char *p = status; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, len) == 0 && p[len] == ':')
+			return strtol(p + len + 1, NULL, 10);
+	return -1;
+}
+
+/*
+ * Refuses, with one line, a process that cannot run the collector: a zombie, a stopped one (it
+ * would never run our call or its sender; continuing it is not ours to decide) or one another
+ * tracer holds. Returns 0 when pid can be attached.
+ */
+static int attach_check_state(pid_t pid)
+{
+	char stat_text[1024], status[4096];
+	/* Unreadable (hidepid): the permission checks that follow say what is wrong. */
+	if (attach_read_proc(pid, "stat", stat_text, sizeof stat_text) <= 0 ||
+	    attach_read_proc(pid, "status", status, sizeof status) <= 0)
+		return 0;
+	const char *paren = strrchr(stat_text, ')');
+	char state = paren && paren[1] == ' ' ? paren[2] : '?';
+	long threads = attach_status_field(status, "Threads");
+	long tracer = attach_status_field(status, "TracerPid");
+	/* A leader that left with pthread_exit shows Z while its other threads run on. */
+	if ((state == 'Z' && threads <= 1) || state == 'X') {
+		log_error("attach: pid %d is a zombie: it has exited and waits for its parent to reap it; "
+		          "there is nothing to attach to",
+		          (int)pid);
+		return 1;
+	}
+	if (tracer > 0) {
+		log_error("attach: pid %d is being traced by pid %ld (a debugger?); detach that first",
+		          (int)pid, tracer);
+		return 1;
+	}
+	if (state == 'T' || state == 't') {
+		log_error("attach: pid %d is stopped; resume it first (kill -CONT %d): a stopped process "
+		          "cannot run the collector",
+		          (int)pid, (int)pid);
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether two paths name the same file (dev and inode). */
+static int attach_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Whether pid shares our namespace of a kind ("mnt", "pid", "user"); unknown counts as shared. */
+static int attach_same_ns(pid_t pid, const char *kind)
+{
+	char mine[64], theirs[64];
+	snprintf(mine, sizeof mine, "/proc/self/ns/%s", kind);
+	snprintf(theirs, sizeof theirs, "/proc/%d/ns/%s", (int)pid, kind);
+	struct stat sa, sb;
+	if (stat(mine, &sa) != 0 || stat(theirs, &sb) != 0)
+		return 1;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * A target in another namespace (a container): its pids and uids must be ours, and the files
+ * we hand it must be the same in both views; its /tmp is then reached through /proc/PID/root.
+ * Returns 0, or 1 after one line.
+ */
+static int attach_check_namespaces(pid_t pid, const char *collector)
+{
+	attach_root[0] = '\0';
+	if (!attach_same_ns(pid, "pid") || !attach_same_ns(pid, "user")) {
+		log_error("attach: pid %d runs in another PID or user namespace (a container?); run cuscope "
+		          "inside it",
+		          (int)pid);
+		return 1;
+	}
+	if (attach_same_ns(pid, "mnt"))
+		return 0;
+	snprintf(attach_root, sizeof attach_root, "/proc/%d/root", (int)pid);
+	/* The loader and the collector it will load are looked up by path on both sides. */
+	struct remote_module libc;
+	char theirs[sizeof attach_root + sizeof libc.path];
+	int same = remote_find_module(pid, "libc.so", &libc) == 0;
+	if (same) {
+		snprintf(theirs, sizeof theirs, "%s%s", attach_root, libc.path);
+		same = attach_same_file(libc.path, theirs);
+	}
+	if (same) {
+		snprintf(theirs, sizeof theirs, "%s%s", attach_root, collector);
+		same = attach_same_file(collector, theirs);
+	}
+	if (!same) {
+		log_error("attach: pid %d runs in another mount namespace (a container?) that does not see "
+		          "%s and its C library as we do; run cuscope inside it",
+		          (int)pid, collector);
+		return 1;
+	}
+	return 0;
 }
 
 static int attach_yama_scope(void)
@@ -93,29 +239,8 @@ static char *attach_cmdline(pid_t pid)
 	return xstrdup(buf);
 }
 
-/* Creates dir (0700) owned by uid; 0 or -errno. */
-static int attach_private_dir(const char *dir, uid_t uid)
-{
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return -errno;
-	/* The directory may have been made by the target's user: never follow a link planted there. */
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) != 0)
-		rc = -errno;
-	else if ((st.st_uid != uid && st.st_uid != getuid()) || (st.st_mode & 0077))
-		rc = -EPERM;
-	else if (getuid() == 0 && st.st_uid != uid && fchown(fd, uid, (gid_t)-1) != 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /* Writes the rendezvous file the collector reads at its start (0600, owned by the target's user). */
-static int attach_write_rendezvous(const char *path, uid_t uid, const char *session,
+static int attach_write_rendezvous(int base, const char *name, uid_t uid, const char *session,
                                    const struct launch_options *o)
 {
 	char text[2048];
@@ -127,28 +252,47 @@ static int attach_write_rendezvous(const char *path, uid_t uid, const char *sess
 	                 o->counters ? "\n" : "");
 	if (o->buffer_mb)
 		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_BUFFER_MB=%u\n", o->buffer_mb);
-	/* A fresh file, never through a link: the directory belongs to the target's user. */
-	unlink(path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* A fresh file in the verified directory, never through a link. */
+	unlinkat(base, name, 0);
+	int fd = openat(base, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	int rc = write(fd, text, (size_t)n) == n ? 0 : -EIO;
-	if (getuid() == 0 && fchown(fd, uid, (gid_t)-1) != 0)
+	if (!rc && getuid() != uid && fchown(fd, uid, (gid_t)-1) != 0)
 		rc = -errno;
 	close(fd);
 	return rc;
+}
+
+/* Removes the session attach_inject made (when the collector has left it) and its fds. */
+static void attach_forget_session(pid_t pid, int remove_rendezvous)
+{
+	if (attach_base_fd < 0)
+		return;
+	if (remove_rendezvous) {
+		char name[64];
+		snprintf(name, sizeof name, "attach-%d.env", (int)pid);
+		unlinkat(attach_base_fd, name, 0);
+	}
+	if (attach_session_name[0]) {
+		/* The collector removes its socket when it sees the viewer go: give it a moment. */
+		for (int i = 0; i < 50; i++) {
+			if (unlinkat(attach_base_fd, attach_session_name, AT_REMOVEDIR) == 0 ||
+			    errno != ENOTEMPTY)
+				break;
+			struct timespec step = {0, 20000000};
+			nanosleep(&step, NULL);
+		}
+		attach_session_name[0] = '\0';
+	}
+	close(attach_base_fd);
+	attach_base_fd = -1;
 }
 
 /* Injects (or wakes) the collector in pid; on success session names the directory to follow. */
 static int attach_inject(pid_t pid, const struct launch_options *opts, char *session, size_t session_size)
 {
 	uid_t uid = attach_process_uid(pid);
-	if (getuid() != 0 && uid != getuid()) {
-		log_error("attach: not permitted: pid %d belongs to another user (uid %u); attach as that "
-		          "user or as root",
-		          (int)pid, (unsigned)uid);
-		return 1;
-	}
 	struct remote_module libc;
 	if (remote_find_module(pid, "libc.so", &libc) != 0) {
 		log_error("attach: pid %d is statically linked (no libc.so mapped): the collector cannot be "
@@ -162,19 +306,46 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 		    "attach: collector libcuscope.so not found next to this binary; set CUSCOPE_COLLECTOR");
 		return 2;
 	}
-	char base[128], rendezvous[256];
-	snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)uid);
+	/* The target's /tmp (through /proc/PID/root in another mount namespace), verified; then the
+	 * user's base in it and our session, each created or checked through the fd above it. */
+	char tmp[128], base_name[64], rendezvous[64], their_session[256];
+	snprintf(tmp, sizeof tmp, "%s/tmp", attach_root);
+	snprintf(base_name, sizeof base_name, "cuscope-%u", (unsigned)uid);
+	snprintf(rendezvous, sizeof rendezvous, "attach-%d.env", (int)pid);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(session, session_size, "%s/attach-%d-%lx", base, (int)pid, (unsigned long)ts.tv_nsec);
-	snprintf(rendezvous, sizeof rendezvous, "%s/attach-%d.env", base, (int)pid);
-	int rc = attach_private_dir(base, uid);
+	snprintf(attach_session_name, sizeof attach_session_name, "attach-%d-%lx", (int)pid,
+	         (unsigned long)ts.tv_nsec);
+	snprintf(their_session, sizeof their_session, "/tmp/%s/%s", base_name, attach_session_name);
+	snprintf(session, session_size, "%s%s", attach_root, their_session);
+	int tmp_fd = safefs_open_dir(tmp, uid, 0);
+	int rc = tmp_fd < 0 ? tmp_fd : 0;
+	if (!rc) {
+		attach_base_fd = safefs_mkdir_private_at(tmp_fd, base_name, uid);
+		rc = attach_base_fd < 0 ? attach_base_fd : 0;
+		close(tmp_fd);
+	}
+	if (!rc) {
+		int fd = safefs_mkdir_private_at(attach_base_fd, attach_session_name, uid);
+		rc = fd < 0 ? fd : 0;
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!rc)
-		rc = attach_private_dir(session, uid);
-	if (!rc)
-		rc = attach_write_rendezvous(rendezvous, uid, session, opts);
+		rc = attach_write_rendezvous(attach_base_fd, rendezvous, uid, their_session, opts);
 	if (rc) {
-		log_error("attach: cannot prepare the session in %s: %s", base, strerror(-rc));
+		if (rc == -EPERM || rc == -ENOTDIR)
+			log_error(
+			    "attach: %s/%s is not a private directory of uid %u (made by another user?); "
+			    "nothing was done",
+			    tmp, base_name, (unsigned)uid);
+		else
+			log_error("attach: cannot prepare the session in %s/%s: %s", tmp, base_name,
+			          strerror(-rc));
+		if (attach_base_fd >= 0)
+			unlinkat(attach_base_fd, attach_session_name, AT_REMOVEDIR);
+		attach_session_name[0] = '\0';
+		attach_forget_session(pid, 0);
 		return 2;
 	}
 	uint64_t func = 0;
@@ -188,7 +359,7 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 		} else if (remote_symbol(pid, "libc.so", "__libc_dlopen_mode", &func) == 0) {
 			arg2 = RTLD_NOW | 0x80000000u; /* __RTLD_DLOPEN */
 		} else {
-			unlink(rendezvous);
+			attach_forget_session(pid, 1);
 			log_error("attach: no dlopen in pid %d's C library (%s)", (int)pid, libc.path);
 			return 1;
 		}
@@ -201,8 +372,7 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	         : remote_call(pid, tid, func, REMOTE_ARG_DATA, arg2, collector, strlen(collector) + 1, &ret,
 	                       ATTACH_CALL_TIMEOUT_MS, err, sizeof err);
 	if (rc) {
-		unlink(rendezvous);
-		rmdir(session);
+		attach_forget_session(pid, 1);
 		if (rc == -EPERM) {
 			int scope = attach_yama_scope();
 			log_error("attach: not permitted to trace pid %d (ptrace: %s%s%s)", (int)pid,
@@ -216,8 +386,7 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 		return 1;
 	}
 	if (ret == 0) {
-		unlink(rendezvous);
-		rmdir(session);
+		attach_forget_session(pid, 1);
 		if (already_loaded)
 			log_error("attach: pid %d's collector did not restart (see its stderr)", (int)pid);
 		else
@@ -228,26 +397,36 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	return 0;
 }
 
-/* Waits until the collector's socket shows up in dir. */
-static int attach_wait_socket(const char *dir, pid_t pid)
+/* Waits until the collector's socket shows up in dir (a private directory of uid). */
+static int attach_wait_socket(const char *dir, uid_t uid, pid_t pid)
 {
-	char path[1024];
-	snprintf(path, sizeof path, "%s/%d.sock", dir, (int)pid);
+	int fd = session_open(dir, uid);
+	if (fd < 0)
+		return fd;
+	char name[32];
+	snprintf(name, sizeof name, "%d.sock", (int)pid);
 	struct timespec start, now, step = {0, 10000000};
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		struct stat st;
-		if (lstat(path, &st) == 0)
-			return 0;
+		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+			break;
+		int rc = 0;
 		if (kill(pid, 0) != 0 && errno == ESRCH)
-			return -ESRCH;
+			rc = -ESRCH;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		uint64_t waited = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ull +
 		                  (uint64_t)now.tv_nsec - (uint64_t)start.tv_nsec;
-		if (waited > ATTACH_SOCKET_WAIT_NS)
-			return -ETIMEDOUT;
+		if (!rc && waited > ATTACH_SOCKET_WAIT_NS)
+			rc = -ETIMEDOUT;
+		if (rc) {
+			close(fd);
+			return rc;
+		}
 		nanosleep(&step, NULL);
 	}
+	close(fd);
+	return 0;
 }
 
 int cli_attach(int argc, char **argv)
@@ -331,56 +510,69 @@ int cli_attach(int argc, char **argv)
 		    "attach: the live view needs a terminal; use `cuscope attach --record -o FILE PID`");
 		return CLI_EXIT_USAGE;
 	}
+	if (attach_check_state(pid) != 0)
+		return 1;
+	uid_t uid = attach_process_uid(pid);
+	if (getuid() != 0 && uid != getuid()) {
+		log_error("attach: not permitted: pid %d belongs to another user (uid %u); attach as that "
+		          "user or as root",
+		          (int)pid, (unsigned)uid);
+		return 1;
+	}
+	char collector[4096];
+	if (launch_find_collector(collector, sizeof collector) == 0 &&
+	    attach_check_namespaces(pid, collector) != 0)
+		return 1;
 	struct capture_writer *writer = NULL;
 	if (record) {
-		int err = 0;
-		const char *cause = NULL;
-		writer = capture_writer_open(output, &err, &cause);
-		if (!writer) {
-			log_error("attach: %s %s: %s", cause, output, strerror(-err));
+		writer = record_open_output("attach", output);
+		if (!writer)
 			return CLI_EXIT_USAGE;
-		}
 	}
+	session_sweep();
 	struct launch target;
 	memset(&target, 0, sizeof target);
 	target.pid = pid;
 	target.attached = 1;
 	target.running = 1;
-	char base[256];
+	char base[PATH_MAX];
 	int armed = 0;
-	if (session_base_dir(base, sizeof base) == 0)
-		armed = attach_find_armed(base, pid, target.session_dir, sizeof target.session_dir);
-	if (!armed) {
-		snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)attach_process_uid(pid));
-		armed = attach_find_armed(base, pid, target.session_dir, sizeof target.session_dir);
-	}
+	/* An armed process's session: in our own root, or in its user's /tmp base (never in one
+	 * that someone else made). */
+	if (session_root(base, sizeof base) == 0 &&
+	    attach_find_armed(base, getuid(), pid, target.session_dir, sizeof target.session_dir))
+		armed = 1, target.session_uid = getuid();
+	snprintf(base, sizeof base, "%s/tmp/cuscope-%u", attach_root, (unsigned)uid);
+	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
+		armed = 1, target.session_uid = uid;
+	/* The usual $XDG_RUNTIME_DIR of the target's user (its environment is not ours to trust). */
+	snprintf(base, sizeof base, "%s/run/user/%u/cuscope", attach_root, (unsigned)uid);
+	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
+		armed = 1, target.session_uid = uid;
 	int rc = 0;
-	if (!armed)
+	if (!armed) {
+		target.session_uid = uid;
 		rc = attach_inject(pid, &lopts, target.session_dir, sizeof target.session_dir);
+	}
 	if (!rc) {
-		rc = attach_wait_socket(target.session_dir, pid);
+		rc = attach_wait_socket(target.session_dir, target.session_uid, pid);
 		if (rc == -ESRCH)
 			log_error("attach: pid %d exited during attach", (int)pid);
 		else if (rc)
 			log_error("attach: pid %d's collector did not open its socket in %s", (int)pid,
 			          target.session_dir);
-		if (rc && !armed) {
-			/* Nothing may be left for a later process with the same pid to pick up. */
-			char rendezvous[300];
-			snprintf(rendezvous, sizeof rendezvous, "/tmp/cuscope-%u/attach-%d.env",
-			         (unsigned)attach_process_uid(pid), (int)pid);
-			unlink(rendezvous);
-			rmdir(target.session_dir);
-		}
+		/* Nothing may be left for a later process with the same pid to pick up. */
+		if (rc)
+			attach_forget_session(pid, 1);
 		rc = rc ? 1 : 0;
 	}
 	if (rc) {
-		if (writer) {
-			capture_writer_close(writer);
-			unlink(output);
-		}
+		if (writer)
+			capture_writer_abandon(writer);
 		return rc;
 	}
+	if (writer)
+		record_say_partial(writer, output);
 	char *cmdline = attach_cmdline(pid);
 	if (record) {
 		char *manifest_argv[] = {cmdline, NULL};
@@ -389,6 +581,7 @@ int cli_attach(int argc, char **argv)
 		rc = live_run(&target, cmdline, &ui_opts);
 	}
 	free(cmdline);
+	attach_forget_session(pid, 0);
 	return rc;
 }
 
@@ -436,6 +629,7 @@ int cli_run(int argc, char **argv)
 	}
 	struct launch launch;
 	char msg[1024];
+	session_sweep();
 	int rc = launch_start(&launch, argv + optind, &lopts, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);

@@ -310,23 +310,8 @@ void launch_cleanup(struct launch *launch)
 {
 	if (!launch->session_dir[0] || (launch->running && !launch->attached))
 		return;
-	DIR *d = opendir(launch->session_dir);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			/* Children of the target may still be alive and listening: keep their sockets. */
-			pid_t pid = session_socket_pid(de->d_name);
-			if (pid && kill(pid, 0) == 0)
-				continue;
-			char path[1024];
-			snprintf(path, sizeof path, "%s/%s", launch->session_dir, de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(launch->session_dir);
+	/* Through verified directory fds: a path swapped for a link removes nothing elsewhere. */
+	session_remove(launch->session_dir, launch->attached ? launch->session_uid : getuid());
 }
 
 void launch_replay_log(const struct launch *launch, int fd)

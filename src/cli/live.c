@@ -4,6 +4,7 @@
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
+#include "cuscope/session.h"
 #include "cuscope/store.h"
 #include "cuscope/tap.h"
 #include "cuscope/ui.h"
@@ -70,6 +71,8 @@ struct live {
 	 * of it later without stopping the live view. */
 	struct capture_writer *keep;
 	char keep_path[700];
+	char keep_dir[512]; /* attach: our own session directory holding the keep file */
+	pid_t refused;      /* an attached target's collector turned us away (it has a viewer) */
 	struct capture_snapshot *dump;
 	char dump_path[512];
 	uint64_t dump_said_ns;
@@ -89,7 +92,7 @@ static void live_dump_start(struct live *lv)
 		return;
 	}
 	const char *cause = NULL;
-	lv->dump = capture_snapshot_start(lv->keep, lv->keep_path, path, from, to, &cause);
+	lv->dump = capture_snapshot_start(lv->keep, path, from, to, &cause);
 	if (!lv->dump) {
 		char line[700];
 		snprintf(line, sizeof line, "dump: %s: %s", cause, path);
@@ -198,6 +201,12 @@ static void live_closed(void *ctx, int source)
 	store_source_closed(lv->store, source);
 }
 
+static void live_refused(void *ctx, pid_t pid)
+{
+	struct live *lv = ctx;
+	lv->refused = pid;
+}
+
 static void live_error(void *ctx, int source, pid_t pid, const char *message)
 {
 	struct live *lv = ctx;
@@ -212,6 +221,19 @@ static void live_log_sink(const char *line)
 {
 	if (live_log_ui)
 		ui_message(live_log_ui, line);
+}
+
+/* Removes the keep file (and, after an attach, our own session directory that held it). */
+static void live_keep_remove(struct live *lv)
+{
+	if (lv->keep) {
+		capture_writer_abandon(lv->keep);
+		lv->keep = NULL;
+	}
+	if (lv->keep_dir[0]) {
+		session_remove(lv->keep_dir, getuid());
+		lv->keep_dir[0] = '\0';
+	}
 }
 
 static char *live_join(char **argv)
@@ -280,6 +302,7 @@ int cli_live(int argc, char **argv)
 	struct launch launch;
 	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
+	session_sweep();
 	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
@@ -297,11 +320,36 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
-	snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", launch.session_dir);
-	{
+	/* The keep file is ours: in our own session, never in an attached target's (its user could
+	 * plant links there), created 0600 without following any. */
+	const char *keep_dir = launch.session_dir;
+	if (launch.attached) {
+		const char *why = NULL;
+		if (session_create(lv.keep_dir, sizeof lv.keep_dir, &why) == 0)
+			keep_dir = lv.keep_dir;
+		else
+			keep_dir = NULL;
+	}
+	if (keep_dir) {
 		int err = 0;
 		const char *why = NULL;
+		snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", keep_dir);
 		lv.keep = capture_writer_open(lv.keep_path, &err, &why);
+	}
+	struct tap_callbacks cb = {.ctx = &lv,
+	                           .frame = live_frame,
+	                           .closed = live_closed,
+	                           .error = live_error,
+	                           .refused = live_refused};
+	int tap_err = 0;
+	struct tap *tap =
+	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
+	if (!tap) {
+		log_error("session directory %s is not a private directory of the target's user: %s",
+		          launch.session_dir, strerror(-tap_err));
+		live_keep_remove(&lv);
+		store_free(lv.store);
+		return 1;
 	}
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv.latency.enabled = latency_env && *latency_env == '1';
@@ -313,11 +361,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI",
 		          (int)launch.pid, launch.attached ? "" : ", output in ",
 		          launch.attached ? "" : launch.log_path);
-		if (lv.keep) {
-			capture_writer_close(lv.keep);
-			lv.keep = NULL;
-			unlink(lv.keep_path);
-		}
+		tap_free(tap);
+		live_keep_remove(&lv);
 		store_free(lv.store);
 		return 1;
 	}
@@ -338,9 +383,6 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	sigaction(SIGFPE, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct tap_callbacks cb = {
-	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
-	struct tap *tap = tap_new(launch.session_dir, &cb);
 	struct ui_status status = {
 	    .command = command_line,
 	    .pid = launch.pid,
@@ -374,6 +416,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			detached = status.target_alive;
 			break;
 		}
+		if (launch.attached && lv.refused == launch.pid)
+			break;
 		int actions = ui_handle_input(lv.ui, &status);
 		if (actions & UI_ACTION_INTERRUPT) {
 			if (launch.attached)
@@ -435,17 +479,22 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			lv.dump = NULL;
 		}
 	}
-	if (lv.keep) {
-		capture_writer_close(lv.keep);
-		lv.keep = NULL;
-		unlink(lv.keep_path);
-	}
+	live_keep_remove(&lv);
 	int exit_code;
-	if (launch.attached) {
-		/* Attach: our side ends here; the collector stops when it sees the viewer go. */
+	if (launch.attached && lv.refused == launch.pid && !launch_poll(&launch)) {
+		fprintf(stderr, "cuscope: attach: pid %d exited during attach\n", (int)launch.pid);
+		exit_code = 1;
+	} else if (launch.attached && lv.refused == launch.pid) {
+		fprintf(stderr,
+		        "cuscope: attach: pid %d already has a viewer attached (one at a time); detach "
+		        "that one first\n",
+		        (int)launch.pid);
+		exit_code = 1;
+	} else if (launch.attached) {
+		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
+		 * session is its own (or attach.c's to remove). */
 		if (live_detach_signal != SIGHUP && status.target_alive)
 			fprintf(stderr, "cuscope: detached from pid %d; it runs on\n", (int)launch.pid);
-		launch_cleanup(&launch);
 		exit_code = 0;
 	} else if (detached) {
 		if (live_detach_signal != SIGHUP)

@@ -4,17 +4,21 @@
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
+#include "cuscope/session.h"
 #include "cuscope/tap.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #endif
 
 #define RECORD_FLUSH_NS 250000000ull
+#define RECORD_FACTS_NS 2000000000ull /* how often the target's mappings are read for versions */
 #define RECORD_DRAIN_NS 3000000000ull /* after the target exits, wait this long for its data */
 #define RECORD_KILL_NS  5000000000ull /* after forwarding a stop signal, wait this long before SIGKILL */
 
@@ -33,6 +38,8 @@ static void record_on_signal(int sig)
 	record_stop_signal = sig;
 }
 
+static char *record_runtime_facts(pid_t pid);
+
 struct recorder {
 	struct capture_writer *writer;
 	int write_error;
@@ -42,6 +49,8 @@ struct recorder {
 	char *runtime_manifest;   /* key=value lines reported by collectors (GPU runtime versions) */
 	char *said[32];           /* warnings already printed */
 	size_t said_count;
+	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
+	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
 };
 
 /* One recording per process; its callbacks receive it as ctx. */
@@ -128,6 +137,24 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "");
 }
 
+static void record_refused(void *ctx, pid_t pid)
+{
+	struct recorder *rec = ctx;
+	rec->refused = pid;
+}
+
+/* Looks at the target's mappings again; keeps the richest answer seen (modules load over time). */
+static void record_note_runtime(struct recorder *rec, pid_t pid)
+{
+	char *facts = record_runtime_facts(pid);
+	if (facts && (!rec->runtime_facts || strlen(facts) >= strlen(rec->runtime_facts))) {
+		free(rec->runtime_facts);
+		rec->runtime_facts = facts;
+	} else {
+		free(facts);
+	}
+}
+
 static void record_error(void *ctx, int source, pid_t pid, const char *message)
 {
 	struct recorder *rec = ctx;
@@ -149,7 +176,7 @@ static void manifest_add(char **text, const char *key, const char *value)
 	*text = next;
 }
 
-/* Runs a command with a time limit and appends each output line as key=line. */
+/* Runs a system tool (never anything the target names) with a time limit; each line is key=line. */
 static void manifest_add_command(char **text, const char *key, const char *command)
 {
 	char *cmd = xasprintf("timeout 15 %s 2>/dev/null", command);
@@ -166,18 +193,146 @@ static void manifest_add_command(char **text, const char *key, const char *comma
 	pclose(p);
 }
 
-/* Shell-quotes s for popen (single quotes). */
-static char *shell_quote(const char *s)
+/*
+ * Reads a small file the target's user may control as data only: no link at the end, no FIFO,
+ * no device, at most size - 1 bytes. Returns the bytes read or -1.
+ */
+static ssize_t manifest_read_data(const char *path, char *buf, size_t size)
 {
-	char *out = xstrdup("'");
-	for (; *s; s++) {
-		char *next = *s == '\'' ? xasprintf("%s'\\''", out) : xasprintf("%s%c", out, *s);
-		free(out);
-		out = next;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	ssize_t n = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* The quoted value of `name = '...'` (or `name: str = '...'`) in Python source text, or NULL. */
+static char *manifest_py_assignment(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = text; (p = strstr(p, name)); p += len) {
+		if (p != text && p[-1] != '\n')
+			continue;
+		const char *q = p + len;
+		if (*q == ':') {
+			q++;
+			q += strspn(q, " \t");
+			if (strncmp(q, "str", 3) == 0)
+				q += 3;
+		}
+		q += strspn(q, " \t");
+		if (*q++ != '=')
+			continue;
+		q += strspn(q, " \t");
+		char quote = *q;
+		if (quote != '\'' && quote != '"')
+			continue;
+		const char *end = strchr(q + 1, quote);
+		const char *nl = strchr(q + 1, '\n');
+		if (!end || (nl && nl < end) || end - q > 200)
+			continue;
+		return xstrndup(q + 1, (size_t)(end - q - 1));
 	}
-	char *next = xasprintf("%s'", out);
-	free(out);
-	return next;
+	return NULL;
+}
+
+/* Appends name==version for each *.dist-info directory in a site-packages folder. */
+static void manifest_add_packages(char **text, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	unsigned n = 0;
+	while ((de = readdir(d)) && n < 4000) {
+		size_t len = strlen(de->d_name);
+		const char *dash = strchr(de->d_name, '-');
+		if (len < 11 || strcmp(de->d_name + len - 10, ".dist-info") != 0 || !dash)
+			continue;
+		char *pkg = xasprintf("%.*s==%.*s", (int)(dash - de->d_name), de->d_name,
+		                      (int)(len - 10 - (size_t)(dash + 1 - de->d_name)), dash + 1);
+		manifest_add(text, "python_package", pkg);
+		free(pkg);
+		n++;
+	}
+	closedir(d);
+}
+
+#define RECORD_SITE_MAX 4
+
+/*
+ * Python and PyTorch versions of pid, found without running anything of the target: the
+ * interpreter's name in its mappings, torch/version.py and the *.dist-info folders beside the
+ * mapped extension modules, all read as data. NULL when pid maps no Python.
+ */
+static char *record_runtime_facts(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char *python = NULL, *site[RECORD_SITE_MAX] = {NULL}, *torch = NULL;
+	char line[PATH_MAX + 256];
+	while (fgets(line, sizeof line, f)) {
+		char *file = strchr(line, '/');
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		const char *base = strrchr(file, '/') + 1;
+		int major, minor;
+		if (!python && (sscanf(base, "libpython%d.%d", &major, &minor) == 2 ||
+		                sscanf(base, "python%d.%d", &major, &minor) == 2))
+			python = xasprintf("%d.%d", major, minor);
+		char *pkgs = strstr(file, "/site-packages/");
+		if (!pkgs)
+			pkgs = strstr(file, "/dist-packages/");
+		if (!pkgs)
+			continue;
+		size_t dir_len = (size_t)(pkgs - file) + 14;
+		if (!torch && strncmp(pkgs + 15, "torch/", 6) == 0)
+			torch = xasprintf("%.*s/torch/version.py", (int)dir_len, file);
+		for (size_t i = 0; i < RECORD_SITE_MAX; i++) {
+			if (site[i] && strlen(site[i]) == dir_len && strncmp(site[i], file, dir_len) == 0)
+				break;
+			if (!site[i]) {
+				site[i] = xstrndup(file, dir_len);
+				break;
+			}
+		}
+	}
+	fclose(f);
+	if (!python && !site[0]) {
+		free(torch);
+		return NULL;
+	}
+	char *text = xstrdup("");
+	if (python)
+		manifest_add(&text, "python_version", python);
+	char src[16384];
+	if (torch && manifest_read_data(torch, src, sizeof src) > 0) {
+		static const char *const keys[][2] = {
+		    {"__version__", "torch_version"}, {"cuda", "torch_cuda"}, {"git_version", "torch_git"}};
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+			char *v = manifest_py_assignment(src, keys[i][0]);
+			if (v)
+				manifest_add(&text, keys[i][1], v);
+			free(v);
+		}
+	}
+	for (size_t i = 0; i < RECORD_SITE_MAX && site[i]; i++) {
+		manifest_add_packages(&text, site[i]);
+		free(site[i]);
+	}
+	free(python);
+	free(torch);
+	return text;
 }
 
 /*
@@ -237,23 +392,9 @@ static void record_manifest(struct capture_writer *w, char **argv)
 			}
 		}
 	}
+	/* A system tool found on our own PATH; Python versions come from record_runtime_facts. */
 	manifest_add_command(&text, "gpu",
 	                     "nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader");
-	/* The Python environment's packages, when the command is a Python interpreter or one is active. */
-	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	const char *python = strncmp(base, "python", 6) == 0                     ? argv[0]
-	                     : (getenv("VIRTUAL_ENV") || getenv("CONDA_PREFIX")) ? "python3"
-	                                                                         : NULL;
-	if (python) {
-		char *quoted = shell_quote(python);
-		char *pip = xasprintf("%s -m pip list --format=freeze --disable-pip-version-check", quoted);
-		char *ver = xasprintf("%s --version", quoted);
-		manifest_add_command(&text, "python_version", ver);
-		manifest_add_command(&text, "python_package", pip);
-		free(pip);
-		free(ver);
-		free(quoted);
-	}
 	capture_writer_manifest(w, text, strlen(text));
 	free(cmd);
 	free(text);
@@ -313,26 +454,53 @@ int cli_record(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	char **command = argv + optind;
-
-	int err = 0;
-	const char *cause = NULL;
-	the_recorder.writer = capture_writer_open(output, &err, &cause);
-	if (!the_recorder.writer) {
-		log_error("record: %s %s: %s", cause, output, strerror(-err));
+	if (strcmp(output, "-") == 0) {
+		log_error("record: -o - would mix the capture with the program's own output; name a file");
 		return CLI_EXIT_USAGE;
 	}
+
+	the_recorder.writer = record_open_output("record", output);
+	if (!the_recorder.writer)
+		return CLI_EXIT_USAGE;
 
 	struct launch launch;
 	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
+	session_sweep();
 	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
-		capture_writer_close(the_recorder.writer);
-		unlink(output);
+		/* Nothing was recorded: whatever output named before stays as it was. */
+		capture_writer_abandon(the_recorder.writer);
 		return rc;
 	}
+	record_say_partial(the_recorder.writer, output);
 	return record_run(&launch, the_recorder.writer, output, command, duration_s);
+}
+
+struct capture_writer *record_open_output(const char *verb, const char *output)
+{
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(output, &err, &cause);
+	if (w)
+		return w;
+	if (err == -EEXIST)
+		log_error("%s: %s.partial already exists (left by an interrupted recording?); move it away "
+		          "or remove it first",
+		          verb, output);
+	else
+		log_error("%s: %s %s: %s", verb, cause, output, strerror(-err));
+	return NULL;
+}
+
+void record_say_partial(struct capture_writer *w, const char *output)
+{
+	/* For whoever may interrupt it: where the data is until the recording completes. */
+	const char *partial = capture_writer_partial_path(w);
+	if (partial && isatty(STDERR_FILENO))
+		fprintf(stderr, "cuscope: recording into %s (renamed to %s when complete)\n", partial,
+		        output);
 }
 
 int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command,
@@ -345,14 +513,25 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	struct tap_callbacks cb = {.ctx = &the_recorder, .frame = record_frame, .error = record_error};
-	struct tap *tap = tap_new(launch.session_dir, &cb);
+	struct tap_callbacks cb = {
+	    .ctx = &the_recorder, .frame = record_frame, .error = record_error, .refused = record_refused};
+	int tap_err = 0;
+	struct tap *tap =
+	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
+	if (!tap) {
+		log_error("record: session directory %s is not a private directory of the target's user: %s",
+		          launch.session_dir, strerror(-tap_err));
+		if (!launch.attached)
+			launch_signal(&launch, SIGTERM);
+		capture_writer_abandon(the_recorder.writer);
+		return 1;
+	}
 	/* The manifest (nvidia-smi, pip take a moment) is gathered once the first collector is
 	 * connected, so its start-up data is safely flowing first; collectors queue meanwhile. */
 	int manifest_done = 0;
 
 	uint64_t start = clock_mono_ns();
-	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
+	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0, last_facts = 0;
 	int forwarded = 0, connected_once = 0;
 	for (;;) {
 		tap_pump(tap, 20, -1);
@@ -366,6 +545,12 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 			record_manifest(the_recorder.writer, command);
 			manifest_done = 1;
 		}
+		if (now - last_facts >= RECORD_FACTS_NS && launch.running) {
+			last_facts = now;
+			record_note_runtime(&the_recorder, launch.pid);
+		}
+		if (launch.attached && the_recorder.refused == launch.pid)
+			break;
 		if (!launch_poll(&launch) && !exited_at)
 			exited_at = now;
 		if (exited_at) {
@@ -396,23 +581,51 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	}
 	tap_finish(tap);
 	tap_free(tap);
+	if (launch.attached && (the_recorder.refused == launch.pid || !connected_once)) {
+		/* Nothing was recorded: whatever output named before stays as it was. */
+		capture_writer_abandon(the_recorder.writer);
+		free(the_recorder.runtime_facts);
+		free(the_recorder.runtime_manifest);
+		if (the_recorder.refused == launch.pid && !launch_poll(&launch))
+			log_error("attach: pid %d exited during attach", (int)launch.pid);
+		else if (the_recorder.refused == launch.pid)
+			log_error("attach: pid %d already has a viewer attached (one at a time); detach that "
+			          "one first",
+			          (int)launch.pid);
+		else
+			log_error("record: pid %d's collector never answered", (int)launch.pid);
+		return 1;
+	}
 	record_ends(&the_recorder, &launch);
 	if (!manifest_done)
 		record_manifest(the_recorder.writer, command);
+	if (the_recorder.runtime_facts) {
+		char *next =
+		    xasprintf("%s%s", the_recorder.runtime_manifest ? the_recorder.runtime_manifest : "",
+		              the_recorder.runtime_facts);
+		free(the_recorder.runtime_manifest);
+		free(the_recorder.runtime_facts);
+		the_recorder.runtime_manifest = next;
+		the_recorder.runtime_facts = NULL;
+	}
 	if (the_recorder.runtime_manifest) {
 		capture_writer_manifest(the_recorder.writer, the_recorder.runtime_manifest,
 		                        strlen(the_recorder.runtime_manifest));
 		free(the_recorder.runtime_manifest);
 	}
+	char partial[PATH_MAX + 16] = "";
+	if (capture_writer_partial_path(the_recorder.writer))
+		snprintf(partial, sizeof partial, "%s", capture_writer_partial_path(the_recorder.writer));
 	int close_rc = capture_writer_close(the_recorder.writer);
 	if (close_rc && !the_recorder.write_error)
-		log_error("record: cannot finish %s: %s", output, strerror(-close_rc));
-	launch_cleanup(&launch);
+		log_error("record: cannot finish %s: %s%s%s", output, strerror(-close_rc),
+		          partial[0] ? "; what was recorded is in " : "", partial);
+	else if (close_rc && partial[0])
+		log_error("record: what was recorded is in %s; %s is unchanged", partial, output);
+	/* An attached target's session is its own (or attach.c's to remove). */
+	if (!launch.attached)
+		launch_cleanup(&launch);
 	if (the_recorder.protocol_error || the_recorder.write_error || close_rc)
 		return launch.attached ? 1 : CLI_EXIT_USAGE;
-	if (launch.attached && !connected_once) {
-		log_error("record: pid %d's collector never answered", (int)launch.pid);
-		return 1;
-	}
 	return launch_exit_code(&launch);
 }

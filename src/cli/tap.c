@@ -1,5 +1,6 @@
 #include "cuscope/tap.h"
 #include "cuscope/clock.h"
+#include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -16,9 +17,8 @@
 #include <unistd.h>
 
 #define TAP_SCAN_NS 20000000ull
-#define TAP_READ_BUDGET                                                                                      \
-	(8u << 20) /* bytes per connection per pump, so one busy peer cannot starve the UI                   \
-	            */
+/* Bytes per connection per pump, so one busy peer cannot starve the UI. */
+#define TAP_READ_BUDGET (8u << 20)
 
 struct tap_conn {
 	int fd;
@@ -37,7 +37,8 @@ struct tap_seen {
 };
 
 struct tap {
-	char *dir;
+	int dir_fd;  /* the session directory, verified once at start */
+	uid_t owner; /* who owns it (and the collectors' files in it) */
 	struct tap_callbacks cb;
 	struct tap_conn *conns;
 	size_t conn_count, conn_cap;
@@ -48,16 +49,30 @@ struct tap {
 	uint64_t bytes;
 };
 
-struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks)
+struct tap *tap_new_owned(const char *dir, uid_t owner, const struct tap_callbacks *callbacks, int *err)
 {
+	/* Another user may own the session (root attaching to their process): every socket is
+	 * reached through this one verified fd, never through the path again. */
+	int fd = session_open(dir, owner);
+	if (fd < 0) {
+		if (err)
+			*err = fd;
+		return NULL;
+	}
 	struct tap *tap = xcalloc(1, sizeof *tap);
-	tap->dir = xstrdup(dir);
+	tap->dir_fd = fd;
+	tap->owner = owner;
 	tap->cb = *callbacks;
 	return tap;
 }
 
 static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, size_t n);
 static void tap_take_final(struct tap *tap, struct tap_conn *c);
+
+struct tap *tap_new(const char *dir, const struct tap_callbacks *callbacks)
+{
+	return tap_new_owned(dir, getuid(), callbacks, NULL);
+}
 
 static void tap_conn_close(struct tap *tap, size_t index)
 {
@@ -66,6 +81,9 @@ static void tap_conn_close(struct tap *tap, size_t index)
 	tap_take_final(tap, c);
 	close(c->fd);
 	wire_decoder_fini(&c->dec);
+	/* A collector turns a second viewer away by closing before its handshake. */
+	if (!c->got_hello && tap->cb.refused)
+		tap->cb.refused(tap->cb.ctx, c->pid);
 	if (tap->cb.closed)
 		tap->cb.closed(tap->cb.ctx, c->source);
 	tap->conns[index] = tap->conns[--tap->conn_count];
@@ -83,7 +101,7 @@ void tap_free(struct tap *tap)
 	}
 	free(tap->conns);
 	free(tap->seen);
-	free(tap->dir);
+	close(tap->dir_fd);
 	free(tap);
 }
 
@@ -142,7 +160,7 @@ void tap_finish(struct tap *tap)
 /* Connects to sockets not seen before; removes sockets of processes that no longer exist. */
 static void tap_scan(struct tap *tap)
 {
-	DIR *d = opendir(tap->dir);
+	DIR *d = safefs_opendir(tap->dir_fd);
 	if (!d)
 		return;
 	struct dirent *de;
@@ -155,18 +173,16 @@ static void tap_scan(struct tap *tap)
 		pid_t pid = session_socket_pid(de->d_name);
 		if (!pid)
 			continue;
-		char path[512];
 		struct stat st;
-		snprintf(path, sizeof path, "%s/%s", tap->dir, de->d_name);
-		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+		if (fstatat(tap->dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode))
 			continue;
 		if (tap_seen_has(tap, pid, &st))
 			continue;
-		int fd = session_connect(path);
+		int fd = session_connect_at(tap->dir_fd, de->d_name);
 		if (fd < 0) {
 			/* A socket left behind by a killed process: nobody will ever answer it. */
 			if (fd == -ECONNREFUSED && kill(pid, 0) != 0 && errno == ESRCH) {
-				unlink(path);
+				unlinkat(tap->dir_fd, de->d_name, 0);
 				tap_seen_add(tap, pid, &st);
 			}
 			continue;
@@ -226,17 +242,17 @@ static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, s
  */
 static void tap_take_final(struct tap *tap, struct tap_conn *c)
 {
-	char path[512];
-	snprintf(path, sizeof path, "%s/%d.final", tap->dir, (int)c->pid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char name[64];
+	snprintf(name, sizeof name, "%d.final", (int)c->pid);
+	int fd = openat(tap->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != tap->owner) {
 		close(fd);
 		return;
 	}
-	unlink(path);
+	unlinkat(tap->dir_fd, name, 0);
 	char buf[65536];
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof buf)) > 0)

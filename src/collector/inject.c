@@ -5,6 +5,7 @@
  */
 #include "cuscope/collector.h"
 #include "cuscope/clock.h"
+#include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 
@@ -493,15 +494,23 @@ static const char *config_value(const char *name)
 /* Reads and removes /tmp/cuscope-UID/attach-PID.env; returns 1 if there was one. */
 static int rendezvous_read(void)
 {
-	char path[128];
-	snprintf(path, sizeof path, "/tmp/cuscope-%u/attach-%d.env", (unsigned)getuid(), (int)getpid());
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char base[64], name[64];
+	snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)getuid());
+	snprintf(name, sizeof name, "attach-%d.env", (int)getpid());
 	rendezvous[0] = '\0';
-	if (fd < 0)
+	/* Another user may have made /tmp/cuscope-UID first: only a private one of ours is read. */
+	int dir = safefs_open_dir(base, getuid(), SAFEFS_PRIVATE);
+	if (dir < 0)
 		return 0;
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		close(dir);
+		return 0;
+	}
 	ssize_t n = read(fd, rendezvous, sizeof rendezvous - 1);
 	close(fd);
-	unlink(path);
+	unlinkat(dir, name, 0);
+	close(dir);
 	rendezvous[n > 0 ? n : 0] = '\0';
 	return n > 0;
 }
@@ -644,7 +653,7 @@ static int collector_start(void)
 /* Armed mode (CUSCOPE_ARM=1 with the collector preloaded): a session of our own to attach to later. */
 static const char *collector_armed_session(void)
 {
-	static char dir[256];
+	static char dir[4096];
 	const char *cause;
 	const char *arm = getenv("CUSCOPE_ARM");
 	if (!arm || strcmp(arm, "1") != 0 || session_create(dir, sizeof dir, &cause) != 0)

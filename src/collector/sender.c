@@ -67,7 +67,7 @@ static struct sender {
 	unsigned listen_failures; /* re-creations of a lost listening socket that failed */
 	uint64_t listen_retry_ns; /* next attempt to re-create it */
 	_Atomic int stop;
-	char socket_path[320];
+	char socket_path[4096 + 32]; /* a session path may exceed sun_path: bound through a dir fd */
 
 	struct strtab strings;
 	uint32_t generation;
@@ -1177,7 +1177,7 @@ static void *sender_main(void *arg)
 static void sender_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sender_log(const char *fmt, ...)
 {
-	char path[320], line[512];
+	char path[4096 + 32], line[512];
 	if (snprintf(path, sizeof path, "%s/%d.log", collector_config.session_dir, (int)getpid()) >=
 	    (int)sizeof path)
 		return;

@@ -1,6 +1,7 @@
 #include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/crc32.h"
+#include "cuscope/safefs.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -30,7 +31,8 @@ struct pending_chunk {
 
 struct capture_writer {
 	int fd;
-	uint64_t offset; /* bytes written so far */
+	struct safefs_output out; /* FILE.partial until a clean close renames it onto FILE */
+	uint64_t offset;          /* bytes written so far */
 	struct pending_chunk *chunks;
 	size_t chunk_count, chunk_cap;
 	struct capture_index_entry *index;
@@ -95,35 +97,49 @@ static int write_chunk(struct capture_writer *w, uint32_t type, uint32_t source,
 	return rc;
 }
 
+/* The file header every capture (and every copy of one) starts with. */
+static void capture_file_header_init(struct capture_file_header *h)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, CAPTURE_MAGIC, 8);
+	h->version = CAPTURE_VERSION;
+	h->header_size = sizeof *h;
+	h->features = 0;
+	h->created_real_ns = clock_real_ns();
+	h->wire_version = WIRE_VERSION;
+	h->byte_order = 0x01020304u;
+}
+
 struct capture_writer *capture_writer_open(const char *path, int *err, const char **cause)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		*err = -errno;
-		*cause = "cannot create capture file";
+	struct safefs_output out;
+	/* Readable too: a live view copies windows of its own capture while writing it. */
+	int rc = safefs_output_open(&out, path, 1, cause);
+	if (rc) {
+		*err = rc;
 		return NULL;
 	}
 	struct capture_file_header h;
-	memset(&h, 0, sizeof h);
-	memcpy(h.magic, CAPTURE_MAGIC, 8);
-	h.version = CAPTURE_VERSION;
-	h.header_size = sizeof h;
-	h.features = 0;
-	h.created_real_ns = clock_real_ns();
-	h.wire_version = WIRE_VERSION;
-	h.byte_order = 0x01020304u;
-	int rc = write_all(fd, &h, sizeof h);
+	capture_file_header_init(&h);
+	rc = write_all(out.fd, &h, sizeof h);
 	if (rc) {
-		close(fd);
+		close(out.fd);
+		safefs_output_discard(&out);
 		*err = rc;
 		*cause = "cannot write capture file";
 		return NULL;
 	}
 	struct capture_writer *w = xcalloc(1, sizeof *w);
-	w->fd = fd;
+	w->fd = out.fd;
+	w->out = out;
 	w->offset = sizeof h;
 	w->zstd = ZSTD_createCCtx();
 	return w;
+}
+
+const char *capture_writer_partial_path(const struct capture_writer *w)
+{
+	return w->out.in_place ? NULL : w->out.partial_path;
 }
 
 static struct pending_chunk *pending_for(struct capture_writer *w, uint32_t source)
@@ -232,6 +248,19 @@ int capture_writer_flush(struct capture_writer *w)
 	return w->error;
 }
 
+/* Frees everything but the file. */
+static void capture_writer_free(struct capture_writer *w)
+{
+	for (size_t i = 0; i < w->chunk_count; i++)
+		free(w->chunks[i].buf);
+	free(w->chunks);
+	free(w->index);
+	free(w->essential);
+	free(w->zbuf);
+	ZSTD_freeCCtx(w->zstd);
+	free(w);
+}
+
 int capture_writer_close(struct capture_writer *w)
 {
 	int rc = capture_writer_flush(w);
@@ -243,21 +272,29 @@ int capture_writer_close(struct capture_writer *w)
 		if (!rc)
 			rc = write_chunk(w, CAPTURE_CHUNK_END, 0, &end, sizeof end, 0, 0, 0);
 	}
+	/* On disk before it replaces what FILE was. */
+	if (!rc && !w->out.in_place && fsync(w->fd) != 0)
+		rc = -errno;
 	if (close(w->fd) != 0 && !rc)
 		rc = -errno;
-	for (size_t i = 0; i < w->chunk_count; i++)
-		free(w->chunks[i].buf);
-	free(w->chunks);
-	free(w->index);
-	free(w->essential);
-	free(w->zbuf);
-	ZSTD_freeCCtx(w->zstd);
-	free(w);
+	if (!rc)
+		rc = safefs_output_commit(&w->out);
+	else
+		safefs_output_keep_partial(&w->out);
+	capture_writer_free(w);
 	return rc;
+}
+
+void capture_writer_abandon(struct capture_writer *w)
+{
+	close(w->fd);
+	safefs_output_discard(&w->out);
+	capture_writer_free(w);
 }
 
 struct capture_snapshot {
 	int src, dst;
+	struct safefs_output out;         /* the dump, renamed into place when complete */
 	struct capture_index_entry *copy; /* chunks to copy, in file order */
 	size_t count, next;
 	uint64_t next_offset_in_chunk;     /* bytes of copy[next] already copied */
@@ -266,28 +303,30 @@ struct capture_snapshot {
 	uint64_t done, total;
 };
 
-struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *src_path,
-                                                const char *dest, uint64_t from_ns, uint64_t to_ns,
-                                                const char **cause)
+struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const char *dest, uint64_t from_ns,
+                                                uint64_t to_ns, const char **cause)
 {
 	if (capture_writer_flush(w) != 0) {
 		*cause = "cannot flush the live capture";
 		return NULL;
 	}
-	int src = open(src_path, O_RDONLY | O_CLOEXEC);
+	/* The live file through the writer's own fd: its name is never looked up again. */
+	int src = w->out.in_place ? -1 : fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
 	if (src < 0) {
 		*cause = "cannot read the live capture";
 		return NULL;
 	}
-	int dst = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (dst < 0) {
+	struct safefs_output out;
+	const char *why = NULL;
+	if (safefs_output_open(&out, dest, 0, &why) != 0) {
 		close(src);
-		*cause = "cannot create the dump file";
+		*cause = why;
 		return NULL;
 	}
 	struct capture_snapshot *snap = xcalloc(1, sizeof *snap);
 	snap->src = src;
-	snap->dst = dst;
+	snap->dst = out.fd;
+	snap->out = out;
 	snap->copy = xcalloc(w->index_count + 1, sizeof *snap->copy);
 	snap->index = xcalloc(w->index_count + 1, sizeof *snap->index);
 	for (size_t i = 0; i < w->index_count; i++) {
@@ -302,17 +341,10 @@ struct capture_snapshot *capture_snapshot_start(struct capture_writer *w, const 
 	}
 	/* The same file header, written fresh. */
 	struct capture_file_header h;
-	memset(&h, 0, sizeof h);
-	memcpy(h.magic, CAPTURE_MAGIC, 8);
-	h.version = CAPTURE_VERSION;
-	h.header_size = sizeof h;
-	h.created_real_ns = clock_real_ns();
-	h.wire_version = WIRE_VERSION;
-	h.byte_order = 0x01020304u;
-	if (write_all(dst, &h, sizeof h) != 0) {
+	capture_file_header_init(&h);
+	if (write_all(snap->dst, &h, sizeof h) != 0) {
 		*cause = "cannot write the dump file";
 		capture_snapshot_free(snap);
-		unlink(dest);
 		return NULL;
 	}
 	snap->out_offset = sizeof h;
@@ -373,9 +405,16 @@ int capture_snapshot_step(struct capture_snapshot *snap, size_t budget)
 	struct capture_end end = {(uint32_t)snap->count + 1, 0, index_offset};
 	if (!rc)
 		rc = snapshot_write_chunk(snap, CAPTURE_CHUNK_END, &end, sizeof end);
-	if (!rc && close(snap->dst) != 0)
+	if (!rc && !snap->out.in_place && fsync(snap->dst) != 0)
+		rc = -errno;
+	if (close(snap->dst) != 0 && !rc)
 		rc = -errno;
 	snap->dst = -1;
+	/* Complete: the dump replaces FILE; failed: FILE stays as it was and the partial goes. */
+	if (!rc)
+		rc = safefs_output_commit(&snap->out);
+	else
+		safefs_output_discard(&snap->out);
 	return rc ? rc : 1;
 }
 
@@ -391,8 +430,11 @@ void capture_snapshot_free(struct capture_snapshot *snap)
 		return;
 	if (snap->src >= 0)
 		close(snap->src);
-	if (snap->dst >= 0)
+	if (snap->dst >= 0) {
+		/* Given up before the end: nothing half-written is left, FILE stays as it was. */
 		close(snap->dst);
+		safefs_output_discard(&snap->out);
+	}
 	free(snap->copy);
 	free(snap->index);
 	free(snap);

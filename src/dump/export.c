@@ -12,8 +12,11 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
+#include "cuscope/safefs.h"
+
 #include <errno.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -573,27 +576,33 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 	}
 	size_t plen = path ? strlen(path) : 0;
 	int to_stdout = !path || strcmp(path, "-") == 0;
+	/* A file is written as PATH.partial and renamed when complete (see safefs.h). */
+	struct safefs_output target = {.fd = -1, .dir_fd = -1, .hold_fd = -1, .in_place = 1};
 	if (to_stdout) {
 		o->file = stdout;
-	} else if (plen > 3 && strcmp(path + plen - 3, ".gz") == 0) {
-		errno = 0;
-		o->gz = gzopen(path, "wb1");
-		if (!o->gz) {
-			int err = errno ? errno : ENOMEM;
-			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(err));
-			*cause = msg_buf;
-			free(o);
-			return -err;
-		}
-		gzbuffer(o->gz, 256u << 10);
 	} else {
-		o->file = fopen(path, "wb");
-		if (!o->file) {
-			int err = errno;
-			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(err));
+		const char *why = NULL;
+		int err = safefs_output_open(&target, path, 0, &why);
+		if (err) {
+			snprintf(msg_buf, msg_size, "%s %s: %s", why, path, strerror(-err));
 			*cause = msg_buf;
 			free(o);
-			return -err;
+			return err;
+		}
+		if (plen > 3 && strcmp(path + plen - 3, ".gz") == 0) {
+			o->gz = gzdopen(target.fd, "wb1");
+			if (o->gz)
+				gzbuffer(o->gz, 256u << 10);
+		} else {
+			o->file = fdopen(target.fd, "wb");
+		}
+		if (!o->gz && !o->file) {
+			close(target.fd);
+			safefs_output_discard(&target);
+			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(ENOMEM));
+			*cause = msg_buf;
+			free(o);
+			return -ENOMEM;
 		}
 	}
 	memset(counts, 0, sizeof *counts);
@@ -630,6 +639,11 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 		rc = errno ? -errno : -EIO;
 	}
 	free(o);
+	/* Complete: it replaces PATH; failed: PATH stays as it was. */
+	if (!rc && !to_stdout)
+		rc = safefs_output_commit(&target);
+	else if (!to_stdout)
+		safefs_output_discard(&target);
 	if (rc) {
 		snprintf(msg_buf, msg_size, "cannot write %s: %s", to_stdout ? "standard output" : path,
 		         strerror(-rc));
