@@ -52,8 +52,20 @@ h=$(row_of '^▾hotspin ')
 # Back to the top, then down to the spinner's thread row.
 for ((i = 0; i < n + 2; i++)); do tm_keys Up; done
 down "$h"
-tm_keys Enter
-tm_wait 'CPU samples +[0-9]+ in this cell' 5 "Enter on a spinner cell: its samples"
+# Sampling is tick-bound (CPU-time timers fire at the kernel's tick, 250 Hz on some kernels), so
+# a ~1 ms cell may hold no sample: step right along the spinner's row to the first cell with one.
+found=0
+for ((i = 0; i < 40; i++)); do
+	tm_keys Enter
+	sleep 0.2
+	if tm_screen | grep -qE 'CPU samples +[0-9]+ in this cell'; then
+		found=1
+		break
+	fi
+	tm_keys Escape Right
+	sleep 0.1
+done
+[ "$found" = 1 ] || fail "Enter on 40 spinner cells: none showed its samples: $(tm_screen | tr -s ' ' | head -n 30 | tr '\n' '|')"
 tm_wait ' 0 +cuscope_hot_spin +cpu_workload' 5 "the sample stack's leaf is cuscope_hot_spin"
 tm_keys Escape
 tm_keys q
