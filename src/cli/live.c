@@ -297,6 +297,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
+	store_set_memory_limit(lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT)
+	                                     << 20);
 	snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", launch.session_dir);
 	{
 		int err = 0;
@@ -349,6 +351,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	    .log_path = launch.attached ? NULL : launch.log_path,
 	};
 
+	char log_note[256] = "";
 	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0,
 	         last_keep_flush = 0;
 	int forwarded_interrupts = 0, detached = 0, stopping = 0;
@@ -413,6 +416,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status.now_ns = now;
+			launch_log_note(&launch, log_note, sizeof log_note);
+			status.log_note = log_note[0] ? log_note : NULL;
 			ui_draw(lv.ui, &status, 0);
 			last_draw = now;
 			latency_frame_drawn(&lv.latency, clock_mono_ns());
