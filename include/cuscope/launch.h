@@ -54,10 +54,10 @@ struct launch {
 	pid_t pid;    /* target pid (also its process group id when launched) */
 	int attached; /* not our child: found running, watched with kill(pid, 0) */
 	int running;
-	int status;                       /* waitpid status once !running */
-	int log_done_fd; /* readable (EOF) once the log keeper ended; 0 or -1 = none */
+	int status;                         /* waitpid status once !running */
+	int log_done_fd;                    /* readable (EOF) once the log keeper ended; 0 or -1 = none */
 	struct launch_log_stats *log_stats; /* shared with the log keeper, NULL without a log */
-	unsigned log_mb;                  /* the log's cap */
+	unsigned log_mb;                    /* the log's cap */
 };
 
 /* Finds libcuscope.so relative to the running binary (or $CUSCOPE_COLLECTOR); 0 or -ENOENT. */

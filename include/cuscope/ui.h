@@ -28,11 +28,11 @@ struct ui_status {
 };
 
 struct ui_options {
-	int ascii;         /* draw with ASCII only */
-	double window_s;   /* initial visible time span, seconds (default 10) */
-	const char *theme; /* theme name or path (NULL: dark) */
-	double gap_ms;     /* shade GPU idle gaps longer than this (0: default 10 ms, < 0: off) */
-	int no_mouse;      /* leave the mouse to the terminal */
+	int ascii;          /* draw with ASCII only */
+	double window_s;    /* initial visible time span, seconds (default 10) */
+	const char *theme;  /* theme name or path (NULL: dark) */
+	double gap_ms;      /* shade GPU idle gaps longer than this (0: default 10 ms, < 0: off) */
+	int no_mouse;       /* leave the mouse to the terminal */
 	unsigned memory_mb; /* live: events kept in memory, MiB (0 = UI_MEMORY_MB_DEFAULT) */
 	unsigned disk_mb;   /* live: live capture file kept for dumps, MiB (0 = UI_DISK_MB_DEFAULT) */
 };

@@ -251,7 +251,8 @@ static int log_pwrite(int fd, const void *buf, size_t n, uint64_t off)
 static void log_write_note(struct log_keeper *k)
 {
 	char note[LOG_NOTE_LEN + 1];
-	int n = snprintf(note, sizeof note, "[cuscope: output log capped at %llu MiB; %llu earlier bytes dropped]",
+	int n = snprintf(note, sizeof note,
+	                 "[cuscope: output log capped at %llu MiB; %llu earlier bytes dropped]",
 	                 (unsigned long long)(k->cap >> 20),
 	                 (unsigned long long)__atomic_load_n(&k->stats->bytes_dropped, __ATOMIC_RELAXED));
 	if (n < 0 || n >= LOG_NOTE_LEN)
@@ -373,12 +374,12 @@ static void launch_log_keeper(int in, int log_fd, int done_fd, uint64_t cap, str
  * list); on return *output_fd is the pipe's write end for the target's stdout/stderr. 0, or
  * -errno with msg set.
  */
-static int launch_start_log_keeper(struct launch *launch, const struct launch_options *options, int *output_fd,
-                                   char *msg, size_t msg_size)
+static int launch_start_log_keeper(struct launch *launch, const struct launch_options *options,
+                                   int *output_fd, char *msg, size_t msg_size)
 {
 	launch->log_mb = options->log_mb ? options->log_mb : LAUNCH_LOG_MB_DEFAULT;
-	void *shared = mmap(NULL, sizeof *launch->log_stats, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-	                    -1, 0);
+	void *shared =
+	    mmap(NULL, sizeof *launch->log_stats, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED) {
 		snprintf(msg, msg_size, "mmap: %s", strerror(errno));
 		return -errno;
@@ -601,7 +602,7 @@ void launch_replay_log(struct launch *launch, int fd)
 	char note[256];
 	launch_log_note(launch, note, sizeof note);
 	if (*note)
-		fprintf(stderr, "cuscope: %s\n", note);
+		fprintf(stderr, "cuscope: output %s (of the oldest output)\n", note);
 }
 
 void launch_log_note(const struct launch *launch, char *buf, size_t size)
@@ -615,9 +616,8 @@ void launch_log_note(const struct launch *launch, char *buf, size_t size)
 	if (!dropped)
 		return;
 	if (err)
-		snprintf(buf, size, "output log: %.1f MB of output dropped (%s)", (double)dropped / 1e6,
-		         strerror((int)err));
+		snprintf(buf, size, "log: %.1f MB dropped (%s)", (double)dropped / 1e6, strerror((int)err));
 	else
-		snprintf(buf, size, "output log capped at %u MiB: %.1f MB of earlier output dropped",
-		         launch->log_mb, (double)dropped / 1e6);
+		snprintf(buf, size, "log capped at %u MiB: %.1f MB dropped", launch->log_mb,
+		         (double)dropped / 1e6);
 }

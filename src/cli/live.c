@@ -297,8 +297,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
-	store_set_memory_limit(lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT)
-	                                     << 20);
+	store_set_memory_limit(
+	    lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
 	snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", launch.session_dir);
 	{
 		int err = 0;

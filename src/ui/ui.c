@@ -75,11 +75,11 @@ struct ui_glyphs {
 static const struct ui_glyphs ui_glyphs_utf8 = {
     "▮",   "◆",   "│", "─", "─", "█", "▶", "●", "▸",
     "↑/↓", "←/→", "█", "▬", "▼", "▸", "▾", "░", {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"},
-    "µs", "╱"};
+    "µs",  "╱"};
 static const struct ui_glyphs ui_glyphs_ascii = {
     "|",     "*",     "|", "-", "-", "#", ">", "*", ">",
     "Up/Dn", "Lt/Rt", "#", "=", "v", "+", "-", ".", {" ", "_", ".", "-", "~", "=", "+", "*", "#"},
-    "us", "/"};
+    "us",    "/"};
 
 enum ui_prompt {
 	UI_PROMPT_NONE = 0,
@@ -1847,7 +1847,9 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	int x = ui_put(ui, 0, 0, COLS, a | A_BOLD, " cuscope ");
 	snprintf(line, sizeof line, "%s %s ", ui->g->arrow, st && st->command ? st->command : "");
 	/* The command gets what the rest leaves, but at least some of it shows. */
-	int room = COLS - x - 60 - (ui->paused ? 16 : 0);
+	uint64_t from = store_memory_from_ns(ui->store);
+	int room = COLS - x - 60 - (ui->paused ? 16 : 0) - (from ? 22 : 0) -
+	           (st && st->log_note ? (int)strlen(st->log_note) + 2 : 0);
 	x += ui_put(ui, 0, x, room > 12 ? room : 12, a, line);
 	if (st && st->pid) {
 		snprintf(line, sizeof line, " pid %d ", (int)st->pid);
@@ -1857,6 +1859,18 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	                     : st && st->live && st->target_alive ? THEME_STATUS_LIVE
 	                                                          : THEME_STATUS;
 	x += ui_put(ui, 0, x, COLS - x, ss == THEME_STATUS ? a | A_BOLD : ui_attr(ui, ss), state);
+	if (from) {
+		/* A bounded live store: how far back memory reaches (older time is the band). */
+		char reach[32];
+		uint64_t now = ui_now(ui);
+		ui_format_span(reach, sizeof reach, now > from ? now - from : 0);
+		snprintf(line, sizeof line, "  memory: last %s", reach);
+		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
+	if (st && st->log_note) {
+		snprintf(line, sizeof line, "  %s", st->log_note);
+		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
 	x += ui_put(ui, 0, x, COLS - x, a, line);
@@ -1876,18 +1890,6 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	if (cupti) {
 		snprintf(line, sizeof line, "  cupti drops %llu", (unsigned long long)cupti);
 		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
-	}
-	uint64_t from = store_memory_from_ns(ui->store);
-	if (from) {
-		/* A bounded live store: how far back memory reaches (older time is the band). */
-		uint64_t now = ui_now(ui);
-		ui_format_span(span, sizeof span, now > from ? now - from : 0);
-		snprintf(line, sizeof line, "  memory: last %s", span);
-		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
-	}
-	if (st && st->log_note && COLS - x - 8 >= 16) {
-		snprintf(line, sizeof line, "  %s", st->log_note);
-		x += ui_put(ui, 0, x, COLS - x - 8, ui_attr(ui, THEME_STATUS_LIVE), line);
 	}
 	if (st && st->log_path && COLS - x - 8 >= 16) {
 		snprintf(line, sizeof line, "  log %s", st->log_path);
@@ -2915,9 +2917,13 @@ static void ui_draw_evicted_band(struct ui *ui, int y0, int h)
 	static const char label[] = " not in memory ";
 	int lw = (int)sizeof label - 1;
 	for (int y = y0; y < y0 + h; y++) {
+		size_t idx = ui->layout.top + (size_t)(y - y0);
+		/* A process header keeps its text (it spans the whole width and holds no events). */
+		if (idx < ui->layout.count && ui->layout.rows[idx].kind == LAYOUT_ROW_PROCESS)
+			continue;
 		ui_fill(y, gx, band, a, ui->g->evicted);
 		/* The label on the first row and every eighth after it, where it fits. */
-		if ((y - y0) % 8 == 0 && band >= lw + 2)
+		if ((y - y0) % 8 == 1 && band >= lw + 2)
 			ui_put(ui, y, gx + (band - lw) / 2, lw, ui_attr(ui, THEME_EVICTED) | A_BOLD, label);
 	}
 }
