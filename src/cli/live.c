@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
@@ -73,6 +74,8 @@ struct live {
 	struct capture_snapshot *dump;
 	char dump_path[512];
 	uint64_t dump_said_ns;
+	uint64_t keep_cap;       /* bytes of the live capture file (--disk-mb) */
+	unsigned keep_rotations; /* times it was full and restarted */
 };
 
 #define LIVE_DUMP_STEP_BYTES (8u << 20) /* per loop pass: the view keeps drawing while a dump runs */
@@ -126,6 +129,40 @@ static void live_dump_step(struct live *lv, uint64_t now)
 	ui_message(lv->ui, line);
 	capture_snapshot_free(lv->dump);
 	lv->dump = NULL;
+}
+
+static int live_keep_emit(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
+{
+	struct live *lv = ctx;
+	return capture_writer_frame(lv->keep, (uint32_t)source, type, payload, length);
+}
+
+/*
+ * Bounds the live capture file (--disk-mb): once it is full (and no dump reads it) a new one
+ * starts, opened with the identity of every connected process so that it reads on its own.
+ */
+static void live_keep_bound(struct live *lv)
+{
+	struct stat sb;
+	if (!lv->keep || lv->dump || stat(lv->keep_path, &sb) != 0 || (uint64_t)sb.st_size < lv->keep_cap)
+		return;
+	capture_writer_close(lv->keep);
+	unlink(lv->keep_path);
+	int err = 0;
+	const char *why = NULL;
+	lv->keep = capture_writer_open(lv->keep_path, &err, &why);
+	if (lv->keep && store_replay_identity(lv->store, live_keep_emit, lv) != 0) {
+		capture_writer_close(lv->keep);
+		lv->keep = NULL;
+	}
+	if (!lv->keep)
+		ui_message(lv->ui,
+		           "live capture file reached --disk-mb and no new one could start: no dumps");
+	else if (!lv->keep_rotations)
+		ui_message(lv->ui,
+		           "live capture file reached --disk-mb: it restarts whenever full (dumps cover "
+		           "the current one)");
+	lv->keep_rotations++;
 }
 
 static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
@@ -299,6 +336,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	lv.store = store_new();
 	store_set_memory_limit(
 	    lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv.keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
 	snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", launch.session_dir);
 	{
 		int err = 0;
@@ -412,6 +450,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		live_dump_step(&lv, now);
 		if (lv.keep && now - last_keep_flush >= 250000000ull) {
 			capture_writer_flush(lv.keep);
+			live_keep_bound(&lv);
 			last_keep_flush = now;
 		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
