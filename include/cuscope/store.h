@@ -207,9 +207,9 @@ uint64_t store_lane_row_dropped(const struct store *store, size_t process, size_
 /* A wire frame of a source, for store_replay_identity: 0, or -errno to stop. */
 typedef int (*store_emit_fn)(void *ctx, int source, uint32_t type, const void *payload, uint32_t length);
 /*
- * Emits, for every connected source, the frames a new capture segment needs before that source's
+ * Emits, for every source that said HELLO (connected or gone), the frames a new capture segment needs before that source's
  * next frame to read on its own: HELLO, its strings under their own ids, thread names, push/pop
- * ranges still open, GPU devices and contexts, loss counters. Returns 0 or the first emit error.
+ * ranges still open, GPU devices and contexts, loss counters, and BYE for processes that ended. Returns 0 or the first emit error.
  */
 int store_replay_identity(const struct store *store, store_emit_fn emit, void *ctx);
 

@@ -391,6 +391,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	pr->hello = hello;
 	pr->connected = 1;
 	src->active = 1;
+	src->had_hello = 1;
 	src->process = index;
 	if (src->strmap)
 		memset(src->strmap, 0, src->strmap_cap * sizeof *src->strmap);

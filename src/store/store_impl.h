@@ -144,6 +144,7 @@ struct process {
 
 struct source {
 	int active;
+	int had_hello; /* process is valid (it may have disconnected since) */
 	size_t process;
 	uint32_t *strmap; /* per-process string id -> global id */
 	size_t strmap_cap;

@@ -1,5 +1,5 @@
 /*
- * The identity of every connected source as wire frames: what a new segment of the live capture
+ * The identity of every source (connected or not) as wire frames: what a new segment of the live capture
  * file needs before any further frame of a source so that it reads on its own (process identity,
  * the source's strings under their own ids, thread names, GPU devices and contexts, loss counters,
  * push/pop ranges still open).
@@ -139,7 +139,7 @@ int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 	struct replay r = {.st = st, .emit = emit, .ctx = ctx};
 	for (size_t s = 0; s < st->source_cap && !r.rc; s++) {
 		const struct source *src = &st->sources[s];
-		if (!src->active)
+		if (!src->had_hello)
 			continue;
 		const struct process *pr = &st->procs[src->process];
 		r.source = (int)s;
@@ -152,6 +152,10 @@ int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 		replay_threads(&r, pr);
 		replay_gpu(&r, pr);
 		replay_losses(&r, pr);
+		if (pr->exited) {
+			struct wire_bye bye = {.time_ns = 0, .exit_code = pr->exit_code};
+			replay_frame(&r, WIRE_FRAME_BYE, &bye, sizeof bye);
+		}
 		free(r.local);
 	}
 	return r.rc;
