@@ -442,6 +442,12 @@ static uint64_t calls_evict(struct call_rows *cr, uint64_t t)
 	return dropped;
 }
 
+size_t store_cpu_lane_event_bytes(const struct lane *l)
+{
+	const struct cpu_lane *cl = l->cpu;
+	return cl ? cl->sample_cap * sizeof *cl->samples + calls_bytes(&cl->osrt) + calls_bytes(&cl->gc) : 0;
+}
+
 uint64_t store_cpu_lane_evict(struct lane *l, uint64_t t)
 {
 	struct cpu_lane *cl = l->cpu;

@@ -105,6 +105,24 @@ uint64_t store_evict_before(struct store *st, uint64_t t)
 	return dropped;
 }
 
+size_t store_event_bytes(const struct store *st)
+{
+	size_t bytes = 0;
+	for (size_t p = 0; p < st->proc_count; p++) {
+		const struct process *pr = &st->procs[p];
+		for (size_t i = 0; i < pr->lane_count; i++) {
+			const struct lane *l = &pr->lanes[i];
+			for (size_t r = 0; r < l->row_count; r++)
+				bytes += l->rows[r].cap * sizeof *l->rows[r].v;
+			bytes += l->mark_cap * sizeof *l->marks;
+			for (size_t r = 0; r < l->gpu_row_count; r++)
+				bytes += l->gpu_rows[r].cap * sizeof *l->gpu_rows[r].v;
+			bytes += store_cpu_lane_event_bytes(l);
+		}
+	}
+	return bytes;
+}
+
 uint64_t store_trim(struct store *st)
 {
 	if (!st->memory_limit)
@@ -114,7 +132,7 @@ uint64_t store_trim(struct store *st)
 	 * and the next trim is a while away (eviction moves memory). */
 	size_t high = st->memory_limit / 5 * 4, target = st->memory_limit / 5 * 3;
 	for (int round = 0; round < EVICT_ROUNDS; round++) {
-		size_t used = store_memory_bytes(st);
+		size_t used = store_event_bytes(st);
 		if (used <= (round ? target : high))
 			break;
 		uint64_t lo = st->memory_from_ns > st->first_ns ? st->memory_from_ns : st->first_ns;

@@ -206,6 +206,8 @@ void store_evict_after_feed(struct store *st, uint32_t length);
 void store_evict_shrink(void **v, size_t n, size_t *cap, size_t elem);
 
 /* store_cpu.c */
+/* Bytes of a lane's samples and calls (capacity). */
+size_t store_cpu_lane_event_bytes(const struct lane *l);
 /* Drops samples and calls that ended before t from a lane; returns how many. */
 uint64_t store_cpu_lane_evict(struct lane *l, uint64_t t);
 int store_cpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
