@@ -12,6 +12,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -337,6 +338,7 @@ static void log_append(struct log_keeper *k, const char *buf, uint64_t n)
 static void launch_log_keeper(int in, int log_fd, int done_fd, uint64_t cap, struct launch_log_stats *stats)
 {
 	setsid();
+	prctl(PR_SET_NAME, "cuscope-log", 0, 0, 0); /* told apart from the viewer in ps/top */
 	static const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
 	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
 		signal(ignored[i], SIG_IGN);
