@@ -41,7 +41,12 @@ static const struct verb verbs[] = {
      "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
      "\n"
      "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
-     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
+     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"
+     "COMMAND's output goes to a log in its session directory, drained by a small process that\n"
+     "lives as long as COMMAND's output is open.\n"
+     "\n"
+     "  --log-mb N   the log keeps the newest N MiB of output (default 64); a note at its top\n"
+     "               counts what was dropped\n"},
     {"record", cli_record, "run a command headless and write a capture file",
      "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
      "\n"
