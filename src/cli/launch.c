@@ -275,7 +275,8 @@ static void log_make_room(struct log_keeper *k, uint64_t n)
 		keep = k->content;
 	uint64_t src = k->base + k->content - keep;
 	if (src < LOG_NOTE_LEN) { /* never copy upwards over what is still to be read */
-		keep -= LOG_NOTE_LEN - src;
+		uint64_t short_by = LOG_NOTE_LEN - src;
+		keep = keep > short_by ? keep - short_by : 0;
 		src = LOG_NOTE_LEN;
 	}
 	char buf[LOG_BUF];
