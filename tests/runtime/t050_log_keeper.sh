@@ -7,6 +7,7 @@
 need_cuscope
 
 mkdir -m 700 "$T/sess"
+# shellcheck disable=SC2016 # expanded by the inner sh
 CUSCOPE_SESSION_ROOT=$T/sess "$CUSCOPE" run --detached --log-mb 1 -- \
 	sh -c 'seq 1 400000; echo "rc=$?" >"$0"' "$T/done" >"$T/run.out" 2>"$T/run.err" ||
 	fail "run --detached failed: $(cat "$T/run.err")"
