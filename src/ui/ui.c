@@ -2922,7 +2922,7 @@ static void ui_draw_evicted_band(struct ui *ui, int y0, int h)
 		if (idx < ui->layout.count && ui->layout.rows[idx].kind == LAYOUT_ROW_PROCESS)
 			continue;
 		ui_fill(y, gx, band, a, ui->g->evicted);
-		/* The label on the first row and every eighth after it, where it fits. */
+		/* The label on the second row (below a first process header) and every eighth after. */
 		if ((y - y0) % 8 == 1 && band >= lw + 2)
 			ui_put(ui, y, gx + (band - lw) / 2, lw, ui_attr(ui, THEME_EVICTED) | A_BOLD, label);
 	}
