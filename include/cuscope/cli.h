@@ -47,11 +47,14 @@ int cli_info(int argc, char **argv);
 /* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
 int cli_load_capture(const char *path, struct store *store);
 /* getopt_long entries of the UI options shared by live mode, view and attach. */
+#define CLI_OPT_MEMORY_MB 2001
+#define CLI_OPT_DISK_MB   2002
 #define CLI_UI_LONG_OPTIONS                                                                                  \
 	{"ascii", no_argument, NULL, 'a'}, {"window", required_argument, NULL, 'w'},                         \
 	    {"theme", required_argument, NULL, 'T'}, {"gap-ms", required_argument, NULL, 'G'},               \
+	    {"no-mouse", no_argument, NULL, 'M'}, {"memory-mb", required_argument, NULL, CLI_OPT_MEMORY_MB}, \
 	{                                                                                                    \
-		"no-mouse", no_argument, NULL, 'M'                                                           \
+		"disk-mb", required_argument, NULL, CLI_OPT_DISK_MB                                          \
 	}
 struct ui_options;
 /* Applies one UI option; returns 1 if it was one, 0 if not, -1 on a bad value (said in one line). */

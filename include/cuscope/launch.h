@@ -3,6 +3,7 @@
 #define CUSCOPE_LAUNCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct launch_options {
@@ -14,6 +15,20 @@ struct launch_options {
 	const char *counters;          /* counter list ("none" = off), NULL = default set */
 	int python_perf;               /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
 	int no_gpu;                    /* do not trace GPU activity */
+	unsigned log_mb;               /* output log cap in MiB (log_output), 0 = LAUNCH_LOG_MB_DEFAULT */
+};
+
+#define LAUNCH_LOG_MB_DEFAULT 64u
+
+/*
+ * What the log keeper (the small process that drains the target's stdout/stderr pipe into the
+ * output log) has seen, in memory shared with the viewer; written by the keeper only.
+ */
+struct launch_log_stats {
+	uint64_t bytes_in;      /* read from the pipe */
+	uint64_t bytes_dropped; /* not in the log: older output past the cap, or a failed write */
+	uint32_t capped;        /* the cap was reached: the log holds the newest output */
+	uint32_t write_errno;   /* last write error (ENOSPC: full disk), 0 = none */
 };
 
 /* Collector options shared by live mode and record: getopt_long table entries and their parser. */
@@ -23,8 +38,9 @@ struct launch_options {
 	    {"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                      \
 	    {"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                               \
 	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
+	    {"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4},                                       \
 	{                                                                                                    \
-		"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4                                      \
+		"log-mb", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5                                \
 	}
 /* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
 int launch_parse_option(struct launch_options *options, int opt, const char *arg);
@@ -39,7 +55,10 @@ struct launch {
 	int attached;      /* not our child: found running, watched with kill(pid, 0) */
 	uid_t session_uid; /* attached: owner of session_dir (the target's user when root attaches) */
 	int running;
-	int status; /* waitpid status once !running */
+	int status;                         /* waitpid status once !running */
+	int log_done_fd;                    /* readable (EOF) once the log keeper ended; 0 or -1 = none */
+	struct launch_log_stats *log_stats; /* shared with the log keeper, NULL without a log */
+	unsigned log_mb;                    /* the log's cap */
 };
 
 /* Finds libcuscope.so relative to the running binary (or $CUSCOPE_COLLECTOR); 0 or -ENOENT. */
@@ -59,7 +78,13 @@ int launch_exit_code(const struct launch *launch);
 void launch_signal(const struct launch *launch, int sig);
 /* Removes the session directory and its files (only once the target is gone). */
 void launch_cleanup(struct launch *launch);
-/* Copies the log file to fd (the target's output, replayed after the UI closes). */
-void launch_replay_log(const struct launch *launch, int fd);
+/*
+ * Copies the log file to fd (the target's output, replayed after the UI closes), once the log
+ * keeper has drained the pipe (or after 2 s, when a descendant still holds it), then says on
+ * stderr what the log lost, if anything.
+ */
+void launch_replay_log(struct launch *launch, int fd);
+/* One short line on what the output log dropped ("" when nothing): for the status line. */
+void launch_log_note(const struct launch *launch, char *buf, size_t size);
 
 #endif

@@ -191,6 +191,42 @@ size_t store_lane_mark_query(const struct store *store, size_t process, size_t l
 /* Loss counters of one process, by cause (enum wire_loss_cause); 0 for causes never reported. */
 uint64_t store_process_loss(const struct store *store, size_t process, uint32_t cause);
 
+/* ---- Memory bound (live viewer) ----
+ *
+ * With a limit set, the store drops its oldest completed events (by time, every kind) whenever the
+ * rows holding them (store_event_bytes) near the limit (4/5 of it), down to 3/5 of it, so they stay
+ * within the limit. Strings, stacks and indexes are not counted: the collector bounds them. Open ranges,
+ * lanes, processes, strings, stacks, counters and loss counters stay. Queries then cover
+ * [store_memory_from_ns, now]; totals such as store_event_count and the loss counters still count everything
+ * received.
+ */
+
+/* Sets the bound in bytes (0 = none, the default) and trims to it at once. */
+void store_set_memory_limit(struct store *store, size_t bytes);
+size_t store_memory_limit(const struct store *store);
+/* Bytes of the rows holding events (ranges, marks, GPU ops, samples, calls): what the limit bounds. */
+size_t store_event_bytes(const struct store *store);
+/* Evicts down to the limit now (store_feed does it as it goes); returns events dropped. */
+uint64_t store_trim(struct store *store);
+/* Drops every completed event that ended before t_ns (marks and samples: at); returns how many. */
+uint64_t store_evict_before(struct store *store, uint64_t t_ns);
+/* Oldest time still complete in memory: nothing that ended before it is kept; 0 = nothing evicted. */
+uint64_t store_memory_from_ns(const struct store *store);
+/* Events dropped from memory so far. */
+uint64_t store_evicted_count(const struct store *store);
+/* Ranges evicted from the front of a row: row index i is range number dropped + i of that row. */
+uint64_t store_lane_row_dropped(const struct store *store, size_t process, size_t lane, size_t row);
+
+/* A wire frame of a source, for store_replay_identity: 0, or -errno to stop. */
+typedef int (*store_emit_fn)(void *ctx, int source, uint32_t type, const void *payload, uint32_t length);
+/*
+ * Emits, for every source that said HELLO (connected or gone), the frames a new capture segment needs before
+ * that source's next frame to read on its own: HELLO, its strings under their own ids, thread names, push/pop
+ * ranges still open, GPU devices and contexts, loss counters, and BYE for processes that ended. Returns 0 or
+ * the first emit error.
+ */
+int store_replay_identity(const struct store *store, store_emit_fn emit, void *ctx);
+
 /* ---- GPU activity (added) ---- */
 
 /* GPU records ingested in total (all kinds; also counted in store_event_count). */

@@ -4,9 +4,9 @@
  *     gap    = 236 on default
  * Colours are names (default, black, red, green, yellow, blue, magenta, cyan, white, bright-*,
  * gray) or 0-255; attributes bold, dim, reverse, underline. Unknown keys are ignored (reported once).
- * Slots not set keep the built-in dark look, except the CPU slots (sample, osrt, gc), which a theme
- * that does not name them takes from one of its own slots (theme_fallback). Pure parsing and
- * search: no curses.
+ * Slots not set keep the built-in dark look, except the CPU slots (sample, osrt, gc) and evicted, which a
+ * theme that does not name them takes from one of its own slots (theme_fallback). Pure parsing and search: no
+ * curses.
  */
 #ifndef CUSCOPE_THEME_H
 #define CUSCOPE_THEME_H
@@ -41,10 +41,11 @@ enum theme_slot {
 	THEME_PANEL,
 	THEME_UTIL_SM,
 	THEME_UTIL_COPY,
-	THEME_SAMPLE, /* CPU sample density on a thread row (falls back to util_sm) */
-	THEME_OSRT,   /* blocking calls (OS runtime) under a thread (falls back to sync) */
-	THEME_GC,     /* Python GC ranges under a thread (falls back to mark) */
-	THEME_RANGE0, /* THEME_RANGES slots for range and kernel boxes, picked by name */
+	THEME_SAMPLE,  /* CPU sample density on a thread row (falls back to util_sm) */
+	THEME_OSRT,    /* blocking calls (OS runtime) under a thread (falls back to sync) */
+	THEME_GC,      /* Python GC ranges under a thread (falls back to mark) */
+	THEME_EVICTED, /* time no longer in the live viewer's memory (falls back to axis) */
+	THEME_RANGE0,  /* THEME_RANGES slots for range and kernel boxes, picked by name */
 	THEME_SLOT_COUNT = THEME_RANGE0 + 6,
 };
 #define THEME_RANGES 6

@@ -22,17 +22,23 @@ struct ui_status {
 	int exit_code;        /* when !target_alive: exit code, or 128+signal */
 	int exit_signal;      /* when !target_alive: terminating signal or 0 */
 	const char *log_path; /* where the target's stdout/stderr go, or NULL */
+	const char *log_note; /* what the output log dropped (cap, full disk), or NULL */
 	double events_per_s;  /* recent ingest rate */
 	uint64_t now_ns;      /* CLOCK_MONOTONIC "now" for live mode; 0 in view mode */
 };
 
 struct ui_options {
-	int ascii;         /* draw with ASCII only */
-	double window_s;   /* initial visible time span, seconds (default 10) */
-	const char *theme; /* theme name or path (NULL: dark) */
-	double gap_ms;     /* shade GPU idle gaps longer than this (0: default 10 ms, < 0: off) */
-	int no_mouse;      /* leave the mouse to the terminal */
+	int ascii;          /* draw with ASCII only */
+	double window_s;    /* initial visible time span, seconds (default 10) */
+	const char *theme;  /* theme name or path (NULL: dark) */
+	double gap_ms;      /* shade GPU idle gaps longer than this (0: default 10 ms, < 0: off) */
+	int no_mouse;       /* leave the mouse to the terminal */
+	unsigned memory_mb; /* live: events kept in memory, MiB (0 = UI_MEMORY_MB_DEFAULT) */
+	unsigned disk_mb;   /* live: live capture file kept for dumps, MiB (0 = UI_DISK_MB_DEFAULT) */
 };
+
+#define UI_MEMORY_MB_DEFAULT 512u
+#define UI_DISK_MB_DEFAULT   4096u
 
 enum ui_action {
 	UI_ACTION_NONE = 0,

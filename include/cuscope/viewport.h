@@ -24,6 +24,11 @@ void viewport_set(struct viewport *vp, uint64_t start_ns, uint64_t span_ns, int 
 uint64_t viewport_end_ns(const struct viewport *vp);
 /* Column holding time ns (floor); negative left of the view, >= cols right of it. */
 int64_t viewport_col_of(const struct viewport *vp, uint64_t ns);
+/*
+ * Columns from the left edge that show time before memory_from_ns (a bounded live store's reach,
+ * 0 = everything is in memory): [0, n) is drawn as the "not in memory" band.
+ */
+int viewport_band_cols(const struct viewport *vp, uint64_t memory_from_ns);
 /* Time at the left edge of column col (col may lie outside [0, cols]); saturates at 0. */
 uint64_t viewport_ns_of(const struct viewport *vp, int64_t col);
 /* Nanoseconds covered by one cell, rounded up (>= 1). */

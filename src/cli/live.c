@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
@@ -76,6 +77,8 @@ struct live {
 	struct capture_snapshot *dump;
 	char dump_path[512];
 	uint64_t dump_said_ns;
+	uint64_t keep_cap;       /* bytes of the live capture file (--disk-mb) */
+	unsigned keep_rotations; /* times it was full and restarted */
 };
 
 #define LIVE_DUMP_STEP_BYTES (8u << 20) /* per loop pass: the view keeps drawing while a dump runs */
@@ -129,6 +132,41 @@ static void live_dump_step(struct live *lv, uint64_t now)
 	ui_message(lv->ui, line);
 	capture_snapshot_free(lv->dump);
 	lv->dump = NULL;
+}
+
+static int live_keep_emit(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
+{
+	struct live *lv = ctx;
+	return capture_writer_frame(lv->keep, (uint32_t)source, type, payload, length);
+}
+
+/*
+ * Bounds the live capture file (--disk-mb): once it is full (and no dump reads it) a new one
+ * starts, opened with the identity of every connected process so that it reads on its own.
+ */
+static void live_keep_bound(struct live *lv)
+{
+	struct stat sb;
+	/* The writer fills FILE.partial until it is closed (see capture_writer_open). */
+	if (!lv->keep || lv->dump || !capture_writer_partial_path(lv->keep) ||
+	    stat(capture_writer_partial_path(lv->keep), &sb) != 0 || (uint64_t)sb.st_size < lv->keep_cap)
+		return;
+	capture_writer_abandon(lv->keep);
+	int err = 0;
+	const char *why = NULL;
+	lv->keep = capture_writer_open(lv->keep_path, &err, &why);
+	if (lv->keep && store_replay_identity(lv->store, live_keep_emit, lv) != 0) {
+		capture_writer_abandon(lv->keep);
+		lv->keep = NULL;
+	}
+	if (!lv->keep)
+		ui_message(lv->ui,
+		           "live capture file reached --disk-mb and no new one could start: no dumps");
+	else if (!lv->keep_rotations)
+		ui_message(lv->ui,
+		           "live capture file reached --disk-mb: it restarts whenever full (dumps cover "
+		           "the current one)");
+	lv->keep_rotations++;
 }
 
 static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
@@ -320,6 +358,9 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	struct launch launch = *target;
 	static struct live lv;
 	lv.store = store_new();
+	store_set_memory_limit(
+	    lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv.keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
 	/* The keep file is ours: in our own session, never in an attached target's (its user could
 	 * plant links there), created 0600 without following any. */
 	const char *keep_dir = launch.session_dir;
@@ -391,6 +432,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	    .log_path = launch.attached ? NULL : launch.log_path,
 	};
 
+	char log_note[256] = "";
 	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0,
 	         last_keep_flush = 0;
 	int forwarded_interrupts = 0, detached = 0, stopping = 0;
@@ -453,10 +495,13 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		live_dump_step(&lv, now);
 		if (lv.keep && now - last_keep_flush >= 250000000ull) {
 			capture_writer_flush(lv.keep);
+			live_keep_bound(&lv);
 			last_keep_flush = now;
 		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status.now_ns = now;
+			launch_log_note(&launch, log_note, sizeof log_note);
+			status.log_note = log_note[0] ? log_note : NULL;
 			ui_draw(lv.ui, &status, 0);
 			last_draw = now;
 			latency_frame_drawn(&lv.latency, clock_mono_ns());

@@ -35,13 +35,18 @@ static const struct verb verbs[] = {
      "  -r, --record           record instead of the live view (needs -o)\n"
      "  -o, --output FILE      capture file for --record\n"
      "  -d, --duration SECONDS stop recording after this long (default: until Ctrl-C or the target exits)\n"
-     "      --ascii, --window SECONDS, --theme NAME   as in live mode\n"
+     "      --ascii, --window SECONDS, --theme NAME, --memory-mb N, --disk-mb N   as in live mode\n"
      "  -h, --help             this help\n"},
     {"run", cli_run, "start a command armed, with no viewer (attach to it later)",
      "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
      "\n"
      "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
-     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
+     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"
+     "COMMAND's output goes to a log in its session directory, drained by a small process that\n"
+     "lives as long as COMMAND's output is open.\n"
+     "\n"
+     "  --log-mb N   the log keeps the newest N MiB of output (default 64); a note at its top\n"
+     "               counts what was dropped\n"},
     {"record", cli_record, "run a command headless and write a capture file",
      "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
      "\n"
@@ -131,6 +136,14 @@ static const char *live_usage =
     "  --gap-ms MS        shade GPU idle gaps longer than MS (default 10; 0 = off)\n"
     "  --no-mouse         leave the mouse to the terminal (text selection)\n"
     "  --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
+    "  --memory-mb N      events kept in memory, MiB (default 512): older ones are dropped and\n"
+    "                     their time shows as a \"not in memory\" band; the status line says how far\n"
+    "                     back memory reaches. Find and the hot panel cover memory; the NVTX panel\n"
+    "                     counts every range received\n"
+    "  --disk-mb N        live capture file kept for dumps (d), MiB (default 4096): when it is full\n"
+    "                     a new one starts and the old one is deleted; dumps cover the current one\n"
+    "  --log-mb N         the output log keeps COMMAND's newest N MiB (default 64); what it drops\n"
+    "                     is counted in a note at its top, on the status line and at exit\n"
     "  -h, --help         this help\n"
     "  -V, --version      print the version\n"
     "collector options (live mode, record, attach):\n"
@@ -184,6 +197,18 @@ int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg)
 			return -1;
 		}
 		options->gap_ms = g > 0 ? g : -1;
+		return 1;
+	}
+	case CLI_OPT_MEMORY_MB:
+	case CLI_OPT_DISK_MB: {
+		char *end;
+		unsigned long v = strtoul(arg, &end, 10);
+		if (!*arg || *end || v < 16 || v > 1048576) {
+			log_error("--%s needs a size in MiB (16-1048576), not '%s'",
+			          opt == CLI_OPT_MEMORY_MB ? "memory-mb" : "disk-mb", arg);
+			return -1;
+		}
+		*(opt == CLI_OPT_MEMORY_MB ? &options->memory_mb : &options->disk_mb) = (unsigned)v;
 		return 1;
 	}
 	case 'w':

@@ -134,13 +134,18 @@ size_t nvtx_stats_update(struct nvtx_stats *s, const struct store *store)
 				const struct store_range *v;
 				size_t n = store_lane_row_all(store, p, l, r, &v);
 				size_t *seen = nvtx_seen(s, p, l, r);
-				/* Rows only grow; a range inserted out of order (async) may be missed. */
-				for (size_t i = *seen; i < n; i++)
+				/* Rows grow at the end and lose their oldest ranges at the front (a bounded
+				 * live store): seen counts ranges since the row began, so statistics cover
+				 * every range received, evicted or not. A range inserted out of order
+				 * (async) may be missed. */
+				uint64_t dropped = store_lane_row_dropped(store, p, l, r);
+				size_t from = *seen > dropped ? (size_t)(*seen - dropped) : 0;
+				for (size_t i = from; i < n; i++)
 					nvtx_stats_add(s, p, l, r, v[i].name_id, v[i].domain_id,
 					               v[i].start_ns, v[i].end_ns);
-				if (n > *seen)
-					added += n - *seen;
-				*seen = n;
+				if (n > from)
+					added += n - from;
+				*seen = (size_t)dropped + n;
 			}
 		}
 	}

@@ -36,6 +36,7 @@ static const char *const theme_slot_names[THEME_SLOT_COUNT] = {
     [THEME_SAMPLE] = "sample",
     [THEME_OSRT] = "osrt",
     [THEME_GC] = "gc",
+    [THEME_EVICTED] = "evicted",
     [THEME_RANGE0 + 0] = "range0",
     [THEME_RANGE0 + 1] = "range1",
     [THEME_RANGE0 + 2] = "range2",
@@ -155,6 +156,7 @@ static const struct {
     {THEME_SAMPLE, THEME_UTIL_SM},
     {THEME_OSRT, THEME_SYNC},
     {THEME_GC, THEME_MARK},
+    {THEME_EVICTED, THEME_AXIS},
 };
 
 enum theme_slot theme_fallback(enum theme_slot slot)

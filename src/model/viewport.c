@@ -53,6 +53,15 @@ int64_t viewport_col_of(const struct viewport *vp, uint64_t ns)
 	return (int64_t)c;
 }
 
+int viewport_band_cols(const struct viewport *vp, uint64_t memory_from_ns)
+{
+	if (!memory_from_ns || memory_from_ns <= vp->start_ns || vp->cols <= 0)
+		return 0;
+	/* A column holding any time before memory_from_ns is in the band: part of it is gone. */
+	int64_t c = viewport_col_of(vp, memory_from_ns - 1) + 1;
+	return c < 0 ? 0 : c > vp->cols ? vp->cols : (int)c;
+}
+
 /* Ceiling, so that ns lies in column c exactly when ns_of(c) <= ns < ns_of(c + 1). */
 uint64_t viewport_ns_of(const struct viewport *vp, int64_t col)
 {

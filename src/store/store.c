@@ -56,6 +56,7 @@ uint32_t store_intern(struct store *st, const char *text, size_t len)
 	uint32_t id = (uint32_t)st->string_count++;
 	st->strings[id] = xstrndup(text, len);
 	st->string_len[id] = (uint32_t)len;
+	st->string_bytes += len + 1;
 	st->hash_slots[slot] = id;
 	return id;
 }
@@ -73,6 +74,7 @@ struct store *store_new(void)
 	st->strings = xcalloc(st->string_cap, sizeof *st->strings);
 	st->string_len = xcalloc(st->string_cap, sizeof *st->string_len);
 	st->strings[0] = xstrdup("");
+	st->string_bytes = 1;
 	store_rehash(st);
 	return st;
 }
@@ -185,7 +187,7 @@ static struct range_row *lane_row(struct lane *l, size_t row)
 
 static void row_append(struct range_row *row, const struct store_range *r)
 {
-	xgrow((void **)&row->v, &row->cap, row->n + 1, sizeof *row->v);
+	store_grow((void **)&row->v, &row->cap, row->n + 1, sizeof *row->v);
 	row->v[row->n++] = *r;
 }
 
@@ -261,7 +263,7 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 	}
 	case WIRE_EV_NVTX_MARK: {
 		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
-		xgrow((void **)&l->marks, &l->mark_cap, l->mark_count + 1, sizeof *l->marks);
+		store_grow((void **)&l->marks, &l->mark_cap, l->mark_count + 1, sizeof *l->marks);
 		l->marks[l->mark_count++] = (struct store_range){t, t, name, domain};
 		break;
 	}
@@ -391,6 +393,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	pr->connected = 1;
 	pr->final_counts = 0; /* a new stream (after exec): its own final counts are awaited */
 	src->active = 1;
+	src->had_hello = 1;
 	src->process = index;
 	if (src->strmap)
 		memset(src->strmap, 0, src->strmap_cap * sizeof *src->strmap);
@@ -398,8 +401,21 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	return 0;
 }
 
+static int store_feed_frame(struct store *st, int source, uint32_t type, const void *payload, uint32_t length,
+                            const char **cause);
+
 int store_feed(struct store *st, int source, uint32_t type, const void *payload, uint32_t length,
                const char **cause)
+{
+	int rc = store_feed_frame(st, source, type, payload, length, cause);
+	if (rc == 0 && st->memory_limit)
+		store_evict_after_feed(st, length);
+	return rc;
+}
+
+/* One frame into the store (store_feed without the memory bound). */
+static int store_feed_frame(struct store *st, int source, uint32_t type, const void *payload, uint32_t length,
+                            const char **cause)
 {
 	if (source < 0) {
 		*cause = "invalid source";
@@ -710,8 +726,7 @@ size_t store_memory_bytes(const struct store *st)
 	size_t bytes = sizeof *st + st->proc_cap * sizeof *st->procs + st->source_cap * sizeof *st->sources;
 	bytes += st->string_cap * (sizeof *st->strings + sizeof *st->string_len) +
 	         st->hash_size * sizeof *st->hash_slots;
-	for (size_t i = 0; i < st->string_count; i++)
-		bytes += st->string_len[i] + 1;
+	bytes += st->string_bytes;
 	for (size_t s = 0; s < st->source_cap; s++)
 		bytes += st->sources[s].strmap_cap * sizeof *st->sources[s].strmap;
 	for (size_t p = 0; p < st->proc_count; p++) {

@@ -72,6 +72,8 @@ struct cpu_store {
 	uint64_t samples;
 };
 
+static size_t sample_lower_bound(const struct store_sample *v, size_t lo, size_t n, uint64_t t);
+
 static struct cpu_store *cpu_store(struct store *st)
 {
 	if (!st->cpu) {
@@ -212,7 +214,7 @@ static void calls_insert(struct call_rows *cr, const struct store_call *call)
 			continue;
 		if (pos < r->n && r->v[pos].start_ns < call->end_ns)
 			continue;
-		xgrow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
+		store_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
 		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
 		r->v[pos] = *call;
 		r->n++;
@@ -296,7 +298,7 @@ static uint32_t pending_take(struct cpu_lane *cl, uint64_t t)
 
 static void sample_insert(struct cpu_lane *cl, uint64_t t, uint32_t stack)
 {
-	xgrow((void **)&cl->samples, &cl->sample_cap, cl->sample_count + 1, sizeof *cl->samples);
+	store_grow((void **)&cl->samples, &cl->sample_cap, cl->sample_count + 1, sizeof *cl->samples);
 	size_t pos = cl->sample_count;
 	/* Samples of one thread arrive in order; a reconnect may replay a few out of it. */
 	while (pos > 0 && cl->samples[pos - 1].time_ns > t)
@@ -419,6 +421,46 @@ void store_cpu_event(struct store *st, struct process *pr, const struct wire_eve
 	} else if (ev->kind == WIRE_EV_GC) {
 		calls_insert(&cl->gc, &call);
 	}
+}
+
+/* Leading calls of each row that ended before t dropped; returns how many. */
+static uint64_t calls_evict(struct call_rows *cr, uint64_t t)
+{
+	uint64_t dropped = 0;
+	for (size_t r = 0; r < cr->count; r++) {
+		struct call_row *row = &cr->rows[r];
+		size_t k = 0;
+		while (k < row->n && row->v[k].end_ns < t)
+			k++;
+		if (!k)
+			continue;
+		memmove(row->v, row->v + k, (row->n - k) * sizeof *row->v);
+		row->n -= k;
+		store_evict_shrink((void **)&row->v, row->n, &row->cap, sizeof *row->v);
+		dropped += k;
+	}
+	return dropped;
+}
+
+size_t store_cpu_lane_event_bytes(const struct lane *l)
+{
+	const struct cpu_lane *cl = l->cpu;
+	return cl ? cl->sample_cap * sizeof *cl->samples + calls_bytes(&cl->osrt) + calls_bytes(&cl->gc) : 0;
+}
+
+uint64_t store_cpu_lane_evict(struct lane *l, uint64_t t)
+{
+	struct cpu_lane *cl = l->cpu;
+	if (!cl)
+		return 0;
+	size_t k = sample_lower_bound(cl->samples, 0, cl->sample_count, t);
+	if (k) {
+		memmove(cl->samples, cl->samples + k, (cl->sample_count - k) * sizeof *cl->samples);
+		cl->sample_count -= k;
+		store_evict_shrink((void **)&cl->samples, cl->sample_count, &cl->sample_cap,
+		                   sizeof *cl->samples);
+	}
+	return k + calls_evict(&cl->osrt, t) + calls_evict(&cl->gc, t);
 }
 
 void store_cpu_lane_fini(struct lane *l)

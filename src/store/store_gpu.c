@@ -373,7 +373,7 @@ static void lane_gpu_insert(struct lane *l, const struct store_gpu_op *op)
 			continue;
 		if (pos < r->n && r->v[pos].start_ns < op->end_ns)
 			continue;
-		xgrow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
+		store_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
 		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
 		r->v[pos] = *op;
 		r->n++;

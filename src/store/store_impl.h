@@ -21,6 +21,7 @@ struct range_row {
 	struct store_range *v;
 	size_t n, cap;
 	uint64_t busy_until; /* async rows: end of the last range, UINT64_MAX while one is open */
+	uint64_t dropped;    /* ranges evicted from the front (store_evict.c): v[0] is range `dropped` */
 };
 
 struct open_range {
@@ -146,6 +147,7 @@ struct process {
 
 struct source {
 	int active;
+	int had_hello; /* process is valid (it may have disconnected since) */
 	size_t process;
 	uint32_t *strmap; /* per-process string id -> global id */
 	size_t strmap_cap;
@@ -173,6 +175,12 @@ struct store {
 	size_t name_cache_cap;
 	/* CPU (store_cpu.c): frames and interned stacks, shared by all processes */
 	struct cpu_store *cpu;
+	size_t string_bytes; /* text bytes of all strings, NULs included */
+	/* Memory bound (store_evict.c) */
+	size_t memory_limit;     /* bytes, 0 = none */
+	size_t fed_since_check;  /* payload bytes fed since the last check against the limit */
+	uint64_t memory_from_ns; /* nothing that ended before this is in memory any more, 0 = all is */
+	uint64_t evicted;        /* events dropped from memory */
 };
 
 /* store.c */
@@ -188,7 +196,23 @@ void store_gpu_process_fini(struct process *pr);
 void store_gpu_lane_fini(struct lane *l);
 size_t store_gpu_memory_bytes(const struct store *st);
 
+/*
+ * Growth of the event rows: doubling below 64 KiB, then by a quarter, so that a bounded store never
+ * jumps to twice its size between two checks (large blocks are mmap'd: realloc moves no bytes).
+ */
+void store_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
+
+/* store_evict.c */
+/* Called after each fed frame: trims to the memory limit now and then. */
+void store_evict_after_feed(struct store *st, uint32_t length);
+/* Shrinks the capacity of an array of n elements after eviction, when it is mostly unused. */
+void store_evict_shrink(void **v, size_t n, size_t *cap, size_t elem);
+
 /* store_cpu.c */
+/* Bytes of a lane's samples and calls (capacity). */
+size_t store_cpu_lane_event_bytes(const struct lane *l);
+/* Drops samples and calls that ended before t from a lane; returns how many. */
+uint64_t store_cpu_lane_evict(struct lane *l, uint64_t t);
 int store_cpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
                      const void *payload, uint32_t length);
 /* A WIRE_EV_OSRT or WIRE_EV_GC event; name is its global string id. */

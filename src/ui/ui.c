@@ -69,16 +69,17 @@ struct ui_glyphs {
 	const char *gap;      /* idle GPU gap fill */
 	const char *spark[9]; /* sparkline levels, empty to full */
 	const char *micro;    /* "µs" */
+	const char *evicted;  /* fill of time no longer in memory */
 };
 
 static const struct ui_glyphs ui_glyphs_utf8 = {
     "▮",   "◆",   "│", "─", "─", "█", "▶", "●", "▸",
     "↑/↓", "←/→", "█", "▬", "▼", "▸", "▾", "░", {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"},
-    "µs"};
+    "µs",  "╱"};
 static const struct ui_glyphs ui_glyphs_ascii = {
     "|",     "*",     "|", "-", "-", "#", ">", "*", ">",
     "Up/Dn", "Lt/Rt", "#", "=", "v", "+", "-", ".", {" ", "_", ".", "-", "~", "=", "+", "*", "#"},
-    "us"};
+    "us",    "/"};
 
 enum ui_prompt {
 	UI_PROMPT_NONE = 0,
@@ -108,6 +109,8 @@ struct ui_frame_sig {
 	int lines, cols, message;
 	long long log_size, log_mtime;
 	unsigned nvml_sum;
+	uint64_t memory_from;
+	char log_note[96];
 };
 
 /* A GPU (process, device) with its stream rows, for the utilisation header. */
@@ -1844,7 +1847,9 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	int x = ui_put(ui, 0, 0, COLS, a | A_BOLD, " cuscope ");
 	snprintf(line, sizeof line, "%s %s ", ui->g->arrow, st && st->command ? st->command : "");
 	/* The command gets what the rest leaves, but at least some of it shows. */
-	int room = COLS - x - 60 - (ui->paused ? 16 : 0);
+	uint64_t from = store_memory_from_ns(ui->store);
+	int room = COLS - x - 60 - (ui->paused ? 16 : 0) - (from ? 22 : 0) -
+	           (st && st->log_note ? (int)strlen(st->log_note) + 2 : 0);
 	x += ui_put(ui, 0, x, room > 12 ? room : 12, a, line);
 	if (st && st->pid) {
 		snprintf(line, sizeof line, " pid %d ", (int)st->pid);
@@ -1854,6 +1859,18 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	                     : st && st->live && st->target_alive ? THEME_STATUS_LIVE
 	                                                          : THEME_STATUS;
 	x += ui_put(ui, 0, x, COLS - x, ss == THEME_STATUS ? a | A_BOLD : ui_attr(ui, ss), state);
+	if (from) {
+		/* A bounded live store: how far back memory reaches (older time is the band). */
+		char reach[32];
+		uint64_t now = ui_now(ui);
+		ui_format_span(reach, sizeof reach, now > from ? now - from : 0);
+		snprintf(line, sizeof line, "  memory: last %s", reach);
+		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
+	if (st && st->log_note) {
+		snprintf(line, sizeof line, "  %s", st->log_note);
+		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
 	x += ui_put(ui, 0, x, COLS - x, a, line);
@@ -1950,6 +1967,11 @@ static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_dev
 		uint64_t e = from + (uint64_t)((double)(to - from) * (i + 1) / w);
 		if (e > end)
 			e = end;
+		if (s < store_memory_from_ns(ui->store)) {
+			/* Not in memory: unknown, never an idle GPU. */
+			addstr(ui->g->evicted);
+			continue;
+		}
 		double f = e > s ? util_busy(dv->rows, dv->nrows, kind, s, e, 256, 16) : 0;
 		int lvl = (int)(f * 8 + 0.5);
 		if (f > 0 && lvl == 0)
@@ -2832,7 +2854,10 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 		sig->alive = st->target_alive;
 		sig->exit_code = st->exit_code;
 		sig->exit_signal = st->exit_signal;
+		if (st->log_note)
+			snprintf(sig->log_note, sizeof sig->log_note, "%s", st->log_note);
 	}
+	sig->memory_from = store_memory_from_ns(ui->store);
 	sig->notices = store_notice_total(ui->store);
 	sig->lines = LINES;
 	sig->cols = COLS;
@@ -2876,6 +2901,31 @@ static void ui_update_gpu(struct ui *ui)
 	ui->notice_shown = total;
 	if (newest)
 		ui_message(ui, newest);
+}
+
+/*
+ * The "not in memory" band over the lanes: time older than a bounded live store still holds is
+ * drawn as such (labelled), never as empty lanes or an idle GPU.
+ */
+static void ui_draw_evicted_band(struct ui *ui, int y0, int h)
+{
+	int band = viewport_band_cols(&ui->vp, store_memory_from_ns(ui->store));
+	if (band <= 0 || h <= 0)
+		return;
+	int gx = ui_gutter();
+	attr_t a = ui_attr(ui, THEME_EVICTED) | A_DIM;
+	static const char label[] = " not in memory ";
+	int lw = (int)sizeof label - 1;
+	for (int y = y0; y < y0 + h; y++) {
+		size_t idx = ui->layout.top + (size_t)(y - y0);
+		/* A process header keeps its text (it spans the whole width and holds no events). */
+		if (idx < ui->layout.count && ui->layout.rows[idx].kind == LAYOUT_ROW_PROCESS)
+			continue;
+		ui_fill(y, gx, band, a, ui->g->evicted);
+		/* The label on the second row (below a first process header) and every eighth after. */
+		if ((y - y0) % 8 == 1 && band >= lw + 2)
+			ui_put(ui, y, gx + (band - lw) / 2, lw, ui_attr(ui, THEME_EVICTED) | A_BOLD, label);
+	}
 }
 
 void ui_draw(struct ui *ui, const struct ui_status *status, int force)
@@ -2959,6 +3009,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		}
 		ui_draw_lane_row(ui, lanes_y + i, &ui->layout.rows[idx], idx == ui->layout.selected);
 	}
+	ui_draw_evicted_band(ui, lanes_y, lanes_h);
 	if (ui->layout.count == 0 && lanes_h > 0)
 		ui_put(ui, lanes_y, ui_gutter() + 1, ui->vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
 		       status && status->live ? "waiting for the target's first events..." : "no events");

@@ -41,6 +41,26 @@ static void test_col_of_no_overflow(void **state)
 	assert_int_equal(viewport_ns_of(&vp, 200), 20000 * S);
 }
 
+/* The "not in memory" band: every column holding time before the store's reach, and no other. */
+static void test_band_cols(void **state)
+{
+	(void)state;
+	struct viewport vp;
+	viewport_set(&vp, 100 * S, 10 * S, 100);                    /* 0.1 s per column */
+	assert_int_equal(viewport_band_cols(&vp, 0), 0);            /* nothing evicted */
+	assert_int_equal(viewport_band_cols(&vp, 50 * S), 0);       /* reach before the view */
+	assert_int_equal(viewport_band_cols(&vp, 100 * S), 0);      /* reach at the left edge */
+	assert_int_equal(viewport_band_cols(&vp, 102 * S), 20);     /* on a column boundary */
+	assert_int_equal(viewport_band_cols(&vp, 102 * S + 1), 21); /* inside column 20: it is partly gone */
+	assert_int_equal(viewport_band_cols(&vp, 500 * S), 100);    /* all of the view */
+	for (uint64_t t = 100 * S + 1; t < 111 * S; t += S / 7) {
+		int n = viewport_band_cols(&vp, t);
+		/* column n-1 starts before t, column n (if any) starts at or after it */
+		assert_true(n >= 1 && viewport_ns_of(&vp, n - 1) < t);
+		assert_true(n == 100 || viewport_ns_of(&vp, n) >= t);
+	}
+}
+
 static void test_zoom_keeps_anchor(void **state)
 {
 	(void)state;
@@ -302,6 +322,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_col_ns_round_trip),
 	    cmocka_unit_test(test_col_of_no_overflow),
+	    cmocka_unit_test(test_band_cols),
 	    cmocka_unit_test(test_zoom_keeps_anchor),
 	    cmocka_unit_test(test_zoom_clamps),
 	    cmocka_unit_test(test_pan),
