@@ -47,6 +47,10 @@ struct counted_thread {
 	int fds[MAX_EVENTS];    /* perf events only; -1 otherwise */
 	ino_t inos[MAX_EVENTS]; /* identity of each fd (perf fds are anonymous inodes on one device) */
 	dev_t devs[MAX_EVENTS];
+	/* procfs values of the last read, and the CPU time they were read at: a thread whose CPU time
+	 * has not moved has not run, so it has neither switched nor faulted since (no procfs read). */
+	uint64_t cpu_ns, switches, faults;
+	int have_switches, have_faults;
 };
 
 static struct {
@@ -275,6 +279,7 @@ void counters_thread_added(pid_t tid)
 		return;
 	}
 	struct counted_thread *t = &ctr.threads[ctr.thread_count];
+	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	for (size_t i = 0; i < MAX_EVENTS; i++)
 		t->fds[i] = -1;
@@ -392,18 +397,30 @@ static int counters_cpu_clock(pid_t tid, uint64_t *out)
 
 static void counters_read_thread(struct counted_thread *t, uint64_t now)
 {
+	uint64_t cpu_ns = 0;
+	int cpu_ok = counters_cpu_clock(t->tid, &cpu_ns) == 0;
+	int ran = !cpu_ok || cpu_ns != t->cpu_ns;
+	if (cpu_ok)
+		t->cpu_ns = cpu_ns;
 	for (size_t i = 0; i < ctr.event_count; i++) {
-		uint64_t value;
+		uint64_t value = 0;
 		int rc = -1;
 		switch (ctr.events[i].source) {
 		case SOURCE_CPU_CLOCK:
-			rc = counters_cpu_clock(t->tid, &value);
+			rc = cpu_ok ? 0 : -1;
+			value = cpu_ns;
 			break;
 		case SOURCE_PROC_SWITCH:
-			rc = counters_proc_switches(t->tid, &value);
+			if (ran || !t->have_switches)
+				t->have_switches = counters_proc_switches(t->tid, &t->switches) == 0;
+			rc = t->have_switches ? 0 : -1;
+			value = t->switches;
 			break;
 		case SOURCE_PROC_FAULT:
-			rc = counters_proc_faults(t->tid, &value);
+			if (ran || !t->have_faults)
+				t->have_faults = counters_proc_faults(t->tid, &t->faults) == 0;
+			rc = t->have_faults ? 0 : -1;
+			value = t->faults;
 			break;
 		case SOURCE_PERF:
 			if (counters_fd_ours(t, i) &&
