@@ -103,8 +103,8 @@ echo "        computation; 'pingpong' = a pipe ping-pong between 2 threads (ever
 echo "        threads moving buffers through a mutex/condvar queue and a pipe with a few us of compute each"
 echo "        (data-loader-like: blocks and wakes all the time). Every run pinned with taskset -c $CPU_PIN"
 echo "        (the workload, the collector's thread and the recorder share one CPU, so what cuscope spends"
-echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Configs interleaved in each round"
-echo "        (ROUNDS=$ROUNDS), cuscope always 'record --no-gpu' (no GPU here):"
+echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Each round runs every config once,"
+echo "        in a new random order (ROUNDS=$ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
 echo "          none      no tracing"
 echo "          nothing   --sample-hz 0 --osrt-threshold-us off --counters none (collector, nothing CPU-side)"
 echo "          +sample   + stack sampling at the default 1 kHz of thread CPU time"
@@ -152,15 +152,20 @@ for kind in cpu pingpong loader; do
 	esac
 	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
 	for r in $(seq "$ROUNDS"); do
-		for cfg in $cpu_configs; do
+		# A new order every round, so that the machine's other load does not favour one config.
+		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
 			[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
 			# shellcheck disable=SC2046 # the prefix is words
-			s=$($PIN $(cpu_cmd "$cfg") "$WORK" $arg 2>/dev/null | awk '$1 == "seconds" {print $2}')
-			[ -n "$s" ] || continue
-			echo "$s" >>"$tmp/$kind.$cfg"
-			[ "$cfg" = none ] && base=$s
-			[ "$cfg" != none ] && awk -v t="$s" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/$kind.$cfg.over"
+			$PIN $(cpu_cmd "$cfg") "$WORK" $arg 2>/dev/null | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
 		done
+		base=$(cat "$tmp/round.none")
+		for cfg in $cpu_configs; do
+			[ -s "$tmp/round.$cfg" ] || continue
+			cat "$tmp/round.$cfg" >>"$tmp/$kind.$cfg"
+			[ "$cfg" != none ] && [ -n "$base" ] &&
+				awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/$kind.$cfg.over"
+		done
+		rm -f "$tmp"/round.*
 	done
 	echo "-- $kind ($WORK $arg): none median $(median <"$tmp/$kind.none") s (rounds: $(tr '\n' ' ' <"$tmp/$kind.none"))"
 	for cfg in $cpu_configs; do
