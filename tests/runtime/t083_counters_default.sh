@@ -119,4 +119,31 @@ ev = [e for e in ev if not e.startswith("sampling-")]
 if ev != $want:
     fail("hardware list: loader-0 counters %r, want %r" % (ev, $want))
 PY
+# Bounded: 300 threads alive together get counters for the first 256 only, with one notice.
+cat >"$T/threads.py" <<'PY'
+import threading, time
+stop = threading.Event()
+ts = [threading.Thread(target=stop.wait) for _ in range(300)]
+for t in ts:
+    t.start()
+time.sleep(1.5)
+stop.set()
+for t in ts:
+    t.join()
+PY
+"$CUSCOPE" record --no-gpu -o "$T/many.cap" -- "$PYTHON" "$T/threads.py" >/dev/null 2>"$T/many.err" </dev/null ||
+	fail "300 threads: record failed: $(head -c 300 "$T/many.err")"
+n=$(grep -c 'more than 256 threads: thread [0-9]* and later ones have no counters' "$T/many.err")
+[ "$n" = 1 ] || fail "300 threads: want one thread-cap notice, got $n: $(head -c 300 "$T/many.err")"
+cs_stats "$T/many.cap" "$T/many.json"
+py_check "$T/many.json" <<'PY'
+# (python3 may be a launcher script: count the process with the most threads)
+by_pid = {}
+for r in J["counters"]:
+    if r["event"] == "task-clock":
+        by_pid.setdefault(r["pid"], set()).add(r["tid"])
+tids = max(by_pid.values(), key=len) if by_pid else set()
+if len(tids) != 256:
+    fail("300 threads: %d threads have counters, want the cap of 256" % len(tids))
+PY
 exit 0
