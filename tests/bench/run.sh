@@ -8,6 +8,7 @@ PRODUCER=$B/tests/bench/nvtx_producer
 export CUSCOPE_COLLECTOR=$PWD/$B/lib/cuscope/libcuscope.so
 ROUNDS=${ROUNDS:-5}
 CPU_PIN=${CPU_PIN:-0}
+CPU_ROUNDS=${CPU_ROUNDS:-7} # the CPU workloads are short and this VM is noisy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -104,7 +105,7 @@ echo "        threads moving buffers through a mutex/condvar queue and a pipe wi
 echo "        (data-loader-like: blocks and wakes all the time). Every run pinned with taskset -c $CPU_PIN"
 echo "        (the workload, the collector's thread and the recorder share one CPU, so what cuscope spends"
 echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Each round runs every config once,"
-echo "        in a new random order (ROUNDS=$ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
+echo "        in a new random order (CPU_ROUNDS=$CPU_ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
 echo "          none      no tracing"
 echo "          nothing   --sample-hz 0 --osrt-threshold-us off --counters none (collector, nothing CPU-side)"
 echo "          +sample   + stack sampling at the default 1 kHz of thread CPU time"
@@ -151,7 +152,7 @@ for kind in cpu pingpong loader; do
 	loader) arg="loader $LOADER_UNITS" ;;
 	esac
 	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
-	for r in $(seq "$ROUNDS"); do
+	for r in $(seq "$CPU_ROUNDS"); do
 		# A new order every round, so that the machine's other load does not favour one config.
 		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
 			[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
