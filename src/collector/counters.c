@@ -240,6 +240,14 @@ static void counters_probe(pid_t tid)
 		struct perf_event_attr attr = ctr.events[i].attr;
 		attr.disabled = 0;
 		long fd = perf_open(&attr, tid);
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && !attr.exclude_kernel) {
+			/* perf_event_paranoid >= 2 keeps unprivileged users out of kernel counts: count the
+			 * program's own (user) side, as perf stat does. */
+			attr.exclude_kernel = attr.exclude_hv = 1;
+			fd = perf_open(&attr, tid);
+			if (fd >= 0)
+				ctr.events[i].attr = attr;
+		}
 		if (fd >= 0) {
 			close((int)fd);
 			i++;

@@ -98,7 +98,7 @@ PY
 # The old default list, named: hardware events through perf, the rest as before.
 run_watched hw --counters task-clock,context-switches,page-faults,cycles,instructions,LLC-load-misses
 refusals=$(grep -c "counters unavailable" "$T/hw.err")
-if grep -q "the PMU refuses them" "$T/hw.err"; then
+if grep -Eq "the PMU refuses them|perf events not allowed here" "$T/hw.err"; then
 	[ "$refusals" = 1 ] || fail "hardware list: want one PMU-refusal notice, got $refusals: $(grep -h 'counters unavailable' "$T/hw.err")"
 	grep -q 'cycles, instructions, LLC-load-misses; software counters continue' "$T/hw.err" ||
 		fail "hardware list: the notice does not name the three refused events: $(grep -h 'counters unavailable' "$T/hw.err")"
@@ -145,5 +145,31 @@ for r in J["counters"]:
 tids = max(by_pid.values(), key=len) if by_pid else set()
 if len(tids) != 256:
     fail("300 threads: %d threads have counters, want the cap of 256" % len(tids))
+PY
+# An unprivileged user: software counters need no perf at all; a named hardware event is asked
+# for user-side counts where perf_event_paranoid keeps users out of kernel counts (as perf stat
+# does), so it is refused only by the PMU or by a paranoid level that forbids perf to users.
+[ "$(id -u)" = 0 ] || skip "not root: the unprivileged-user case of hardware counters not checked"
+user=${CUSCOPE_TEST_USER:-cuscopeci}
+id "$user" >/dev/null 2>&1 || skip "no user $user (.ci/run creates it): unprivileged case not checked"
+as_user() { setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups env HOME=/tmp "$@"; }
+as_user test -x "$CUSCOPE" || skip "$CUSCOPE not executable by $user: unprivileged case not checked"
+chmod 0777 "$T"
+(cd "$T" && as_user "$CUSCOPE" record --no-gpu --counters default,cycles -o "$T/user.cap" -- \
+	"$PROGS/cpu_workload" hot >"$T/user.out" 2>"$T/user.err" </dev/null) ||
+	fail "as $user: record failed: $(head -c 300 "$T/user.err")"
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 2)
+if [ "$paranoid" -le 2 ]; then
+	grep -q 'perf events not allowed' "$T/user.err" &&
+		fail "as $user (perf_event_paranoid $paranoid): cycles refused for permission: $(head -c 300 "$T/user.err")"
+fi
+n=$(grep -c 'counters unavailable' "$T/user.err")
+[ "$n" -le 1 ] || fail "as $user: $n counters notices, want at most one: $(head -c 300 "$T/user.err")"
+cs_stats "$T/user.cap" "$T/user.json"
+py_check "$T/user.json" "$T/user.out" <<'PY'
+tid = app_tid("hotspin")
+ev = sorted(r["event"] for r in J["counters"] if r["tid"] == tid and not r["event"].startswith("sampling-"))
+if [e for e in ("context-switches", "page-faults", "task-clock") if e not in ev]:
+    fail("as an unprivileged user, hotspin counters %r lack the software set" % ev)
 PY
 exit 0
