@@ -273,6 +273,8 @@ static void counters_probe(pid_t tid)
 		                 strerror(refusal), refused);
 }
 
+static void counters_read_thread(struct counted_thread *t, uint64_t now);
+
 void counters_thread_added(pid_t tid)
 {
 	if (!ctr.on || collector_is_own_tid(tid))
@@ -308,6 +310,9 @@ void counters_thread_added(pid_t tid)
 		}
 	}
 	ctr.thread_count++;
+	/* A first reading now: a thread that ends before the next poll still has its counters (as of
+	 * this reading; procfs numbers of an ended thread cannot be read). */
+	counters_read_thread(t, collector_now_ns());
 }
 
 /* 1 while fd is still the file we opened (the program may close and reuse numbers at any time). */
