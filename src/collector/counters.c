@@ -334,9 +334,10 @@ static int counters_proc_read(pid_t tid, const char *file, char *buf, size_t siz
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (fd < 0) {
 		if (errno != ENOENT && errno != ESRCH && !ctr.said_proc++)
-			collector_notice(WIRE_NOTICE_WARNING,
-			                 "cannot read %s (%s): context-switches and page-faults stop", path,
-			                 strerror(errno));
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "cannot read %s (%s): context-switches and page-faults may be missing", path,
+			    strerror(errno));
 		return -1;
 	}
 	struct stat opened;
