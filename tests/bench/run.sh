@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cuscope benchmarks (make bench). Prints numbers with their method; nothing here passes or fails.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 B=${BUILD:-build}
 CLI=$B/bin/cuscope
 PRODUCER=$B/tests/bench/nvtx_producer
@@ -154,6 +154,7 @@ for kind in cpu pingpong loader; do
 	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
 	for r in $(seq "$CPU_ROUNDS"); do
 		# A new order every round, so that the machine's other load does not favour one config.
+		# shellcheck disable=SC2086 # one config per word
 		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
 			[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
 			# shellcheck disable=SC2046 # the prefix is words
@@ -184,8 +185,9 @@ echo "        /bin/true' plain and under record (defaults): (traced - plain) / 2
 echo "        of 'cuscope record' minus that of the traced loader (measured by time inside the recording)"
 echo "        while recording '$WORK loader $LOADER_UNITS' with defaults, unpinned. Medians of $ROUNDS rounds."
 : >"$tmp/rss.plain"; : >"$tmp/rss.traced"; : >"$tmp/true.plain"; : >"$tmp/true.traced"; : >"$tmp/viewer"
+# shellcheck disable=SC2016 # expanded by the shell that runs the loop
 loop='for i in $(seq 200); do /bin/true; done'
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	/usr/bin/time -f '%M' -o "$tmp/t1" "$WORK" loader 4000 >/dev/null && cat "$tmp/t1" >>"$tmp/rss.plain"
 	"$CLI" record --no-gpu -o "$tmp/w.cap" -- /usr/bin/time -f '%M' -o "$tmp/t2" "$WORK" loader 4000 >/dev/null 2>&1 &&
 		cat "$tmp/t2" >>"$tmp/rss.traced"

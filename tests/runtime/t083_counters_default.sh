@@ -13,7 +13,11 @@ need_prog long_running cpu_workload
 # perf_fds PID: how many of PID's descriptors are perf events.
 perf_fds()
 {
-	ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'perf_event'
+	local f n=0
+	for f in /proc/"$1"/fd/*; do
+		case $(readlink "$f" 2>/dev/null) in *perf_event*) n=$((n + 1)) ;; esac
+	done
+	echo "$n"
 }
 
 # run_watched NAME OPTIONS...: records long_running (3 loaders, 2.5 s) with OPTIONS; once its
