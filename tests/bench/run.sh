@@ -152,7 +152,7 @@ for kind in cpu pingpong loader; do
 	loader) arg="loader $LOADER_UNITS" ;;
 	esac
 	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
-	for r in $(seq "$CPU_ROUNDS"); do
+	for _ in $(seq "$CPU_ROUNDS"); do
 		# A new order every round, so that the machine's other load does not favour one config.
 		# shellcheck disable=SC2086 # one config per word
 		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
