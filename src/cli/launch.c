@@ -20,9 +20,10 @@
 const char launch_options_help[] =
     "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; max 10000; 0 = off)\n"
     "      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
-    "      --counters LIST    per-thread counters: comma list of perf/libpfm4 event names\n"
-    "                         (default task-clock,context-switches,page-faults,cycles,instructions,\n"
-    "                         LLC-load-misses; none = off)\n"
+    "      --counters LIST    per-thread counters, comma list (default: task-clock,context-switches,\n"
+    "                         page-faults, read from /proc by cuscope's thread; perf events only for\n"
+    "                         hardware/libpfm4 names such as cycles,instructions,LLC-load-misses;\n"
+    "                         'default' = the default set; none = off)\n"
     "      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
     "      --no-gpu           do not trace GPU activity (CUPTI)\n"
     "      --log-mb N         live mode and run --detached: the output log keeps the newest N MiB of\n"

@@ -60,8 +60,9 @@ static const struct verb verbs[] = {
      "      --buffer-mb N      per-process flight-recorder bound in MiB (default 64)\n"
      "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; max 10000; 0 = off)\n"
      "      --osrt-threshold-us N  record blocking calls longer than N us (default 100; off = none)\n"
-     "      --counters LIST    per-thread counters (perf/libpfm4 names; default task-clock,\n"
-     "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"
+     "      --counters LIST    per-thread counters (default task-clock,context-switches,page-faults\n"
+     "                         from /proc; cycles,instructions,LLC-load-misses or libpfm4 names add\n"
+     "                         perf events; default = that set; none = off)\n"
      "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
      "      --no-gpu           do not trace GPU activity\n"
      "  -h, --help             this help\n"},

@@ -1,9 +1,11 @@
 /*
- * Per-thread counters through perf_event_open: software events always (task-clock,
- * context-switches, page-faults), hardware ones (cycles, instructions, LLC misses) where the PMU
- * allows, others by libpfm4 name (--counters=LIST; libpfm is dlopen'ed). Where perf events are
- * missing (some sandboxes) the same software numbers come from /proc/self/task/TID. Values are
- * read by the sender twice a second and sent as cumulative COUNTERS records.
+ * Per-thread counters, read by the sender thread twice a second and sent as cumulative COUNTERS
+ * records. The default set costs the program's threads nothing: task-clock is the thread's CPU
+ * clock (clock_gettime on its CPU-time clock id), context-switches and page-faults come from
+ * /proc/self/task/TID/{status,stat}, all read from our own thread. Per-thread perf events would
+ * make the kernel switch their contexts at every context switch of every traced thread (a pipe
+ * ping-pong pays for it), so they are opened only for what procfs cannot give (cycles,
+ * instructions, LLC-load-misses, libpfm4 names) and only when --counters names them.
  */
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <perfmon/pfmlib_perf_event.h>
@@ -25,29 +28,42 @@
 #define MAX_COUNTED_THREADS 256
 #define COUNTERS_PERIOD_NS  500000000ull
 
+/* Where an event's value comes from. */
+enum counter_source {
+	SOURCE_CPU_CLOCK,   /* the thread's CPU-time clock: ns on CPU (what perf's task-clock counts) */
+	SOURCE_PROC_SWITCH, /* status: voluntary + nonvoluntary context switches */
+	SOURCE_PROC_FAULT,  /* stat: minor + major page faults */
+	SOURCE_PERF,        /* a per-thread perf event (asked for by name) */
+};
+
 struct counter_event {
 	char name[64];
-	struct perf_event_attr attr;
-	int hardware; /* may be refused by a virtual PMU: dropped with one notice */
+	enum counter_source source;
+	struct perf_event_attr attr; /* SOURCE_PERF only */
 };
 
 struct counted_thread {
 	pid_t tid;
-	int fds[MAX_EVENTS];
+	int fds[MAX_EVENTS];    /* perf events only; -1 otherwise */
 	ino_t inos[MAX_EVENTS]; /* identity of each fd (perf fds are anonymous inodes on one device) */
 	dev_t devs[MAX_EVENTS];
+	/* procfs values of the last read, and the CPU time they were read at: a thread whose CPU time
+	 * has not moved has not run, so it has neither switched nor faulted since (no procfs read). */
+	uint64_t cpu_ns, switches, faults;
+	int have_switches, have_faults;
 };
 
-enum counters_mode { COUNTERS_OFF, COUNTERS_PERF, COUNTERS_PROC };
-
 static struct {
-	enum counters_mode mode;
+	int on;
 	struct counter_event events[MAX_EVENTS];
 	size_t event_count;
+	size_t perf_count; /* events with SOURCE_PERF */
 	struct counted_thread threads[MAX_COUNTED_THREADS];
 	size_t thread_count;
 	uint64_t last_poll_ns;
-	int probed; /* the first thread decided which events work */
+	int probed;    /* the first thread decided which perf events work */
+	int said_cap;  /* the thread cap notice was given */
+	int said_proc; /* the procfs notice was given */
 } ctr;
 
 static long perf_open(struct perf_event_attr *attr, pid_t tid)
@@ -75,34 +91,47 @@ static int counters_fd_ours(struct counted_thread *t, size_t i)
 	return 0;
 }
 
-static void counters_add_builtin(const char *name, uint32_t type, uint64_t config, int hardware)
+/* Adds one event (dropped when the list is full). */
+static struct counter_event *counters_add(const char *name, enum counter_source source)
 {
 	if (ctr.event_count == MAX_EVENTS)
-		return;
+		return NULL;
+	for (size_t i = 0; i < ctr.event_count; i++)
+		if (strcmp(ctr.events[i].name, name) == 0)
+			return NULL; /* named twice: one row is enough */
 	struct counter_event *e = &ctr.events[ctr.event_count++];
 	memset(e, 0, sizeof *e);
 	snprintf(e->name, sizeof e->name, "%s", name);
+	e->source = source;
 	e->attr.size = sizeof e->attr;
-	e->attr.type = type;
-	e->attr.config = config;
-	e->hardware = hardware;
+	if (source == SOURCE_PERF)
+		ctr.perf_count++;
+	return e;
 }
 
+/* The default set, read without perf events. */
+static const struct {
+	const char *name;
+	enum counter_source source;
+} soft_events[] = {
+    {"task-clock", SOURCE_CPU_CLOCK},
+    {"context-switches", SOURCE_PROC_SWITCH},
+    {"page-faults", SOURCE_PROC_FAULT},
+};
+
+/* Hardware events known by name without libpfm4 (perf's own names). */
 static const struct {
 	const char *name;
 	uint32_t type;
 	uint64_t config;
-	int hardware;
-} builtin_events[] = {
-    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0},
-    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0},
-    {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0},
-    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1},
-    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1},
+} hw_events[] = {
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
     {"LLC-load-misses", PERF_TYPE_HW_CACHE,
-     PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
-     1},
+     PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16)},
 };
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Resolves a name through libpfm4 (dlopen, optional); returns 0 or -1. */
 static int counters_add_pfm(const char *name)
@@ -124,181 +153,296 @@ static int counters_add_pfm(const char *name)
 		                 "counter '%s' skipped: libpfm4 (libpfm.so.4) is not available", name);
 		return -1;
 	}
-	if (ctr.event_count == MAX_EVENTS)
-		return -1;
-	struct counter_event *e = &ctr.events[ctr.event_count];
-	memset(e, 0, sizeof *e);
-	e->attr.size = sizeof e->attr;
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof attr);
+	attr.size = sizeof attr;
 	pfm_perf_encode_arg_t arg;
 	memset(&arg, 0, sizeof arg);
-	arg.attr = &e->attr;
+	arg.attr = &attr;
 	arg.size = sizeof arg;
-	int rc = encode(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
-	if (rc != PFM_SUCCESS) {
+	if (encode(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg) != PFM_SUCCESS) {
 		collector_notice(WIRE_NOTICE_WARNING,
 		                 "counter '%s' skipped: libpfm4 does not know it on this CPU", name);
 		return -1;
 	}
-	snprintf(e->name, sizeof e->name, "%s", name);
-	e->hardware = e->attr.type != PERF_TYPE_SOFTWARE;
-	ctr.event_count++;
+	struct counter_event *e = counters_add(name, SOURCE_PERF);
+	if (!e)
+		return -1;
+	e->attr = attr;
 	return 0;
+}
+
+/* Adds the event NAME from an explicit list: a software one from procfs, else a perf event. */
+static void counters_add_named(const char *name)
+{
+	if (strcmp(name, "default") == 0) {
+		for (size_t i = 0; i < COUNT_OF(soft_events); i++)
+			counters_add(soft_events[i].name, soft_events[i].source);
+		return;
+	}
+	for (size_t i = 0; i < COUNT_OF(soft_events); i++)
+		if (strcmp(name, soft_events[i].name) == 0) {
+			counters_add(name, soft_events[i].source);
+			return;
+		}
+	for (size_t i = 0; i < COUNT_OF(hw_events); i++)
+		if (strcmp(name, hw_events[i].name) == 0) {
+			struct counter_event *e = counters_add(name, SOURCE_PERF);
+			if (e) {
+				e->attr.type = hw_events[i].type;
+				e->attr.config = hw_events[i].config;
+			}
+			return;
+		}
+	counters_add_pfm(name);
 }
 
 int counters_init(const char *list)
 {
 	/* A re-attach may bring another list: decide again which events this machine allows. */
 	ctr.event_count = 0;
+	ctr.perf_count = 0;
 	ctr.probed = 0;
-	if (list && strcmp(list, "none") == 0) {
-		ctr.mode = COUNTERS_OFF;
+	ctr.said_cap = 0;
+	ctr.said_proc = 0;
+	ctr.on = !(list && strcmp(list, "none") == 0);
+	if (!ctr.on)
 		return 0;
-	}
-	if (!list || !*list) {
-		for (size_t i = 0; i < sizeof builtin_events / sizeof builtin_events[0]; i++)
-			counters_add_builtin(builtin_events[i].name, builtin_events[i].type,
-			                     builtin_events[i].config, builtin_events[i].hardware);
-	} else {
-		char copy[512];
-		snprintf(copy, sizeof copy, "%s", list);
-		for (char *save = NULL, *name = strtok_r(copy, ",", &save); name;
-		     name = strtok_r(NULL, ",", &save)) {
-			size_t i;
-			for (i = 0; i < sizeof builtin_events / sizeof builtin_events[0]; i++)
-				if (strcmp(name, builtin_events[i].name) == 0)
-					break;
-			if (i < sizeof builtin_events / sizeof builtin_events[0])
-				counters_add_builtin(builtin_events[i].name, builtin_events[i].type,
-				                     builtin_events[i].config, builtin_events[i].hardware);
-			else
-				counters_add_pfm(name);
-		}
-	}
-	ctr.mode = COUNTERS_PERF;
+	if (!list || !*list)
+		list = "default";
+	char copy[512];
+	snprintf(copy, sizeof copy, "%s", list);
+	for (char *save = NULL, *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
+		counters_add_named(name);
 	return 0;
 }
 
-/* The first thread tells which events this machine allows; refusals are said once. */
+/* Drops event i (a perf event this machine refuses). */
+static void counters_drop_event(size_t i)
+{
+	if (ctr.events[i].source == SOURCE_PERF)
+		ctr.perf_count--;
+	memmove(&ctr.events[i], &ctr.events[i + 1], (ctr.event_count - i - 1) * sizeof ctr.events[0]);
+	ctr.event_count--;
+}
+
+/* The first thread tells which perf events this machine allows; refusals are said once. */
 static void counters_probe(pid_t tid)
 {
 	ctr.probed = 1;
 	char refused[256] = "";
 	int refusal = 0;
 	for (size_t i = 0; i < ctr.event_count;) {
+		if (ctr.events[i].source != SOURCE_PERF) {
+			i++;
+			continue;
+		}
 		struct perf_event_attr attr = ctr.events[i].attr;
 		attr.disabled = 0;
 		long fd = perf_open(&attr, tid);
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && !attr.exclude_kernel) {
+			/* perf_event_paranoid >= 2 keeps unprivileged users out of kernel counts: count the
+			 * program's own (user) side, as perf stat does. */
+			attr.exclude_kernel = attr.exclude_hv = 1;
+			fd = perf_open(&attr, tid);
+			if (fd >= 0)
+				ctr.events[i].attr = attr;
+		}
 		if (fd >= 0) {
 			close((int)fd);
 			i++;
 			continue;
 		}
 		int err = errno;
-		if (!ctr.events[i].hardware && (err == ENOSYS || err == EACCES || err == EPERM)) {
-			/* No perf events at all: /proc gives the software numbers. */
-			ctr.mode = COUNTERS_PROC;
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
-			    "perf events unavailable (%s): counters come from /proc (task-clock, "
-			    "context-switches, page-faults only)",
-			    strerror(err));
-			return;
-		}
 		size_t used = strlen(refused);
 		snprintf(refused + used, sizeof refused - used, "%s%s", used ? ", " : "", ctr.events[i].name);
-		memmove(&ctr.events[i], &ctr.events[i + 1], (ctr.event_count - i - 1) * sizeof ctr.events[0]);
-		ctr.event_count--;
+		counters_drop_event(i);
 		refusal = err ? err : EOPNOTSUPP;
 	}
-	if (refused[0])
-		collector_notice(
-		    WIRE_NOTICE_WARNING,
-		    "counters unavailable on this machine (the PMU refuses them: %s): %s; software "
-		    "counters continue",
-		    strerror(refusal), refused);
+	if (!refused[0])
+		return;
+	if (refusal == EACCES || refusal == EPERM || refusal == ENOSYS)
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "counters unavailable (perf events not allowed here: %s): %s; software "
+		                 "counters continue",
+		                 strerror(refusal), refused);
+	else
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "counters unavailable on this machine (the PMU refuses them: %s): %s; "
+		                 "software counters continue",
+		                 strerror(refusal), refused);
 }
+
+static void counters_read_thread(struct counted_thread *t, uint64_t now);
 
 void counters_thread_added(pid_t tid)
 {
-	if (ctr.mode == COUNTERS_OFF || collector_is_own_tid(tid))
+	if (!ctr.on || collector_is_own_tid(tid))
 		return;
 	if (!ctr.probed)
 		counters_probe(tid);
-	if (ctr.thread_count == MAX_COUNTED_THREADS)
+	if (ctr.thread_count == MAX_COUNTED_THREADS) {
+		if (!ctr.said_cap++)
+			collector_notice(WIRE_NOTICE_WARNING,
+			                 "more than %d threads: thread %d and later ones have no counters",
+			                 MAX_COUNTED_THREADS, tid);
 		return;
+	}
 	struct counted_thread *t = &ctr.threads[ctr.thread_count];
+	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	for (size_t i = 0; i < MAX_EVENTS; i++)
 		t->fds[i] = -1;
-	if (ctr.mode == COUNTERS_PERF) {
-		for (size_t i = 0; i < ctr.event_count; i++) {
-			struct perf_event_attr attr = ctr.events[i].attr;
-			attr.disabled = 0;
-			attr.inherit = 0;
-			long fd = perf_open(&attr, tid);
-			struct stat st;
-			t->fds[i] = -1;
-			if (fd >= 0 && fstat((int)fd, &st) == 0) {
-				t->fds[i] = (int)fd;
-				t->inos[i] = st.st_ino;
-				t->devs[i] = st.st_dev;
-			} else if (fd >= 0) {
-				close((int)fd);
-			}
+	for (size_t i = 0; i < ctr.event_count; i++) {
+		if (ctr.events[i].source != SOURCE_PERF)
+			continue;
+		struct perf_event_attr attr = ctr.events[i].attr;
+		attr.disabled = 0;
+		attr.inherit = 0;
+		long fd = perf_open(&attr, tid);
+		struct stat st;
+		if (fd >= 0 && fstat((int)fd, &st) == 0) {
+			t->fds[i] = (int)fd;
+			t->inos[i] = st.st_ino;
+			t->devs[i] = st.st_dev;
+		} else if (fd >= 0) {
+			close((int)fd);
 		}
 	}
 	ctr.thread_count++;
+	/* A first reading now: a thread that ends before the next poll still has its counters (as of
+	 * this reading; procfs numbers of an ended thread cannot be read). */
+	counters_read_thread(t, collector_now_ns());
 }
 
-/* /proc fallback: the same three software numbers. */
-static void counters_read_proc(pid_t tid, uint64_t now)
+/* 1 while fd is still the file we opened (the program may close and reuse numbers at any time). */
+static int counters_same_file(int fd, const struct stat *opened)
 {
-	char path[96], buf[4096];
-	snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-	FILE *f = fopen(path, "r");
-	if (f) {
-		unsigned long long run_ns;
-		if (fscanf(f, "%llu", &run_ns) == 1)
-			sender_counter(now, tid, "task-clock", run_ns);
-		fclose(f);
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_ino == opened->st_ino && st.st_dev == opened->st_dev;
+}
+
+/*
+ * Reads /proc/self/task/TID/FILE into buf (NUL-terminated); returns 0 or -1 (thread gone). The
+ * fd lives only inside this call, on the sender thread, and is read and closed only while it is
+ * still the one opened.
+ */
+static int counters_proc_read(pid_t tid, const char *file, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ESRCH && !ctr.said_proc++)
+			collector_notice(
+			    WIRE_NOTICE_WARNING,
+			    "cannot read %s (%s): context-switches and page-faults may be missing", path,
+			    strerror(errno));
+		return -1;
 	}
-	snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-	f = fopen(path, "r");
-	if (f) {
-		unsigned long long switches = 0, v;
-		while (fgets(buf, sizeof buf, f)) {
-			if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1 ||
-			    sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
-				switches += v;
+	struct stat opened;
+	ssize_t n = -1;
+	if (fstat(fd, &opened) != 0) {
+		close(fd);
+		return -1;
+	}
+	size_t used = 0;
+	while (used < size - 1 && counters_same_file(fd, &opened)) {
+		n = read(fd, buf + used, size - 1 - used);
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	if (!counters_same_file(fd, &opened))
+		return -1; /* no longer ours: what was read is not ours either, and it is not ours to close */
+	close(fd);
+	if (n < 0 || used == 0)
+		return -1;
+	buf[used] = '\0';
+	return 0;
+}
+
+/* Voluntary + nonvoluntary context switches of tid (perf's context-switches counts both). */
+static int counters_proc_switches(pid_t tid, uint64_t *out)
+{
+	char buf[8192];
+	if (counters_proc_read(tid, "status", buf, sizeof buf) != 0)
+		return -1;
+	unsigned long long sum = 0, v;
+	int found = 0;
+	for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1) {
+			sum += v;
+			found++;
 		}
-		fclose(f);
-		sender_counter(now, tid, "context-switches", switches);
 	}
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fgets(buf, sizeof buf, f)) {
-			/* Fields after the command name (which may hold spaces): minflt is 10th, majflt 12th.
-			 */
-			char *p = strrchr(buf, ')');
-			unsigned long long minflt = 0, majflt = 0;
-			if (p &&
-			    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &minflt, &majflt) == 2)
-				sender_counter(now, tid, "page-faults", minflt + majflt);
-		}
-		fclose(f);
-	}
+	*out = sum;
+	return found == 2 ? 0 : -1;
+}
+
+/* Minor + major page faults of tid. */
+static int counters_proc_faults(pid_t tid, uint64_t *out)
+{
+	char buf[1024];
+	if (counters_proc_read(tid, "stat", buf, sizeof buf) != 0)
+		return -1;
+	/* Fields after the command name (which may hold spaces and parentheses): minflt is the 10th
+	 * field of the line, majflt the 12th. */
+	char *p = strrchr(buf, ')');
+	unsigned long long minflt, majflt;
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &minflt, &majflt) != 2)
+		return -1;
+	*out = minflt + majflt;
+	return 0;
+}
+
+/* ns on CPU of tid, from its CPU-time clock (the clock id glibc's pthread_getcpuclockid makes). */
+static int counters_cpu_clock(pid_t tid, uint64_t *out)
+{
+	/* CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), the tid inverted above 3 bits. */
+	clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 6u);
+	struct timespec ts;
+	if (clock_gettime(clock, &ts) != 0)
+		return -1;
+	*out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
 }
 
 static void counters_read_thread(struct counted_thread *t, uint64_t now)
 {
-	if (ctr.mode == COUNTERS_PROC) {
-		counters_read_proc(t->tid, now);
-		return;
-	}
+	uint64_t cpu_ns = 0;
+	int cpu_ok = counters_cpu_clock(t->tid, &cpu_ns) == 0;
+	int ran = !cpu_ok || cpu_ns != t->cpu_ns;
+	if (cpu_ok)
+		t->cpu_ns = cpu_ns;
 	for (size_t i = 0; i < ctr.event_count; i++) {
-		uint64_t value;
-		if (counters_fd_ours(t, i) && read(t->fds[i], &value, sizeof value) == (ssize_t)sizeof value)
+		uint64_t value = 0;
+		int rc = -1;
+		switch (ctr.events[i].source) {
+		case SOURCE_CPU_CLOCK:
+			rc = cpu_ok ? 0 : -1;
+			value = cpu_ns;
+			break;
+		case SOURCE_PROC_SWITCH:
+			if (ran || !t->have_switches)
+				t->have_switches = counters_proc_switches(t->tid, &t->switches) == 0;
+			rc = t->have_switches ? 0 : -1;
+			value = t->switches;
+			break;
+		case SOURCE_PROC_FAULT:
+			if (ran || !t->have_faults)
+				t->have_faults = counters_proc_faults(t->tid, &t->faults) == 0;
+			rc = t->have_faults ? 0 : -1;
+			value = t->faults;
+			break;
+		case SOURCE_PERF:
+			if (counters_fd_ours(t, i) &&
+			    read(t->fds[i], &value, sizeof value) == (ssize_t)sizeof value)
+				rc = 0;
+			break;
+		}
+		if (rc == 0)
 			sender_counter(now, t->tid, ctr.events[i].name, value);
 	}
 }
@@ -309,8 +453,9 @@ void counters_thread_removed(pid_t tid)
 		struct counted_thread *t = &ctr.threads[k];
 		if (t->tid != tid)
 			continue;
-		/* The thread is gone; its perf counts are still readable once more. */
-		if (ctr.mode == COUNTERS_PERF)
+		/* The thread is gone; its perf counts are still readable once more (procfs ones are not:
+		 * the last poll's values stand). */
+		if (ctr.perf_count)
 			counters_read_thread(t, collector_now_ns());
 		for (size_t i = 0; i < MAX_EVENTS; i++)
 			if (counters_fd_ours(t, i))
@@ -322,7 +467,7 @@ void counters_thread_removed(pid_t tid)
 
 void counters_poll(uint64_t now_ns)
 {
-	if (ctr.mode == COUNTERS_OFF)
+	if (!ctr.on || !ctr.event_count)
 		return;
 	if (now_ns && now_ns - ctr.last_poll_ns < COUNTERS_PERIOD_NS)
 		return;

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # cuscope benchmarks (make bench). Prints numbers with their method; nothing here passes or fails.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 B=${BUILD:-build}
 CLI=$B/bin/cuscope
 PRODUCER=$B/tests/bench/nvtx_producer
 export CUSCOPE_COLLECTOR=$PWD/$B/lib/cuscope/libcuscope.so
 ROUNDS=${ROUNDS:-5}
+CPU_PIN=${CPU_PIN:-0}
+CPU_ROUNDS=${CPU_ROUNDS:-7} # the CPU workloads are short and this VM is noisy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -96,35 +98,109 @@ read -r pw _ < <(wall_rss "$CLI" stats --report=processes "$tmp/p.cap")
 awk -v e="$pe" -v w="$pw" 'BEGIN {printf "recorded read: %.2f s = %.1f M events/s\n", w, e / w / 1e6}'
 
 echo
-echo "== CPU side: 1 kHz stack sampling + blocking-call tracing overhead =="
+echo "== CPU side: overhead per source (sampling, blocking calls, counters) against perf record -g =="
 echo "method: $B/tests/bench/cpu_work times its own work (start-up excluded): 'cpu' = 2 threads of pure"
-echo "        computation, 'block' = pipe ping-pong between 2 threads (every read blocks). Interleaved rounds"
-echo "        (ROUNDS=$ROUNDS): plain; cuscope record --no-gpu with defaults (1 kHz sampling, blocking calls"
-echo "        over 100 us with stacks, counters); cuscope with sampling/OSRT/counters off (the collector's"
-echo "        base cost); perf record -g -F 1000 where perf works. Medians; overhead vs plain."
-CPU_UNITS=${CPU_UNITS:-4000}
-BLOCK_UNITS=${BLOCK_UNITS:-40000}
+echo "        computation; 'pingpong' = a pipe ping-pong between 2 threads (every read blocks); 'loader' = 8"
+echo "        threads moving buffers through a mutex/condvar queue and a pipe with a few us of compute each"
+echo "        (data-loader-like: blocks and wakes all the time). Every run pinned with taskset -c $CPU_PIN"
+echo "        (the workload, the collector's thread and the recorder share one CPU, so what cuscope spends"
+echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Each round runs every config once,"
+echo "        in a new random order (CPU_ROUNDS=$CPU_ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
+echo "          none      no tracing"
+echo "          nothing   --sample-hz 0 --osrt-threshold-us off --counters none (collector, nothing CPU-side)"
+echo "          +sample   + stack sampling at the default 1 kHz of thread CPU time"
+echo "          +block    + blocking calls over the default 100 us, with stacks"
+echo "          +counters + default counters = cuscope's defaults"
+echo "          perf      perf record -g -F 1000 (frame-pointer call graphs, 1 kHz: the anchor)"
+echo "        per round: overhead = (traced - none) / none of that round; median and interquartile range."
+CPU_UNITS=${CPU_UNITS:-2000}
+PINGPONG_UNITS=${PINGPONG_UNITS:-60000}
+LOADER_UNITS=${LOADER_UNITS:-40000}
 WORK=$B/tests/bench/cpu_work
+PIN="taskset -c $CPU_PIN"
 perf_ok=0
 perf record -q -g -F 1000 -o "$tmp/perf.data" -- true >/dev/null 2>&1 && perf_ok=1
-for kind in cpu block; do
-	n=$CPU_UNITS
-	[ "$kind" = block ] && n=$BLOCK_UNITS
-	for cfg in plain cuscope base perf; do : >"$tmp/$kind.$cfg"; done
-	for r in $(seq "$ROUNDS"); do
-		"$WORK" "$kind" "$n" | awk '{print $2}' >>"$tmp/$kind.plain"
-		"$CLI" record --no-gpu -o "$tmp/w.cap" -- "$WORK" "$kind" "$n" 2>/dev/null | awk '{print $2}' >>"$tmp/$kind.cuscope"
-		"$CLI" record --no-gpu --sample-hz 0 --osrt-threshold-us off --counters none -o "$tmp/w.cap" -- \
-			"$WORK" "$kind" "$n" 2>/dev/null | awk '{print $2}' >>"$tmp/$kind.base"
-		[ "$perf_ok" = 1 ] && perf record -q -g -F 1000 -o "$tmp/perf.data" -- "$WORK" "$kind" "$n" 2>/dev/null |
-			awk '{print $2}' >>"$tmp/$kind.perf"
+[ "$perf_ok" = 1 ] || echo "perf record -g does not work here (not installed, or perf_event_paranoid): no perf column"
+LITE="--sample-hz 0 --osrt-threshold-us off"
+cpu_configs="none nothing +sample +block +counters perf"
+# cpu_cmd CONFIG: the command prefix that runs a workload under CONFIG.
+cpu_cmd()
+{
+	local rec="$CLI record --no-gpu -o $tmp/w.cap"
+	case $1 in
+	none) echo "" ;;
+	nothing) echo "$rec $LITE --counters none --" ;;
+	+sample) echo "$rec --osrt-threshold-us off --counters none --" ;;
+	+block) echo "$rec --counters none --" ;;
+	+counters) echo "$rec --" ;;
+	perf) echo "perf record -q -g -F 1000 -o $tmp/perf.data --" ;;
+	esac
+}
+# iqr_line NAME FILE: median and interquartile range of the per-round overheads (%) in FILE.
+iqr_line()
+{
+	sort -g "$2" | awk -v n="$1" '{v[NR] = $1}
+		function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
+		END { if (!NR) { printf "  %-9s not available\n", n; exit }
+		      printf "  %-9s overhead median %+7.1f%%   IQR %+7.1f%% .. %+7.1f%%   (rounds:", n, q(0.5), q(0.25), q(0.75)
+		      for (i = 1; i <= NR; i++) printf " %+.0f", v[i]; print "%)" }'
+}
+for kind in cpu pingpong loader; do
+	case $kind in
+	cpu) arg="cpu $CPU_UNITS" ;;
+	pingpong) arg="block $PINGPONG_UNITS" ;;
+	loader) arg="loader $LOADER_UNITS" ;;
+	esac
+	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
+	for _ in $(seq "$CPU_ROUNDS"); do
+		# A new order every round, so that the machine's other load does not favour one config.
+		# shellcheck disable=SC2086 # one config per word
+		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
+			[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
+			# shellcheck disable=SC2046 # the prefix is words
+			$PIN $(cpu_cmd "$cfg") "$WORK" $arg 2>/dev/null | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+		done
+		base=$(cat "$tmp/round.none")
+		for cfg in $cpu_configs; do
+			[ -s "$tmp/round.$cfg" ] || continue
+			cat "$tmp/round.$cfg" >>"$tmp/$kind.$cfg"
+			[ "$cfg" != none ] && [ -n "$base" ] &&
+				awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/$kind.$cfg.over"
+		done
+		rm -f "$tmp"/round.*
 	done
-	p=$(median <"$tmp/$kind.plain")
-	for cfg in plain cuscope base perf; do
-		[ -s "$tmp/$kind.$cfg" ] || { echo "$kind $cfg: not available"; continue; }
-		m=$(median <"$tmp/$kind.$cfg")
-		awk -v k="$kind" -v c="$cfg" -v m="$m" -v p="$p" -v all="$(tr '\n' ' ' <"$tmp/$kind.$cfg")" \
-			'BEGIN {printf "%-6s %-8s median %.4f s  overhead %+.1f%%   (rounds: %s)\n", k, c, m, (m / p - 1) * 100, all}'
+	echo "-- $kind ($WORK $arg): none median $(median <"$tmp/$kind.none") s (rounds: $(tr '\n' ' ' <"$tmp/$kind.none"))"
+	for cfg in $cpu_configs; do
+		[ "$cfg" = none ] && continue
+		iqr_line "$cfg" "$tmp/$kind.$cfg.over"
 	done
 done
-"$CLI" stats --report=hot,osrt "$tmp/w.cap" >/dev/null 2>&1 || true
+
+echo
+echo "== CPU side: host memory, short-lived children, the recorder's own CPU =="
+echo "method: peak RSS (/usr/bin/time %M) of '$WORK loader 4000' (9 threads) run plain and as the"
+echo "        traced process under 'cuscope record --no-gpu' (time runs inside the recording, so its RSS is"
+echo "        the traced program's alone). Short-lived children: wall time of sh -c 'for i in 1..200:"
+echo "        /bin/true' plain and under record (defaults): (traced - plain) / 200. Recorder CPU: user+sys"
+echo "        of 'cuscope record' minus that of the traced loader (measured by time inside the recording)"
+echo "        while recording '$WORK loader $LOADER_UNITS' with defaults, unpinned. Medians of $ROUNDS rounds."
+: >"$tmp/rss.plain"; : >"$tmp/rss.traced"; : >"$tmp/true.plain"; : >"$tmp/true.traced"; : >"$tmp/viewer"
+# shellcheck disable=SC2016 # expanded by the shell that runs the loop
+loop='for i in $(seq 200); do /bin/true; done'
+for _ in $(seq "$ROUNDS"); do
+	/usr/bin/time -f '%M' -o "$tmp/t1" "$WORK" loader 4000 >/dev/null && cat "$tmp/t1" >>"$tmp/rss.plain"
+	"$CLI" record --no-gpu -o "$tmp/w.cap" -- /usr/bin/time -f '%M' -o "$tmp/t2" "$WORK" loader 4000 >/dev/null 2>&1 &&
+		cat "$tmp/t2" >>"$tmp/rss.traced"
+	t0=$(now_s); sh -c "$loop"; t1=$(now_s)
+	awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) * 1000}' >>"$tmp/true.plain"
+	t0=$(now_s); "$CLI" record --no-gpu -o "$tmp/w.cap" -- sh -c "$loop" 2>/dev/null; t1=$(now_s)
+	awk -v a="$t0" -v b="$t1" 'BEGIN {print (b - a) * 1000}' >>"$tmp/true.traced"
+	/usr/bin/time -f '%U %S %e' -o "$tmp/outer" "$CLI" record --no-gpu -o "$tmp/w.cap" -- \
+		/usr/bin/time -f '%U %S' -o "$tmp/inner" "$WORK" loader "$LOADER_UNITS" >/dev/null 2>&1 &&
+		paste "$tmp/outer" "$tmp/inner" | awk '{printf "%.3f %.1f\n", $1 + $2 - $4 - $5, ($1 + $2 - $4 - $5) / $3 * 100}' >>"$tmp/viewer"
+done
+awk -v p="$(median <"$tmp/rss.plain")" -v t="$(median <"$tmp/rss.traced")" \
+	'BEGIN {printf "host RSS: plain %.1f MiB, traced %.1f MiB: the collector adds %.1f MiB (9 threads, default buffers)\n", p / 1024, t / 1024, (t - p) / 1024}'
+awk -v p="$(median <"$tmp/true.plain")" -v t="$(median <"$tmp/true.traced")" \
+	'BEGIN {printf "short-lived children: 200 x /bin/true plain %.0f ms, under record %.0f ms: %.2f ms per child\n", p, t, (t - p) / 200}'
+echo "recorder CPU (user+sys) while recording the loader: median $(awk '{print $1}' "$tmp/viewer" | median) s, $(awk '{print $2}' "$tmp/viewer" | median)% of the run's wall time (rounds: $(awk '{printf "%s s ", $1}' "$tmp/viewer"))"
