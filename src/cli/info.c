@@ -1,6 +1,7 @@
 /* `cuscope info FILE`: what a capture holds — its manifest, size, events and losses. */
 #include "cuscope/capture.h"
 #include "cuscope/cli.h"
+#include "cuscope/escape.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -49,7 +50,9 @@ int cli_info(int argc, char **argv)
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
 
-	printf("file        %s\n", path);
+	fputs("file        ", stdout);
+	escape_term_fputs(stdout, path);
+	fputc('\n', stdout);
 	printf("size        %" PRIu64 " bytes (%" PRIu64 " bytes of frames, %.2fx compression)\n",
 	       res.file_bytes, res.frame_bytes,
 	       res.file_bytes ? (double)res.frame_bytes / (double)res.file_bytes : 0.0);
@@ -64,8 +67,12 @@ int cli_info(int argc, char **argv)
 	for (size_t p = 0; p < store_process_count(store); p++) {
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
-		printf("  pid %-7d ppid %-7d %s  (%" PRIu64 " events, host %s)\n", (int)pi.pid, (int)pi.ppid,
-		       pi.cmdline, pi.events, pi.host);
+		/* Command line and host come from the capture: escaped before the terminal sees them. */
+		printf("  pid %-7d ppid %-7d ", (int)pi.pid, (int)pi.ppid);
+		escape_term_fputs(stdout, pi.cmdline);
+		printf("  (%" PRIu64 " events, host ", pi.events);
+		escape_term_fputs(stdout, pi.host);
+		fputs(")\n", stdout);
 	}
 	printf("losses      %" PRIu64 " events\n", store_loss_total(store));
 	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++) {
@@ -76,12 +83,15 @@ int cli_info(int argc, char **argv)
 	printf("manifest\n");
 	if (res.manifest) {
 		/* Indent every line; the package list can be long but it is what was asked for. */
-		for (char *line = strtok(res.manifest, "\n"); line; line = strtok(NULL, "\n"))
-			printf("  %s\n", line);
+		for (char *line = strtok(res.manifest, "\n"); line; line = strtok(NULL, "\n")) {
+			fputs("  ", stdout);
+			escape_term_fputs(stdout, line);
+			fputc('\n', stdout);
+		}
 	} else {
 		printf("  (none)\n");
 	}
 	free(res.manifest);
 	store_free(store);
-	return 0;
+	return output_finish(stdout);
 }
