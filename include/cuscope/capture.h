@@ -34,7 +34,7 @@
 #define CAPTURE_EXPAND_RATIO 32u
 #define CAPTURE_EXPAND_BASE  (64ull << 20)
 #define CAPTURE_MANIFEST_MAX (4u << 20) /* manifest text kept, bytes (further MANIFEST chunks: skipped) */
-#define CAPTURE_SOURCES_MAX  65536u     /* process streams a reader takes from one file */
+#define CAPTURE_SOURCES_MAX  16384u     /* process streams a reader takes from one file */
 
 enum capture_chunk_type {
 	CAPTURE_CHUNK_FRAMES = 1,      /* wire frames, stored as they are */
@@ -141,7 +141,6 @@ struct capture_read_result {
 	int has_index;             /* an INDEX chunk was found */
 	uint32_t version;          /* capture format of the file */
 	unsigned manifest_skipped; /* MANIFEST chunks beyond CAPTURE_MANIFEST_MAX */
-	unsigned sources_skipped;  /* chunks of process streams beyond CAPTURE_SOURCES_MAX */
 	uint64_t resync_bytes;     /* bytes skipped looking for a valid chunk header */
 };
 

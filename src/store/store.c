@@ -118,6 +118,7 @@ void store_free(struct store *st)
 	store_cpu_fini(st);
 	free(st->sources);
 	free(st->procs);
+	free(st->pid_slots);
 	free(st);
 }
 
@@ -352,6 +353,35 @@ static struct source *source_get(struct store *st, int source)
 	return &st->sources[source];
 }
 
+static size_t store_pid_hash(pid_t pid, size_t slots)
+{
+	return ((uint32_t)pid * 2654435761u) & (slots - 1);
+}
+
+/* The map slot of pid: holds the index + 1 of its newest process, or 0 (then fill it to add one). */
+static uint32_t *store_pid_slot(struct store *st, pid_t pid)
+{
+	if ((st->proc_count + 1) * 2 > st->pid_slot_count) {
+		size_t old = st->pid_slot_count;
+		uint32_t *old_slots = st->pid_slots;
+		st->pid_slot_count = old ? old * 2 : 64;
+		st->pid_slots = xcalloc(st->pid_slot_count, sizeof *st->pid_slots);
+		for (size_t i = 0; i < old; i++) {
+			if (!old_slots[i])
+				continue;
+			size_t s = store_pid_hash(st->procs[old_slots[i] - 1].hello.pid, st->pid_slot_count);
+			while (st->pid_slots[s])
+				s = (s + 1) & (st->pid_slot_count - 1);
+			st->pid_slots[s] = old_slots[i];
+		}
+		free(old_slots);
+	}
+	size_t s = store_pid_hash(pid, st->pid_slot_count);
+	while (st->pid_slots[s] && st->procs[st->pid_slots[s] - 1].hello.pid != pid)
+		s = (s + 1) & (st->pid_slot_count - 1);
+	return &st->pid_slots[s];
+}
+
 static int ingest_hello(struct store *st, struct source *src, const void *payload, uint32_t length)
 {
 	struct wire_hello hello;
@@ -368,15 +398,17 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 			cmdline[i] = ' ';
 	cmdline[n] = '\0';
 
-	/* A pid seen before and no longer connected is the same process after exec (or a reconnect). */
+	/* A pid seen before and no longer connected is the same process after exec (or a reconnect).
+	 * Found through a map, so a capture of many processes is read in linear time. */
 	size_t index = st->proc_count;
-	for (size_t p = 0; p < st->proc_count; p++) {
-		if (st->procs[p].hello.pid == hello.pid && !st->procs[p].connected && !st->procs[p].exited) {
-			index = p;
-			break;
-		}
+	uint32_t *slot = store_pid_slot(st, hello.pid);
+	if (*slot) {
+		const struct process *prev = &st->procs[*slot - 1];
+		if (!prev->connected && !prev->exited)
+			index = *slot - 1;
 	}
 	if (index == st->proc_count) {
+		*slot = (uint32_t)st->proc_count + 1;
 		xgrow((void **)&st->procs, &st->proc_cap, st->proc_count + 1, sizeof *st->procs);
 		struct process *pr = &st->procs[st->proc_count++];
 		memset(pr, 0, sizeof *pr);

@@ -151,6 +151,8 @@ struct source {
 struct store {
 	struct process *procs;
 	size_t proc_count, proc_cap;
+	uint32_t *pid_slots; /* open addressing: index + 1 of the newest process of a pid, 0 = empty */
+	size_t pid_slot_count;
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */
