@@ -797,6 +797,36 @@ static int reader_frames(struct reader *r, struct store *store, uint32_t version
 	return 0;
 }
 
+/*
+ * The decoded bytes the file's zstd chunks declare, from chunk headers alone (up to the first
+ * damaged one): a bomb is refused before anything is decoded or allocated for it.
+ */
+static uint64_t reader_declared_raw(struct reader *r)
+{
+	uint64_t off = sizeof(struct capture_file_header), total = 0;
+	struct capture_chunk_header h;
+	while (r->size - off >= sizeof h) {
+		const uint8_t *hp = reader_at(r, off, sizeof h);
+		if (!hp)
+			break;
+		memcpy(&h, hp, sizeof h);
+		if (!reader_header_ok(&h) || h.length > r->size - off - sizeof h ||
+		    h.type == CAPTURE_CHUNK_END)
+			break;
+		uint32_t raw;
+		const uint8_t *rp = h.type == CAPTURE_CHUNK_FRAMES_ZSTD && h.length >= sizeof raw
+		                        ? reader_at(r, off + sizeof h, sizeof raw)
+		                        : NULL;
+		if (rp) {
+			memcpy(&raw, rp, sizeof raw);
+			if (raw <= CAPTURE_FRAMES_MAX) /* larger ones are refused chunk by chunk */
+				total += raw;
+		}
+		off += sizeof h + h.length;
+	}
+	return total;
+}
+
 static void reader_fini(struct reader *r)
 {
 	if (r->fd >= 0)
@@ -899,6 +929,14 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		return -EPROTO;
 	}
 	res->version = h.version;
+	if (reader_declared_raw(&r) > r.expand_left) {
+		reader_fini(&r);
+		snprintf(msg_buf, msg_size,
+		         "%s decodes to more than %u times its size: refusing it (damaged or crafted)", path,
+		         CAPTURE_EXPAND_RATIO);
+		*cause = msg_buf;
+		return -EFBIG;
+	}
 	int ended = 0;
 	size_t manifest_len = 0, manifest_cap = 0;
 	uint64_t off = sizeof h;

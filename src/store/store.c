@@ -169,6 +169,9 @@ struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t)
 			slot = (slot + 1) & (pr->tid_slots - 1);
 		}
 	}
+	/* More threads than a real process has: a crafted stream must not grow a lane per record. */
+	if (pr->lane_count >= THREAD_LANES_MAX && tid != -1)
+		return store_thread_lane(pr, -1, t);
 	tid_map_insert(pr, tid, (uint32_t)pr->lane_count);
 	return store_lane_append(pr, STORE_LANE_THREAD, tid, t);
 }
@@ -276,6 +279,11 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 				async_complete(l, &r, async_pick_row(l, t));
 				return;
 			}
+		}
+		/* Every end scans the open ranges: their number is bounded, the excess counted. */
+		if (l->open_count >= ASYNC_OPEN_MAX) {
+			process_count_loss(pr);
+			break;
 		}
 		size_t row = async_pick_row(l, t);
 		lane_row(l, row)->busy_until = UINT64_MAX;

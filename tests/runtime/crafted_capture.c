@@ -5,6 +5,8 @@
  *                                                     NVTX ranges (ratio in the thousands)
  *   crafted_capture manifests OUT SIZE_KB [VERSION]   one small MANIFEST chunk after another
  *   crafted_capture sources OUT SIZE_KB [VERSION]     one process stream (HELLO + an event) per chunk
+ *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
+ *   crafted_capture threads OUT SIZE_KB [VERSION]     a new thread in every record
  * VERSION (default 2) is the capture format; 1 writes the old layout (no chunk context), so the
  * same files can be fed to an older reader. Every checksum is valid: only sizes and counts are
  * hostile. Prints the number of chunks written.
@@ -163,6 +165,42 @@ static void bomb(unsigned long long size)
 	free(b.p);
 }
 
+/*
+ * Plain (uncompressed) chunks of one process whose records are hostile in count, not size:
+ * "async": NVTX start/end ranges that all overlap (each end matches the oldest open one);
+ * "threads": every record names a new thread.
+ */
+static void events(unsigned long long size, int threads)
+{
+	struct buf b = {0};
+	frames_begin(&b);
+	hello(&b, 4243);
+	name(&b, 1, "crafted");
+	chunk(CAPTURE_CHUNK_FRAMES, 0, b.p, b.len);
+	static struct wire_event ev[(256u << 10) / sizeof(struct wire_event)];
+	size_t per = sizeof ev / sizeof ev[0];
+	unsigned long long total = size / (sizeof ev + 64), half = total * per / 2, k = 0;
+	for (unsigned long long c = 0; c < total; c++) {
+		for (size_t i = 0; i < per; i++, k++) {
+			memset(&ev[i], 0, sizeof ev[i]);
+			ev[i].time_ns = 1000 + k;
+			ev[i].name_id = 1;
+			if (threads) {
+				ev[i].kind = WIRE_EV_THREAD_NAME;
+				ev[i].tid = (uint32_t)(1000 + k);
+			} else {
+				ev[i].kind = k < half ? WIRE_EV_NVTX_START : WIRE_EV_NVTX_END;
+				ev[i].value = k < half ? k + 1 : k - half + 1;
+				ev[i].tid = 4243;
+			}
+		}
+		frames_begin(&b);
+		frame(&b, WIRE_FRAME_EVENTS, ev, sizeof ev);
+		chunk(CAPTURE_CHUNK_FRAMES, 0, b.p, b.len);
+	}
+	free(b.p);
+}
+
 static void manifests(unsigned long long size)
 {
 	char line[128];
@@ -211,6 +249,10 @@ int main(int argc, char **argv)
 		manifests(size);
 	else if (strcmp(argv[1], "sources") == 0)
 		sources(size);
+	else if (strcmp(argv[1], "async") == 0)
+		events(size, 0);
+	else if (strcmp(argv[1], "threads") == 0)
+		events(size, 1);
 	else
 		die("unknown kind");
 	struct capture_end end = {(uint32_t)chunks, 0, 0};
