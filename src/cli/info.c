@@ -47,6 +47,9 @@ int cli_info(int argc, char **argv)
 	if (res.chunks_corrupt)
 		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
 		         res.chunks_corrupt == 1 ? "" : "s");
+	if (res.manifest_skipped)
+		log_warn("%s: manifest longer than %u bytes: %u chunk%s of it not shown", path,
+		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
 
