@@ -8,7 +8,8 @@
  *
  * Version 2: every FRAMES chunk decodes on its own. Its (decompressed) payload starts with a
  * struct capture_context and the context frames: the source's HELLO and a STRING frame for each
- * name its records use (up to CAPTURE_CONTEXT_MAX bytes), then the chunk's own frames. A reader
+ * name its records use (up to CAPTURE_CONTEXT_MAX bytes; the HELLO's command line cut to
+ * CAPTURE_CONTEXT_ARGV_MAX), then the chunk's own frames. A reader
  * takes the context only where earlier chunks of the source are missing or damaged, so a damaged
  * chunk costs only its own records; after a damaged chunk header it scans for the next valid one.
  * Version 1 files (no context) still read.
@@ -22,10 +23,11 @@
 #define CAPTURE_MAGIC                                                                                        \
 	"\x89"                                                                                               \
 	"CUSCAP\n" /* 8 bytes, no NUL; catches text-mode mangling */
-#define CAPTURE_VERSION     2u
-#define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
-#define CAPTURE_CHUNK_MAX   (64u << 20)
-#define CAPTURE_CONTEXT_MAX (1u << 20) /* context bytes a writer repeats per chunk (strings beyond: not) */
+#define CAPTURE_VERSION          2u
+#define CAPTURE_CHUNK_MAGIC      0x4b4e4843u /* "CHNK" */
+#define CAPTURE_CHUNK_MAX        (64u << 20)
+#define CAPTURE_CONTEXT_MAX      (256u << 10) /* string bytes a writer repeats per chunk (beyond: not) */
+#define CAPTURE_CONTEXT_ARGV_MAX 4096u        /* command line bytes of the HELLO repeated per chunk */
 /* Largest decoded FRAMES payload: context (a HELLO, strings) plus a chunk's frames (writers fill
  * 256 KiB, a frame is at most WIRE_MAX_FRAME). */
 #define CAPTURE_FRAMES_MAX (4u << 20)

@@ -215,12 +215,26 @@ static void pending_ctx_use(struct pending_chunk *c, uint32_t id)
 static void pending_ctx_note(struct pending_chunk *c, uint32_t type, const uint8_t *p, uint32_t length)
 {
 	switch (type) {
-	case WIRE_FRAME_HELLO:
-		xgrow((void **)&c->hello, &c->hello_cap, length ? length : 1, 1);
-		memcpy(c->hello, p, length);
-		c->hello_len = length;
+	case WIRE_FRAME_HELLO: {
+		/* Repeated in every chunk: a long command line is cut there (the original keeps it). */
+		struct wire_hello h;
+		size_t keep = length;
+		if (length >= sizeof h) {
+			memcpy(&h, p, sizeof h);
+			if (length - sizeof h > CAPTURE_CONTEXT_ARGV_MAX &&
+			    h.cmdline_len == length - sizeof h) {
+				keep = sizeof h + CAPTURE_CONTEXT_ARGV_MAX;
+				h.cmdline_len = CAPTURE_CONTEXT_ARGV_MAX;
+			}
+		}
+		xgrow((void **)&c->hello, &c->hello_cap, keep ? keep : 1, 1);
+		memcpy(c->hello, p, keep);
+		if (keep != length)
+			memcpy(c->hello, &h, sizeof h);
+		c->hello_len = keep;
 		c->hellos++; /* a new connection: its ids name other strings */
 		break;
+	}
 	case WIRE_FRAME_STRING: {
 		struct wire_string ws;
 		if (length < sizeof ws)
@@ -362,7 +376,7 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	struct pending_chunk *c = pending_for(w, source);
 	struct wire_frame_header fh = {type, length};
 	size_t need = sizeof fh + length;
-	if (c->len && c->ctx_len + c->len + need > CHUNK_TARGET) {
+	if (c->len && c->len + need > CHUNK_TARGET) {
 		int rc = pending_write(w, c);
 		if (rc)
 			return rc;

@@ -515,7 +515,74 @@ static void test_corrupt_payload(void **state)
 	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
 	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
 	store_free(st);
+}
 
+/*
+ * Every chunk repeats its source's identity, with a long command line cut: a 100 KB argv costs
+ * each later chunk about 4 KiB, and a reader that lost the first chunk still names the process.
+ */
+static void test_context_bounds(void **state)
+{
+	struct fixture *fx = *state;
+	enum { ARGV = 100000, FLUSHES = 40 };
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+	assert_non_null(w);
+	uint8_t *buf = malloc(sizeof(struct wire_hello) + ARGV);
+	assert_non_null(buf);
+	struct wire_hello h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, WIRE_MAGIC, 8);
+	h.version = WIRE_VERSION;
+	h.hello_size = sizeof h;
+	h.pid = 77;
+	h.cmdline_len = ARGV;
+	memcpy(buf, &h, sizeof h);
+	memset(buf + sizeof h, 'a', ARGV);
+	assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_HELLO, buf, sizeof h + ARGV), 0);
+	free(buf);
+	write_string(w, 0, 3, "named");
+	for (int b = 0; b < FLUSHES; b++) {
+		struct wire_event e[2] = {ev(WIRE_EV_NVTX_PUSH, 1000 + 10 * (uint64_t)b, 5, 3, 0),
+		                          ev(WIRE_EV_NVTX_POP, 1005 + 10 * (uint64_t)b, 5, 0, 0)};
+		assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_EVENTS, e, sizeof e), 0);
+		assert_int_equal(capture_writer_flush(w), 0);
+	}
+	assert_int_equal(capture_writer_close(w), 0);
+	size_t size;
+	uint8_t *bytes = read_all(fx->other, &size);
+	assert_true(size < ARGV + FLUSHES * (CAPTURE_CONTEXT_ARGV_MAX + 1024));
+	/* Damage the first FRAMES chunk (the one with the whole HELLO). */
+	struct chunk_pos chunks[FLUSHES + 8];
+	size_t n = parse_chunks(bytes, size, chunks, FLUSHES + 8);
+	assert_true(n >= FLUSHES);
+	assert_int_equal(
+	    chunks[0].h.type == CAPTURE_CHUNK_FRAMES || chunks[0].h.type == CAPTURE_CHUNK_FRAMES_ZSTD, 1);
+	bytes[chunks[0].end - 1] ^= 0x01;
+	write_bytes(fx->other, bytes, size);
+	free(bytes);
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(store_process_count(st), 1);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.pid, 77);
+	assert_int_equal(strlen(pi.cmdline), CAPTURE_CONTEXT_ARGV_MAX);
+	struct summary sum;
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0], FLUSHES - 1);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		const struct store_range *v;
+		size_t k = store_lane_row_all(st, 0, l, 0, &v);
+		for (size_t i = 0; i < k; i++)
+			assert_string_equal(store_string(st, v[i].name_id), "named");
+	}
+	free(res.manifest);
+	store_free(st);
 }
 
 static void test_every_byte_flipped_no_crash(void **state)
@@ -719,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_truncation_everywhere),
 	    cmocka_unit_test(test_corrupt_payload),
+	    cmocka_unit_test(test_context_bounds),
 	    cmocka_unit_test(test_every_byte_flipped_no_crash),
 	    cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_newer_version),
