@@ -225,6 +225,9 @@ static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, 
 			s = (s + 1) & (pr->stream_slots - 1);
 		}
 	}
+	/* More lanes than a real process has: a crafted stream must not grow a lane per record. */
+	if (pr->lane_count >= THREAD_LANES_MAX && !(device == UINT32_MAX && stream == UINT32_MAX))
+		return stream_lane(pr, UINT32_MAX, UINT32_MAX, t);
 	size_t index = pr->lane_count;
 	struct lane *l = store_lane_append(pr, STORE_LANE_GPU_STREAM, 0, t);
 	l->device = device;
@@ -237,11 +240,12 @@ static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, 
 
 static void context_record(struct process *pr, uint32_t context, uint32_t device, uint32_t null_stream)
 {
-	struct gpu_context *c = (struct gpu_context *)context_find(pr, context);
-	if (!c) {
-		xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
-		c = &pr->ctx[pr->ctx_count++];
-	}
+	/* A context is announced once; the table is searched per GPU op, so it stays small and a
+	 * repeated or excess record (only a crafted stream sends one) changes nothing. */
+	if (context_find(pr, context) || pr->ctx_count >= GPU_CONTEXTS_MAX)
+		return;
+	xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
+	struct gpu_context *c = &pr->ctx[pr->ctx_count++];
 	*c = (struct gpu_context){context, device, null_stream};
 	/* Lanes made before the context record learn that they are the default stream now. */
 	for (size_t i = 0; i < pr->lane_count; i++) {
@@ -476,7 +480,9 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 	case WIRE_GPU_MEMSET: {
 		store_note_time(st, op.start_ns);
 		store_note_time(st, op.end_ns);
-		struct lane *l = &pr->lanes[stream_lane(pr, ev->device, ev->stream, op.start_ns)];
+		/* stream_lane may move pr->lanes: index it only after the call. */
+		size_t lane_index = stream_lane(pr, ev->device, ev->stream, op.start_ns);
+		struct lane *l = &pr->lanes[lane_index];
 		uint64_t kernels = l->kernels, copies = l->copies;
 		if (ev->kind == WIRE_GPU_KERNEL) {
 			op.name_id = kernel_name(st, map_string(src, ev->name_id));

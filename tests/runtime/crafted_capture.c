@@ -7,6 +7,7 @@
  *   crafted_capture sources OUT SIZE_KB [VERSION]     one process stream (HELLO + an event) per chunk
  *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
  *   crafted_capture threads OUT SIZE_KB [VERSION]     a new thread in every record
+ *   crafted_capture gpu OUT SIZE_KB [VERSION]         a new CUDA context or stream in every record
  * VERSION (default 2) is the capture format; 1 writes the old layout (no chunk context), so the
  * same files can be fed to an older reader. Every checksum is valid: only sizes and counts are
  * hostile. Prints the number of chunks written.
@@ -201,6 +202,34 @@ static void events(unsigned long long size, int threads)
 	free(b.p);
 }
 
+/* GPU records of one process: a new CUDA context in every other record, a new stream in the rest. */
+static void gpu(unsigned long long size)
+{
+	struct buf b = {0};
+	frames_begin(&b);
+	hello(&b, 4244);
+	name(&b, 1, "_Z6kernelv");
+	chunk(CAPTURE_CHUNK_FRAMES, 0, b.p, b.len);
+	static struct wire_gpu_event g[(256u << 10) / sizeof(struct wire_gpu_event)];
+	size_t per = sizeof g / sizeof g[0];
+	unsigned long long total = size / (sizeof g + 64), k = 0;
+	for (unsigned long long c = 0; c < total; c++) {
+		for (size_t i = 0; i < per; i++, k++) {
+			memset(&g[i], 0, sizeof g[i]);
+			g[i].start_ns = 1000 + k;
+			g[i].end_ns = 1001 + k;
+			g[i].name_id = 1;
+			g[i].context = (uint32_t)(k / 2 + 1);
+			g[i].stream = (uint32_t)(k + 1);
+			g[i].kind = k % 2 ? WIRE_GPU_KERNEL : WIRE_GPU_CONTEXT;
+		}
+		frames_begin(&b);
+		frame(&b, WIRE_FRAME_GPU, g, sizeof g);
+		chunk(CAPTURE_CHUNK_FRAMES, 0, b.p, b.len);
+	}
+	free(b.p);
+}
+
 static void manifests(unsigned long long size)
 {
 	char line[128];
@@ -253,6 +282,8 @@ int main(int argc, char **argv)
 		events(size, 0);
 	else if (strcmp(argv[1], "threads") == 0)
 		events(size, 1);
+	else if (strcmp(argv[1], "gpu") == 0)
+		gpu(size);
 	else
 		die("unknown kind");
 	struct capture_end end = {(uint32_t)chunks, 0, 0};
