@@ -198,10 +198,10 @@ static struct open_range *open_push(struct lane *l)
 	return &l->open[l->open_count++];
 }
 
-/* Lowest async row that is free from `start` on. */
+/* Lowest async row that is free from `start` on (at most ASYNC_ROWS_MAX are looked at). */
 static size_t async_pick_row(struct lane *l, uint64_t start)
 {
-	for (size_t r = 0; r < l->row_count; r++)
+	for (size_t r = 0; r < l->row_count && r < ASYNC_ROWS_MAX; r++)
 		if (l->rows[r].busy_until <= start)
 			return r;
 	return l->row_count;
@@ -276,7 +276,11 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 			if (pr->pending[i].range_id == ev->value) {
 				struct store_range r = {t, pr->pending[i].end_ns, name, domain};
 				pr->pending[i] = pr->pending[--pr->pending_count];
-				async_complete(l, &r, async_pick_row(l, t));
+				size_t row = async_pick_row(l, t);
+				if (row < ASYNC_ROWS_MAX)
+					async_complete(l, &r, row);
+				else
+					process_count_loss(pr);
 				return;
 			}
 		}
@@ -286,6 +290,10 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 			break;
 		}
 		size_t row = async_pick_row(l, t);
+		if (row >= ASYNC_ROWS_MAX) {
+			process_count_loss(pr);
+			break;
+		}
 		lane_row(l, row)->busy_until = UINT64_MAX;
 		struct open_range *o = open_push(l);
 		o->range = (struct store_range){t, 0, name, domain};

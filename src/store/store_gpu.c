@@ -360,10 +360,18 @@ static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint
 	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
 }
 
-/* Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. */
-static void lane_gpu_insert(struct lane *l, const struct store_gpu_op *op)
+/*
+ * Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. Real
+ * lanes need a few rows (nested API calls); an op that would need more than GPU_ROWS_MAX (only a
+ * crafted stream overlaps that much) is counted as unmatched instead, so each op costs bounded work.
+ */
+static void lane_gpu_insert(struct process *pr, struct lane *l, const struct store_gpu_op *op)
 {
 	for (size_t row = 0;; row++) {
+		if (row == GPU_ROWS_MAX) {
+			pr->unmatched++;
+			return;
+		}
 		if (row == l->gpu_row_count) {
 			xgrow((void **)&l->gpu_rows, &l->gpu_row_cap, row + 1, sizeof *l->gpu_rows);
 			memset(&l->gpu_rows[row], 0, sizeof *l->gpu_rows);
@@ -418,7 +426,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 {
 	const struct corr_entry *api = corr_get(pr, ev->correlation_id);
 	if (api) {
-		lane_gpu_insert(store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
+		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
 		return;
 	}
 	/* No thread known (yet): the stream it waited for, else its context's default stream. Sync
@@ -430,7 +438,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 	if (stream == NO_STREAM)
 		stream = c ? c->null_stream : 0;
 	size_t lane = stream_lane(pr, device, stream, op->start_ns);
-	lane_gpu_insert(&pr->lanes[lane], op);
+	lane_gpu_insert(pr, &pr->lanes[lane], op);
 	if (ev->correlation_id) {
 		if (!pr->psync)
 			pr->psync = xcalloc(PENDING_SYNC_SLOTS, sizeof *pr->psync);
@@ -442,7 +450,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 
 static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, struct store_gpu_op *op)
 {
-	lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
+	lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
 	if (!ev->correlation_id)
 		return;
 	struct corr_entry e = {ev->correlation_id, ev->tid,   op->name_id, ev->kind, 0,
@@ -456,7 +464,7 @@ static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, stru
 	struct store_gpu_op sync;
 	if (ps->lane < pr->lane_count &&
 	    lane_sync_take(&pr->lanes[ps->lane], ps->correlation_id, ps->start_ns, &sync))
-		lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, sync.start_ns), &sync);
+		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)ev->tid, sync.start_ns), &sync);
 	ps->correlation_id = 0;
 }
 
@@ -496,7 +504,7 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 			op.aux = bytes_aux(pr, ev->bytes);
 			l->copies++;
 		}
-		lane_gpu_insert(l, &op);
+		lane_gpu_insert(pr, l, &op);
 		if (!kernels != !l->kernels || !copies != !l->copies)
 			lane_relabel(l);
 		break;

@@ -13,10 +13,12 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
-#define PENDING_END_MAX    4096       /* ends waiting for their start, per process (each start scans them) */
-#define ASYNC_OPEN_MAX     4096       /* open start/end ranges per process (each end scans them) */
-#define GPU_CONTEXTS_MAX   256        /* CUDA contexts per process (each GPU op looks its context up) */
-#define THREAD_LANES_MAX   32768      /* lanes per process; threads beyond share one lane (tid -1) */
+#define PENDING_END_MAX    4096  /* ends waiting for their start, per process (each start scans them) */
+#define ASYNC_OPEN_MAX     4096  /* open start/end ranges per process (each end scans them) */
+#define GPU_ROWS_MAX       256   /* overlapping GPU ops or API calls on one lane (beyond: unmatched) */
+#define ASYNC_ROWS_MAX     1024  /* rows of overlapping start/end ranges per process (beyond: unmatched) */
+#define GPU_CONTEXTS_MAX   256   /* CUDA contexts per process (each GPU op looks its context up) */
+#define THREAD_LANES_MAX   32768 /* lanes per process; threads beyond share one lane (tid -1) */
 #define CORR_MAP_MAX       (1u << 20) /* correlation ids remembered per process (the newest) */
 #define PENDING_SYNC_SLOTS 4096u      /* syncs waiting for their API record, per process */
 

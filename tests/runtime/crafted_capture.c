@@ -8,6 +8,9 @@
  *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
  *   crafted_capture threads OUT SIZE_KB [VERSION]     a new thread in every record
  *   crafted_capture gpu OUT SIZE_KB [VERSION]         a new CUDA context or stream in every record
+ *   crafted_capture rows OUT SIZE_KB [VERSION]        start/end ranges one after another, each
+ *                                                     ending far in the future (all overlap)
+ *   crafted_capture gpurows OUT SIZE_KB [VERSION]     kernels on one stream that all overlap
  * VERSION (default 2) is the capture format; 1 writes the old layout (no chunk context), so the
  * same files can be fed to an older reader. Every checksum is valid: only sizes and counts are
  * hostile. Prints the number of chunks written.
@@ -168,8 +171,8 @@ static void bomb(unsigned long long size)
 
 /*
  * Plain (uncompressed) chunks of one process whose records are hostile in count, not size:
- * "async": NVTX start/end ranges that all overlap (each end matches the oldest open one);
- * "threads": every record names a new thread.
+ * "async" (0): NVTX start/end ranges that all overlap (each end matches the oldest open one);
+ * "threads" (1): every record names a new thread; "rows" (2): see main.
  */
 static void events(unsigned long long size, int threads)
 {
@@ -186,7 +189,13 @@ static void events(unsigned long long size, int threads)
 			memset(&ev[i], 0, sizeof ev[i]);
 			ev[i].time_ns = 1000 + k;
 			ev[i].name_id = 1;
-			if (threads) {
+			if (threads == 2) {
+				/* One range after another in the stream, each ending far in the future. */
+				ev[i].kind = k % 2 ? WIRE_EV_NVTX_END : WIRE_EV_NVTX_START;
+				ev[i].value = k / 2 + 1;
+				ev[i].time_ns = k % 2 ? 1000000000000000ull : 1000 + k;
+				ev[i].tid = 4243;
+			} else if (threads) {
 				ev[i].kind = WIRE_EV_THREAD_NAME;
 				ev[i].tid = (uint32_t)(1000 + k);
 			} else {
@@ -203,7 +212,7 @@ static void events(unsigned long long size, int threads)
 }
 
 /* GPU records of one process: a new CUDA context in every other record, a new stream in the rest. */
-static void gpu(unsigned long long size)
+static void gpu(unsigned long long size, int rows)
 {
 	struct buf b = {0};
 	frames_begin(&b);
@@ -222,6 +231,13 @@ static void gpu(unsigned long long size)
 			g[i].context = (uint32_t)(k / 2 + 1);
 			g[i].stream = (uint32_t)(k + 1);
 			g[i].kind = k % 2 ? WIRE_GPU_KERNEL : WIRE_GPU_CONTEXT;
+			if (rows) {
+				/* Kernels on one stream, each overlapping all before it. */
+				g[i].end_ns = 1000000000000000ull;
+				g[i].stream = 7;
+				g[i].context = 1;
+				g[i].kind = WIRE_GPU_KERNEL;
+			}
 		}
 		frames_begin(&b);
 		frame(&b, WIRE_FRAME_GPU, g, sizeof g);
@@ -283,7 +299,11 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "threads") == 0)
 		events(size, 1);
 	else if (strcmp(argv[1], "gpu") == 0)
-		gpu(size);
+		gpu(size, 0);
+	else if (strcmp(argv[1], "rows") == 0)
+		events(size, 2);
+	else if (strcmp(argv[1], "gpurows") == 0)
+		gpu(size, 1);
 	else
 		die("unknown kind");
 	struct capture_end end = {(uint32_t)chunks, 0, 0};
