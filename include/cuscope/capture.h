@@ -31,12 +31,18 @@
 /* Largest decoded FRAMES payload: context (a HELLO, strings) plus a chunk's frames (writers fill
  * 256 KiB, a frame is at most WIRE_MAX_FRAME). */
 #define CAPTURE_FRAMES_MAX (4u << 20)
-/* Readers decode at most this much frame data per file byte (plus CAPTURE_EXPAND_BASE): real
- * captures compress 2-12x; a zstd bomb stops here, in time and memory linear in the file. */
-#define CAPTURE_EXPAND_RATIO 32u
-#define CAPTURE_EXPAND_BASE  (64ull << 20)
-#define CAPTURE_MANIFEST_MAX (4u << 20) /* manifest text kept, bytes (further MANIFEST chunks: skipped) */
-#define CAPTURE_SOURCES_MAX  16384u     /* process streams a reader takes from one file */
+/*
+ * Readers decode at most CAPTURE_EXPAND_RATIO bytes of frames per file byte (plus a base) and take
+ * at most CAPTURE_EVENTS_PER_BYTE records per file byte (plus a base): a zstd bomb stops there, in
+ * time and memory linear in the file. Real captures: 2-12x and 0.05-0.3 records per byte; deep
+ * stacks sampled at a high rate compress up to ~100x but are few records per byte.
+ */
+#define CAPTURE_EXPAND_RATIO    256u
+#define CAPTURE_EXPAND_BASE     (64ull << 20)
+#define CAPTURE_EVENTS_PER_BYTE 2u
+#define CAPTURE_EVENTS_BASE     (2ull << 20)
+#define CAPTURE_MANIFEST_MAX    (4u << 20) /* manifest text kept, bytes (further MANIFEST chunks: skipped) */
+#define CAPTURE_SOURCES_MAX     16384u     /* process streams a reader takes from one file */
 
 enum capture_chunk_type {
 	CAPTURE_CHUNK_FRAMES = 1,      /* wire frames, stored as they are */
@@ -151,7 +157,8 @@ struct capture_read_result {
  * (warnings for truncation/corruption are printed by the caller from *result), or -EPROTO /
  * -errno with a one-line *cause (static or in msg_buf) for a foreign, newer, unreadable or
  * not regular file (a FIFO or device is refused, never read), or one whose frames decode to
- * more than CAPTURE_EXPAND_RATIO times its size (-EFBIG). Time and memory are linear in the file.
+ * more than CAPTURE_EXPAND_RATIO times its size or hold more than CAPTURE_EVENTS_PER_BYTE records per
+ * byte (-EFBIG). Time and memory are linear in the file.
  */
 int capture_read(const char *path, struct store *store, struct capture_read_result *result, char *msg_buf,
                  size_t msg_size, const char **cause);

@@ -594,7 +594,8 @@ struct reader {
 	uint8_t *raw; /* a decompressed payload */
 	size_t raw_cap;
 	ZSTD_DCtx *zstd;
-	uint64_t expand_left; /* decompressed bytes still allowed */
+	uint64_t expand_left;          /* decompressed bytes still allowed */
+	uint64_t records, records_max; /* records read so far, and what the file may hold */
 	/* file source numbers -> dense store sources (index + 1), open addressing */
 	uint32_t *src_keys, *src_vals;
 	size_t src_slots, src_count;
@@ -713,12 +714,40 @@ static long reader_source(struct reader *r, uint32_t source)
 	return (long)r->src_count - 1;
 }
 
+/* Records in one frame (what the store may keep one of each): events, GPU ops, stacks, counters. */
+static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
+{
+	switch (type) {
+	case WIRE_FRAME_EVENTS:
+		return length / sizeof(struct wire_event);
+	case WIRE_FRAME_GPU:
+		return length / sizeof(struct wire_gpu_event);
+	case WIRE_FRAME_COUNTERS:
+		return length / sizeof(struct wire_counter);
+	case WIRE_FRAME_STACKS: {
+		uint64_t n = 0;
+		size_t off = 0;
+		while (length - off >= sizeof(struct wire_stack)) {
+			struct wire_stack st;
+			memcpy(&st, p + off, sizeof st);
+			off += sizeof st + (size_t)st.depth * 4u;
+			n++;
+			if (off > length)
+				break;
+		}
+		return n;
+	}
+	default:
+		return 1;
+	}
+}
+
 /*
  * Ingests the frames of one verified chunk region. In a context region only a HELLO the source
  * lacks and STRING frames are taken (both are repeats of what earlier chunks carried). 0 or -EPROTO.
  */
-static int reader_ingest(struct store *store, size_t dense, uint8_t *state, const uint8_t *p, size_t len,
-                         int context, const char **cause)
+static int reader_ingest(struct reader *r, struct store *store, size_t dense, uint8_t *state,
+                         const uint8_t *p, size_t len, int context, const char **cause)
 {
 	size_t off = 0;
 	while (off < len) {
@@ -738,6 +767,7 @@ static int reader_ingest(struct store *store, size_t dense, uint8_t *state, cons
 			take = fh.type == WIRE_FRAME_STRING ||
 			       (fh.type == WIRE_FRAME_HELLO && !(*state & SOURCE_HELLO));
 		if (take) {
+			r->records += reader_records(fh.type, p + off, fh.length);
 			int rc = store_feed(store, (int)dense, fh.type, p + off, fh.length, cause);
 			if (rc)
 				return rc;
@@ -795,12 +825,12 @@ static int reader_frames(struct reader *r, struct store *store, uint32_t version
 		memcpy(&cx, frames, sizeof cx);
 		if (cx.context_bytes > frames_len - sizeof cx)
 			return -EPROTO;
-		rc = reader_ingest(store, dense, state, frames + sizeof cx, cx.context_bytes, 1, &why);
+		rc = reader_ingest(r, store, dense, state, frames + sizeof cx, cx.context_bytes, 1, &why);
 		if (!rc)
-			rc = reader_ingest(store, dense, state, frames + sizeof cx + cx.context_bytes,
+			rc = reader_ingest(r, store, dense, state, frames + sizeof cx + cx.context_bytes,
 			                   frames_len - sizeof cx - cx.context_bytes, 0, &why);
 	} else {
-		rc = reader_ingest(store, dense, state, frames, frames_len, 0, &why);
+		rc = reader_ingest(r, store, dense, state, frames, frames_len, 0, &why);
 		if (rc)
 			*state |= SOURCE_BAD;
 	}
@@ -900,6 +930,7 @@ static int reader_open(struct reader *r, const char *path, char *msg_buf, size_t
 	r->win = xmalloc(READ_WINDOW);
 	uint64_t allowed = CAPTURE_EXPAND_BASE + (uint64_t)CAPTURE_EXPAND_RATIO * r->size;
 	r->expand_left = allowed;
+	r->records_max = CAPTURE_EVENTS_BASE + (uint64_t)CAPTURE_EVENTS_PER_BYTE * r->size;
 	return 0;
 }
 
@@ -1024,6 +1055,14 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 			res->chunks_corrupt++;
 		else
 			res->chunks_ok++;
+		/* Records cost the store memory: checked after each chunk, so one chunk is the overshoot. */
+		if (r.records > r.records_max) {
+			rc = -EFBIG;
+			snprintf(msg_buf, msg_size,
+			         "%s holds more than %u records per byte: refusing it (damaged or crafted)",
+			         path, CAPTURE_EVENTS_PER_BYTE);
+			break;
+		}
 	}
 	res->file_bytes = r.size;
 	if (!ended)

@@ -3,6 +3,8 @@
  * project's writer:
  *   crafted_capture bomb OUT SIZE_KB [VERSION]       zstd chunks that each decode to ~4 MiB of
  *                                                     NVTX ranges (ratio in the thousands)
+ *   crafted_capture bombpad OUT SIZE_KB [VERSION]    fewer bomb chunks (NVTX marks, decoding to 200
+ *                                                     times the file), padded with chunks to skip
  *   crafted_capture manifests OUT SIZE_KB [VERSION]   one small MANIFEST chunk after another
  *   crafted_capture sources OUT SIZE_KB [VERSION]     one process stream (HELLO + an event) per chunk
  *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
@@ -134,7 +136,7 @@ static void name(struct buf *b, uint32_t id, const char *text)
 	frame(b, WIRE_FRAME_STRING, tmp, sizeof s + s.length);
 }
 
-static void bomb(unsigned long long size)
+static void bomb(unsigned long long size, int padded)
 {
 	struct buf b = {0};
 	frames_begin(&b);
@@ -149,7 +151,7 @@ static void bomb(unsigned long long size)
 		ev[i].time_ns = 5000;
 		ev[i].tid = 4242;
 		ev[i].name_id = 1;
-		ev[i].kind = i % 2 ? WIRE_EV_NVTX_POP : WIRE_EV_NVTX_PUSH;
+		ev[i].kind = padded ? WIRE_EV_NVTX_MARK : i % 2 ? WIRE_EV_NVTX_POP : WIRE_EV_NVTX_PUSH;
 	}
 	frames_begin(&b);
 	while (b.len + sizeof(struct wire_frame_header) + sizeof ev < CAPTURE_FRAMES_MAX - 4096)
@@ -163,9 +165,15 @@ static void bomb(unsigned long long size)
 		die("zstd failed");
 	uint32_t raw = (uint32_t)b.len;
 	memcpy(z, &raw, 4);
-	while (written + zn + 4 + 40 <= size)
+	/* Padded: only as many bomb chunks as decode to 200 times the file (under a byte budget), the
+	 * rest of the file an optional chunk type readers skip; so the records are what must stop it. */
+	unsigned long long bombs = padded ? 200 * size / b.len : ~0ull;
+	for (unsigned long long i = 0; i < bombs && written + zn + 4 + 40 <= size; i++)
 		chunk(CAPTURE_CHUNK_FRAMES_ZSTD, 0, z, zn + 4);
 	free(z);
+	static uint8_t pad[1 << 16];
+	while (padded && written + 40 + sizeof pad <= size)
+		chunk(99, 0, pad, sizeof pad);
 	free(b.p);
 }
 
@@ -289,7 +297,9 @@ int main(int argc, char **argv)
 		die("cannot create the output");
 	file_header();
 	if (strcmp(argv[1], "bomb") == 0)
-		bomb(size);
+		bomb(size, 0);
+	else if (strcmp(argv[1], "bombpad") == 0)
+		bomb(size, 1);
 	else if (strcmp(argv[1], "manifests") == 0)
 		manifests(size);
 	else if (strcmp(argv[1], "sources") == 0)

@@ -585,6 +585,57 @@ static void test_context_bounds(void **state)
 	store_free(st);
 }
 
+/*
+ * Deep stacks sampled fast compress ~80x (each sample repeats the last but for its time): such a
+ * capture is read whole, however it compresses, while a bomb's record count still stops it.
+ */
+static void test_compressible_stacks_read(void **state)
+{
+	struct fixture *fx = *state;
+	enum { SAMPLES = 400000, DEPTH = 128, PER_FRAME = 1000 };
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+	assert_non_null(w);
+	write_hello(w, 0, 55);
+	for (uint32_t id = 1; id <= DEPTH; id++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%u\x1fmod", id);
+		write_string(w, 0, id, name);
+	}
+	size_t rec = sizeof(struct wire_stack) + DEPTH * 4;
+	uint8_t *buf = malloc(rec * PER_FRAME);
+	assert_non_null(buf);
+	for (int s = 0; s < SAMPLES; s += PER_FRAME) {
+		for (int i = 0; i < PER_FRAME; i++) {
+			struct wire_stack st = {1000000 + (uint64_t)(s + i) * 100003, 9, WIRE_STACK_SAMPLE,
+			                        DEPTH};
+			uint8_t *p = buf + (size_t)i * rec;
+			memcpy(p, &st, sizeof st);
+			for (uint32_t d = 0; d < DEPTH; d++) {
+				uint32_t id = d + 1;
+				memcpy(p + sizeof st + d * 4, &id, 4);
+			}
+		}
+		assert_int_equal(
+		    capture_writer_frame(w, 0, WIRE_FRAME_STACKS, buf, (uint32_t)(rec * PER_FRAME)), 0);
+	}
+	free(buf);
+	assert_int_equal(capture_writer_close(w), 0);
+	struct stat stt;
+	assert_int_equal(stat(fx->other, &stt), 0);
+	/* Beyond what a plain ratio bound of 32 would allow. */
+	assert_true((uint64_t)SAMPLES * rec > (64ull << 20) + 32ull * (uint64_t)stt.st_size);
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
+	assert_int_equal(res.chunks_corrupt, 0);
+	assert_int_equal(res.events, SAMPLES);
+	free(res.manifest);
+	store_free(st);
+}
+
 static void test_every_byte_flipped_no_crash(void **state)
 {
 	/* Flip each byte of the file in turn: the reader must never crash or leak, whatever it returns. */
@@ -787,6 +838,7 @@ int main(void)
 	    cmocka_unit_test(test_truncation_everywhere),
 	    cmocka_unit_test(test_corrupt_payload),
 	    cmocka_unit_test(test_context_bounds),
+	    cmocka_unit_test(test_compressible_stacks_read),
 	    cmocka_unit_test(test_every_byte_flipped_no_crash),
 	    cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_newer_version),
