@@ -28,7 +28,7 @@ int cli_diff(int argc, char **argv)
 			break;
 		case 'h':
 			cli_usage("diff");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("diff", argv);
 		}

@@ -25,7 +25,7 @@ int cli_info(int argc, char **argv)
 		switch (opt) {
 		case 'h':
 			cli_usage("info");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("info", argv);
 		}

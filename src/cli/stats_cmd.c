@@ -39,7 +39,7 @@ int cli_stats(int argc, char **argv)
 		}
 		case 'h':
 			cli_usage("stats");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("stats", argv);
 		}

@@ -93,9 +93,10 @@ run_ok "info on a hostile file name" "$CUSCOPE" info "$T/"$'evil\e]0;file\a.cap'
 
 # Output that cannot be written is an error, said once.
 if [ -w /dev/full ]; then
-	for cmd in "stats" "stats --format=csv" "stats --format=json" "info" "diff" "export -o -"; do
+	for cmd in "stats" "stats --format=csv" "stats --format=json" "info" "diff" "export -o -" "stats --help" "info --help"; do
 		args=("$T/cap")
 		[ "$cmd" = diff ] && args=("$T/cap" "$T/cap")
+		case $cmd in *--help) args=() ;; esac
 		rc=0
 		# shellcheck disable=SC2086
 		"$CUSCOPE" $cmd "${args[@]}" >/dev/full 2>"$T/e" || rc=$?
