@@ -472,6 +472,11 @@ int store_feed(struct store *st, int source, uint32_t type, const void *payload,
 			*cause = "string id out of range";
 			return -EPROTO;
 		}
+		/* Ids come dense from 1: one far beyond the strings this source sent would size the map
+		 * by itself (a crafted stream, 2^24 entries per source); it is ignored, its name empty. */
+		if (ws.id > 2 * src->strings + 1024)
+			break;
+		src->strings++;
 		size_t cap = src->strmap_cap;
 		if (ws.id >= cap) {
 			xgrow((void **)&src->strmap, &cap, (size_t)ws.id + 1, sizeof *src->strmap);

@@ -151,6 +151,7 @@ struct source {
 	size_t process;
 	uint32_t *strmap; /* per-process string id -> global id */
 	size_t strmap_cap;
+	size_t strings; /* STRING frames taken: ids are dense, so the map grows with them */
 };
 
 struct store {

@@ -7,6 +7,8 @@
  *                                                     times the file), padded with chunks to skip
  *   crafted_capture manifests OUT SIZE_KB [VERSION]   one small MANIFEST chunk after another
  *   crafted_capture sources OUT SIZE_KB [VERSION]     one process stream (HELLO + an event) per chunk
+ *   crafted_capture strids OUT SIZE_KB [VERSION]      the same, each naming its string with the
+ *                                                     largest id (WIRE_MAX_STRING_ID)
  *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
  *   crafted_capture threads OUT SIZE_KB [VERSION]     a new thread in every record
  *   crafted_capture gpu OUT SIZE_KB [VERSION]         a new CUDA context or stream in every record
@@ -264,13 +266,13 @@ static void manifests(unsigned long long size)
 	}
 }
 
-static void sources(unsigned long long size)
+static void sources(unsigned long long size, int far_ids)
 {
 	struct buf b = {0};
 	for (uint32_t s = 0; written + 300 <= size; s++) {
 		frames_begin(&b);
 		hello(&b, (int32_t)(100000 + s % 4000000));
-		name(&b, 1, "r");
+		name(&b, far_ids ? WIRE_MAX_STRING_ID : 1, "r");
 		struct wire_event ev[2];
 		memset(ev, 0, sizeof ev);
 		ev[0].time_ns = 1000 + s;
@@ -303,7 +305,9 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "manifests") == 0)
 		manifests(size);
 	else if (strcmp(argv[1], "sources") == 0)
-		sources(size);
+		sources(size, 0);
+	else if (strcmp(argv[1], "strids") == 0)
+		sources(size, 1);
 	else if (strcmp(argv[1], "async") == 0)
 		events(size, 0);
 	else if (strcmp(argv[1], "threads") == 0)

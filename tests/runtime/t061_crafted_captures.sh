@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Crafted captures cost readers time and memory linear in the file: a zstd bomb (2.7 MB of chunks
 # that each decode to 4 MiB; the same padded, so that only its record count can stop it), 12 MB of
-# tiny MANIFEST chunks, one process stream per chunk, all-overlapping start/end ranges (open at
-# once, or one after another), a new thread per record, a new CUDA context or stream per record,
-# and GPU ops that all overlap on one stream. `info`, `stats` and `export` each finish within 10 s
-# and 512 MB of RSS, exiting 0 or 2 with one line. A FIFO or a device is refused at once with one
-# line (exit 2), never read or waited on.
+# tiny MANIFEST chunks, one process stream per chunk (also with each naming a string by the largest
+# id), all-overlapping start/end ranges (open at once, or one after another), a new thread per
+# record, a new CUDA context or stream per record, and GPU ops that all overlap on one stream.
+# `info`, `stats` and `export` each finish within 10 s and 512 MB of RSS, exiting 0 or 2 with one
+# line. A FIFO or a device is refused at once with one line (exit 2), never read or waited on.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -59,7 +59,7 @@ for ver in 2 1; do
 	"$T/crafted" bombpad "$T/bomb.cap" 2700 "$ver" >/dev/null || fail "crafted bombpad failed"
 	check_file "$T/bomb.cap" "a 2.7 MB padded zstd bomb of marks (format $ver)"
 	grep -q 'records per byte' "$T/v.err" || fail "the padded bomb is not named as such: $(cat "$T/v.err")"
-	for kind in manifests sources async rows threads gpu gpurows; do
+	for kind in manifests sources strids async rows threads gpu gpurows; do
 		"$T/crafted" "$kind" "$T/$kind.cap" 12288 "$ver" >/dev/null || fail "crafted $kind failed"
 		check_file "$T/$kind.cap" "12 MB of $kind (format $ver)"
 		rm -f "$T/$kind.cap"

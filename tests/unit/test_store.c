@@ -673,6 +673,17 @@ static void test_hostile_streams_bounded(void **state)
 	assert_int_equal(pi.events, T);
 	free(e);
 	store_free(st);
+
+	/* A string named by the largest id before any other: ignored, not a 2^24-entry map. */
+	st = store_new();
+	feed_hello(st, 0, 4003);
+	feed_string(st, 0, WIRE_MAX_STRING_ID, "far");
+	feed_string(st, 0, 1, "near");
+	assert_true(store_memory_bytes(st) < (1u << 20));
+	feed_one(st, 0, ev(WIRE_EV_NVTX_MARK, 100, 7, 1, 0));
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.events, 1);
+	store_free(st);
 }
 
 static void test_exec_reuses_process(void **state)
