@@ -269,9 +269,12 @@ static struct corr_entry *corr_get(const struct process *pr, uint32_t corr)
 static void corr_put(struct process *pr, const struct corr_entry *in)
 {
 	uint32_t corr = in->correlation_id;
-	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX) {
-		size_t cap = pr->corr_cap ? pr->corr_cap : 4096;
-		while (cap <= corr && cap < CORR_MAP_MAX)
+	/* The map grows with the records seen, not with the id one names: a crafted id cannot size it
+	 * (32 MB a process) alone. Direct-mapped, a smaller map only forgets older calls sooner. */
+	size_t limit = 4 * (size_t)pr->gpu_events + 256;
+	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX && pr->corr_cap < limit) {
+		size_t cap = pr->corr_cap ? pr->corr_cap : 256;
+		while (cap <= corr && cap < CORR_MAP_MAX && cap < limit)
 			cap *= 2;
 		struct corr_entry *old = pr->corr;
 		size_t old_cap = pr->corr_cap;

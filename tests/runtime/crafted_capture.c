@@ -8,7 +8,8 @@
  *   crafted_capture manifests OUT SIZE_KB [VERSION]   one small MANIFEST chunk after another
  *   crafted_capture sources OUT SIZE_KB [VERSION]     one process stream (HELLO + an event) per chunk
  *   crafted_capture strids OUT SIZE_KB [VERSION]      the same, each naming its string with the
- *                                                     largest id (WIRE_MAX_STRING_ID)
+ *                                                     largest id (WIRE_MAX_STRING_ID) and making a
+ *                                                     CUDA call with a large correlation id
  *   crafted_capture async OUT SIZE_KB [VERSION]       all-overlapping NVTX start/end ranges
  *   crafted_capture threads OUT SIZE_KB [VERSION]     a new thread in every record
  *   crafted_capture gpu OUT SIZE_KB [VERSION]         a new CUDA context or stream in every record
@@ -282,6 +283,18 @@ static void sources(unsigned long long size, int far_ids)
 		ev[0].kind = WIRE_EV_NVTX_PUSH;
 		ev[1].kind = WIRE_EV_NVTX_POP;
 		frame(&b, WIRE_FRAME_EVENTS, ev, sizeof ev);
+		if (far_ids) {
+			/* And a CUDA call with the largest correlation id the store keeps a map for. */
+			struct wire_gpu_event g;
+			memset(&g, 0, sizeof g);
+			g.kind = WIRE_GPU_API_RUNTIME;
+			g.start_ns = 1000 + s;
+			g.end_ns = 2000 + s;
+			g.tid = 7;
+			g.name_id = 1;
+			g.correlation_id = (1u << 20) - 1;
+			frame(&b, WIRE_FRAME_GPU, &g, sizeof g);
+		}
 		chunk(CAPTURE_CHUNK_FRAMES, s, b.p, b.len);
 	}
 	free(b.p);

@@ -32,13 +32,20 @@ print(p.returncode, "%.2f" % (time.monotonic() - t0), resource.getrusage(resourc
 PY
 }
 
+# Also under a 512 MiB address-space limit, where an allocation beyond it would abort (not with
+# ASan, whose shadow memory needs more).
+LIMIT=()
+if command -v prlimit >/dev/null && ! nm -u "$CUSCOPE" 2>/dev/null | grep -q __asan_init; then
+	LIMIT=(prlimit --as=$((512 << 20)))
+fi
+
 check_file()
 {
 	local f=$1 what=$2 verb rc secs rss
 	for verb in info stats export; do
 		local args=("$verb" "$f")
 		[ "$verb" = export ] && args=(export -o "$T/out.json" "$f")
-		read -r rc secs rss < <(measure "$T/v.out" "$T/v.err" "$CUSCOPE" "${args[@]}")
+		read -r rc secs rss < <(measure "$T/v.out" "$T/v.err" "${LIMIT[@]}" "$CUSCOPE" "${args[@]}")
 		case $rc in
 		0) grep -v '^cuscope: warning: ' "$T/v.err" | grep -q . && fail "$verb on $what: exit 0 with errors: $(head -c 200 "$T/v.err")" ;;
 		2) one_line_error "$T/v.err" "$verb on $what" ;;
