@@ -5,6 +5,14 @@
  * reading a capture replays exactly what a live viewer received. A MANIFEST chunk holds
  * "key=value" lines; an END chunk marks a clean close. A reader needs nothing but the chunks it
  * can verify: a truncated or partly corrupt file still yields its intact chunks.
+ *
+ * Version 2: every FRAMES chunk decodes on its own. Its (decompressed) payload starts with a
+ * struct capture_context and the context frames: the source's HELLO and a STRING frame for each
+ * name its records use (up to CAPTURE_CONTEXT_MAX bytes; the HELLO's command line cut to
+ * CAPTURE_CONTEXT_ARGV_MAX), then the chunk's own frames. A reader
+ * takes the context only where earlier chunks of the source are missing or damaged, so a damaged
+ * chunk costs only its own records; after a damaged chunk header it scans for the next valid one.
+ * Version 1 files (no context) still read.
  */
 #ifndef CUSCOPE_CAPTURE_H
 #define CUSCOPE_CAPTURE_H
@@ -15,9 +23,26 @@
 #define CAPTURE_MAGIC                                                                                        \
 	"\x89"                                                                                               \
 	"CUSCAP\n" /* 8 bytes, no NUL; catches text-mode mangling */
-#define CAPTURE_VERSION     1u
-#define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
-#define CAPTURE_CHUNK_MAX   (64u << 20)
+#define CAPTURE_VERSION          2u
+#define CAPTURE_CHUNK_MAGIC      0x4b4e4843u /* "CHNK" */
+#define CAPTURE_CHUNK_MAX        (64u << 20)
+#define CAPTURE_CONTEXT_MAX      (256u << 10) /* string bytes a writer repeats per chunk (beyond: not) */
+#define CAPTURE_CONTEXT_ARGV_MAX 4096u        /* command line bytes of the HELLO repeated per chunk */
+/* Largest decoded FRAMES payload: context (a HELLO, strings) plus a chunk's frames (writers fill
+ * 256 KiB, a frame is at most WIRE_MAX_FRAME). */
+#define CAPTURE_FRAMES_MAX (4u << 20)
+/*
+ * Readers decode at most CAPTURE_EXPAND_RATIO bytes of frames per file byte (plus a base) and take
+ * at most CAPTURE_EVENTS_PER_BYTE records per file byte (plus a base): a zstd bomb stops there, in
+ * time and memory linear in the file. Real captures: 2-12x and 0.05-0.3 records per byte; deep
+ * stacks sampled at a high rate compress up to ~100x but are few records per byte.
+ */
+#define CAPTURE_EXPAND_RATIO    256u
+#define CAPTURE_EXPAND_BASE     (64ull << 20)
+#define CAPTURE_EVENTS_PER_BYTE 2u
+#define CAPTURE_EVENTS_BASE     (2ull << 20)
+#define CAPTURE_MANIFEST_MAX    (4u << 20) /* manifest text kept, bytes (further MANIFEST chunks: skipped) */
+#define CAPTURE_SOURCES_MAX     16384u     /* process streams a reader takes from one file */
 
 enum capture_chunk_type {
 	CAPTURE_CHUNK_FRAMES = 1,      /* wire frames, stored as they are */
@@ -60,6 +85,13 @@ struct capture_file_header {
 	uint8_t reserved[24];
 };
 _Static_assert(sizeof(struct capture_file_header) == 64, "capture_file_header layout");
+
+/* Start of a version 2 FRAMES payload: context_bytes of context frames follow, then the chunk's own. */
+struct capture_context {
+	uint32_t context_bytes;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct capture_context) == 8, "capture_context layout");
 
 struct capture_chunk_header {
 	uint32_t magic;       /* CAPTURE_CHUNK_MAGIC */
@@ -124,13 +156,19 @@ struct capture_read_result {
 	uint64_t frame_bytes;    /* wire frame bytes after decompression */
 	uint64_t events;         /* wire events + GPU records read */
 	uint64_t compressed_chunks;
-	int has_index; /* an INDEX chunk was found */
+	int has_index;             /* an INDEX chunk was found */
+	uint32_t version;          /* capture format of the file */
+	unsigned manifest_skipped; /* MANIFEST chunks beyond CAPTURE_MANIFEST_MAX */
+	uint64_t resync_bytes;     /* bytes skipped looking for a valid chunk header */
 };
 
 /*
  * Reads a capture into store. Returns 0 when at least the header and one chunk were usable
  * (warnings for truncation/corruption are printed by the caller from *result), or -EPROTO /
- * -errno with a one-line *cause (static or in msg_buf) for a foreign, newer or unreadable file.
+ * -errno with a one-line *cause (static or in msg_buf) for a foreign, newer, unreadable or
+ * not regular file (a FIFO or device is refused, never read), or one whose frames decode to
+ * more than CAPTURE_EXPAND_RATIO times its size or hold more than CAPTURE_EVENTS_PER_BYTE records per
+ * byte (-EFBIG). Time and memory are linear in the file.
  */
 int capture_read(const char *path, struct store *store, struct capture_read_result *result, char *msg_buf,
                  size_t msg_size, const char **cause);

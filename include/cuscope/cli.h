@@ -44,6 +44,9 @@ int cli_diff(int argc, char **argv);
 /* `cuscope info FILE`: manifest, size, events and losses of a capture. */
 int cli_info(int argc, char **argv);
 
+#include <stdio.h>
+/* Flushes a verb's output; on any write error says so in one line and returns 1, else 0. */
+int output_finish(FILE *out);
 /* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
 int cli_load_capture(const char *path, struct store *store);
 /* getopt_long entries of the UI options shared by live mode, view and attach. */

@@ -37,7 +37,4 @@ uint64_t export_time_base(const struct store *store);
 int export_chrome_json(const struct store *store, const char *path, const struct export_options *opt,
                        struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
 
-/* Writes s as a JSON string (quoted, escaped; bytes that are not valid UTF-8 become U+FFFD). */
-void export_json_string(FILE *out, const char *s);
-
 #endif

@@ -1,7 +1,9 @@
+#include "cuscope/escape.h"
 #include "cuscope/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static void (*log_sink)(const char *line);
 
@@ -12,10 +14,13 @@ static void log_emit(const char *prefix, const char *fmt, va_list ap)
 	if (n < 0)
 		n = 0;
 	vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	/* Messages echo paths and names other people chose: a terminal gets them escaped. */
+	char *safe = escape_term_dup(line);
 	if (log_sink)
-		log_sink(line);
+		log_sink(safe);
 	else
-		fprintf(stderr, "%s\n", line);
+		fprintf(stderr, "%s\n", safe);
+	free(safe);
 }
 
 void log_error(const char *fmt, ...)

@@ -28,7 +28,7 @@ int cli_diff(int argc, char **argv)
 			break;
 		case 'h':
 			cli_usage("diff");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("diff", argv);
 		}
@@ -41,9 +41,9 @@ int cli_diff(int argc, char **argv)
 	int rc = cli_load_capture(argv[optind], a);
 	if (rc == 0)
 		rc = cli_load_capture(argv[optind + 1], b);
-	if (rc == 0 && diff_write(stdout, a, argv[optind], b, argv[optind + 1], format) != 0) {
-		log_error("diff: cannot write output");
-		rc = 1;
+	if (rc == 0) {
+		diff_write(stdout, a, argv[optind], b, argv[optind + 1], format);
+		rc = output_finish(stdout);
 	}
 	store_free(a);
 	store_free(b);

@@ -63,7 +63,7 @@ int cli_export(int argc, char **argv)
 			break;
 		case 'h':
 			cli_usage("export");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("export", argv);
 		}

@@ -1,6 +1,7 @@
 /* `cuscope info FILE`: what a capture holds — its manifest, size, events and losses. */
 #include "cuscope/capture.h"
 #include "cuscope/cli.h"
+#include "cuscope/escape.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -24,7 +25,7 @@ int cli_info(int argc, char **argv)
 		switch (opt) {
 		case 'h':
 			cli_usage("info");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("info", argv);
 		}
@@ -46,10 +47,15 @@ int cli_info(int argc, char **argv)
 	if (res.chunks_corrupt)
 		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
 		         res.chunks_corrupt == 1 ? "" : "s");
+	if (res.manifest_skipped)
+		log_warn("%s: manifest longer than %u bytes: %u chunk%s of it not shown", path,
+		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
 
-	printf("file        %s\n", path);
+	fputs("file        ", stdout);
+	escape_term_fputs(stdout, path);
+	fputc('\n', stdout);
 	printf("size        %" PRIu64 " bytes (%" PRIu64 " bytes of frames, %.2fx compression)\n",
 	       res.file_bytes, res.frame_bytes,
 	       res.file_bytes ? (double)res.frame_bytes / (double)res.file_bytes : 0.0);
@@ -64,8 +70,12 @@ int cli_info(int argc, char **argv)
 	for (size_t p = 0; p < store_process_count(store); p++) {
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
-		printf("  pid %-7d ppid %-7d %s  (%" PRIu64 " events, host %s)\n", (int)pi.pid, (int)pi.ppid,
-		       pi.cmdline, pi.events, pi.host);
+		/* Command line and host come from the capture: escaped before the terminal sees them. */
+		printf("  pid %-7d ppid %-7d ", (int)pi.pid, (int)pi.ppid);
+		escape_term_fputs(stdout, pi.cmdline);
+		printf("  (%" PRIu64 " events, host ", pi.events);
+		escape_term_fputs(stdout, pi.host);
+		fputs(")\n", stdout);
 		char end[128];
 		if (*store_process_end_text(&pi, end, sizeof end))
 			printf("    %s\n", end);
@@ -79,12 +89,15 @@ int cli_info(int argc, char **argv)
 	printf("manifest\n");
 	if (res.manifest) {
 		/* Indent every line; the package list can be long but it is what was asked for. */
-		for (char *line = strtok(res.manifest, "\n"); line; line = strtok(NULL, "\n"))
-			printf("  %s\n", line);
+		for (char *line = strtok(res.manifest, "\n"); line; line = strtok(NULL, "\n")) {
+			fputs("  ", stdout);
+			escape_term_fputs(stdout, line);
+			fputc('\n', stdout);
+		}
 	} else {
 		printf("  (none)\n");
 	}
 	free(res.manifest);
 	store_free(store);
-	return 0;
+	return output_finish(stdout);
 }

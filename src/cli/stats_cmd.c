@@ -39,7 +39,7 @@ int cli_stats(int argc, char **argv)
 		}
 		case 'h':
 			cli_usage("stats");
-			return 0;
+			return output_finish(stdout);
 		default:
 			return cli_bad_option("stats", argv);
 		}
@@ -50,9 +50,9 @@ int cli_stats(int argc, char **argv)
 	}
 	struct store *store = store_new();
 	int rc = cli_load_capture(argv[optind], store);
-	if (rc == 0 && stats_write_sections(stdout, store, format, mask) != 0) {
-		log_error("stats: cannot write output");
-		rc = 1;
+	if (rc == 0) {
+		stats_write_sections(stdout, store, format, mask);
+		rc = output_finish(stdout);
 	}
 	store_free(store);
 	return rc;

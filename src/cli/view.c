@@ -41,7 +41,7 @@ int cli_view(int argc, char **argv)
 		switch (opt) {
 		case 'h':
 			cli_usage("view");
-			return 0;
+			return output_finish(stdout);
 		default: {
 			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
 			if (urc < 0)

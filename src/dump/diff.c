@@ -3,7 +3,7 @@
  * (name, domain, style), kernels by (name, device). Percentiles are nearest-rank, as in stats.
  */
 #include "cuscope/diff.h"
-#include "cuscope/export.h"
+#include "cuscope/escape.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -231,18 +231,18 @@ static const char *presence(const struct drow *r)
 static void write_json(FILE *out, const struct dtable *t, const char *na, const char *nb)
 {
 	fputs("{\"a\": ", out);
-	export_json_string(out, na);
+	escape_json_fputs(out, na);
 	fputs(", \"b\": ", out);
-	export_json_string(out, nb);
+	escape_json_fputs(out, nb);
 	fputs(", \"rows\": [", out);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct drow *r = &t->v[i];
 		fprintf(out, "%s\n  {\"kind\": \"%s\", \"name\": ", i ? "," : "",
 		        r->kind == ROW_NVTX ? "nvtx" : "kernel");
-		export_json_string(out, r->name);
+		escape_json_fputs(out, r->name);
 		if (r->kind == ROW_NVTX) {
 			fputs(", \"domain\": ", out);
-			export_json_string(out, r->domain);
+			escape_json_fputs(out, r->domain);
 			fprintf(out, ", \"style\": \"%s\"", style_names[r->style]);
 		} else {
 			fprintf(out, ", \"device\": %" PRIu32, r->device);
@@ -291,7 +291,11 @@ static void fmt_pct(char *buf, size_t size, uint64_t a, uint64_t b)
 
 static void write_table(FILE *out, const struct dtable *t, const char *na, const char *nb)
 {
-	fprintf(out, "A: %s\nB: %s\n", na, nb);
+	fputs("A: ", out);
+	escape_term_fputs(out, na);
+	fputs("\nB: ", out);
+	escape_term_fputs(out, nb);
+	fputc('\n', out);
 	fprintf(out, "%-6s  %-40s  %-16s  %8s  %8s  %10s  %10s  %10s  %8s  %10s  %10s  %11s  %8s\n", "kind",
 	        "name", "domain/dev", "count A", "count B", "p50 A", "p50 B", "p50 chg", "p50 %", "total A",
 	        "total B", "total chg", "total %");
@@ -299,7 +303,7 @@ static void write_table(FILE *out, const struct dtable *t, const char *na, const
 		fputs("(no NVTX ranges or kernels in either capture)\n", out);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct drow *r = &t->v[i];
-		char where[64], pa[24], pb[24], pd[24], pp[24], ta[24], tb[24], td[24], tp[24];
+		char where[128], pa[24], pb[24], pd[24], pp[24], ta[24], tb[24], td[24], tp[24];
 		if (r->kind == ROW_NVTX)
 			snprintf(where, sizeof where, "%s%s%s", r->domain, *r->domain ? " " : "",
 			         r->style == STORE_STYLE_PUSHPOP ? "" : style_names[r->style]);
@@ -313,11 +317,13 @@ static void write_table(FILE *out, const struct dtable *t, const char *na, const
 		fmt_dur(tb, sizeof tb, (int64_t)r->s[1].total, 0);
 		fmt_dur(td, sizeof td, delta(r->s[0].total, r->s[1].total), 1);
 		fmt_pct(tp, sizeof tp, r->s[0].total, r->s[1].total);
-		fprintf(
-		    out,
-		    "%-6s  %-40.40s  %-16.16s  %8zu  %8zu  %10s  %10s  %10s  %8s  %10s  %10s  %11s  %8s\n",
-		    r->kind == ROW_NVTX ? "nvtx" : "kernel", r->name, where, r->s[0].n, r->s[1].n, pa, pb, pd,
-		    pp, ta, tb, td, tp);
+		/* Names come from the captures: escaped and cut by characters, never raw. */
+		fprintf(out, "%-6s  ", r->kind == ROW_NVTX ? "nvtx" : "kernel");
+		escape_term_field(out, r->name, 40, 1);
+		fputs("  ", out);
+		escape_term_field(out, where, 16, 1);
+		fprintf(out, "  %8zu  %8zu  %10s  %10s  %10s  %8s  %10s  %10s  %11s  %8s\n", r->s[0].n,
+		        r->s[1].n, pa, pb, pd, pp, ta, tb, td, tp);
 	}
 }
 

@@ -8,6 +8,7 @@
  * Flow arrows ("s" on the launching API call, "f" with bp "e" on the GPU op) carry id = correlation id
  * (plus process index << 32 beyond the first process). Written through a 64 KiB buffer, hand-formatted.
  */
+#include "cuscope/escape.h"
 #include "cuscope/export.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -109,122 +110,17 @@ static void out_us(struct out *o, int64_t ns)
 	out_mem(o, frac, 4);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not valid UTF-8. */
-static int utf8_len(const unsigned char *p)
+static void out_sink(void *ctx, const char *bytes, size_t len)
 {
-	unsigned c = p[0];
-	int n;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	unsigned cp = c & (0x7f >> n);
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
+	out_mem(ctx, bytes, len);
 }
 
-/* Escaped form of byte c (< 0x80) into esc; returns its length, 0 when it needs no escape. */
-static int json_escape_ascii(unsigned char c, char esc[8])
-{
-	static const char hex[] = "0123456789abcdef";
-	switch (c) {
-	case '"':
-		memcpy(esc, "\\\"", 2);
-		return 2;
-	case '\\':
-		memcpy(esc, "\\\\", 2);
-		return 2;
-	case '\n':
-		memcpy(esc, "\\n", 2);
-		return 2;
-	case '\t':
-		memcpy(esc, "\\t", 2);
-		return 2;
-	case '\r':
-		memcpy(esc, "\\r", 2);
-		return 2;
-	default:
-		if (c >= 0x20 && c != 0x7f)
-			return 0;
-		memcpy(esc, "\\u00", 4);
-		esc[4] = hex[c >> 4];
-		esc[5] = hex[c & 15];
-		return 6;
-	}
-}
-
+/* A JSON string: names come from the capture and are escaped by the one helper. */
 static void out_str(struct out *o, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s, *run = p;
 	out_mem(o, "\"", 1);
-	while (*p) {
-		char esc[8];
-		int e = 0, n = 1;
-		if (*p < 0x80) {
-			e = json_escape_ascii(*p, esc);
-		} else {
-			n = utf8_len(p);
-			if (!n) {
-				memcpy(esc, "\\ufffd", 6);
-				e = 6;
-				n = 1;
-			}
-		}
-		if (e) {
-			out_mem(o, run, (size_t)(p - run));
-			out_mem(o, esc, (size_t)e);
-			p += n;
-			run = p;
-		} else {
-			p += n;
-		}
-	}
-	out_mem(o, run, (size_t)(p - run));
+	escape_write(s, strlen(s), ESCAPE_JSON, out_sink, o);
 	out_mem(o, "\"", 1);
-}
-
-void export_json_string(FILE *out, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	fputc('"', out);
-	while (*p) {
-		char esc[8];
-		if (*p < 0x80) {
-			int e = json_escape_ascii(*p, esc);
-			if (e)
-				fwrite(esc, 1, (size_t)e, out);
-			else
-				fputc(*p, out);
-			p++;
-			continue;
-		}
-		int n = utf8_len(p);
-		if (n) {
-			fwrite(p, 1, (size_t)n, out);
-			p += n;
-		} else {
-			fputs("\\ufffd", out);
-			p++;
-		}
-	}
-	fputc('"', out);
 }
 
 uint64_t export_time_base(const struct store *st)
@@ -645,8 +541,10 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 	else if (!to_stdout)
 		safefs_output_discard(&target);
 	if (rc) {
-		snprintf(msg_buf, msg_size, "cannot write %s: %s", to_stdout ? "standard output" : path,
-		         strerror(-rc));
+		if (to_stdout)
+			snprintf(msg_buf, msg_size, "writing output: %s", strerror(-rc));
+		else
+			snprintf(msg_buf, msg_size, "cannot write %s: %s", path, strerror(-rc));
 		*cause = msg_buf;
 	}
 	return rc;

@@ -2,7 +2,7 @@
  * Stats sections. Each section is built as a generic table (named columns, typed cells) and then
  * printed by one of three writers, so table, CSV and JSON always hold the same rows.
  */
-#include "cuscope/export.h"
+#include "cuscope/escape.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
@@ -657,21 +657,6 @@ static const struct section sections[] = {
 
 /* ---- writers ---- */
 
-static void csv_string(FILE *out, const char *s)
-{
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
-}
-
 static void write_json(FILE *out, const struct table *t, int first)
 {
 	fprintf(out, "%s\n  \"%s\": [", first ? "" : ",", t->name);
@@ -681,7 +666,7 @@ static void write_json(FILE *out, const struct table *t, int first)
 			const struct cell *cell = &t->cells[r * t->col_count + c];
 			fprintf(out, "%s\"%s\": ", c ? ", " : "", t->cols[c].key);
 			if (t->cols[c].type == CELL_STR)
-				export_json_string(out, cell->str);
+				escape_json_fputs(out, cell->str);
 			else if (t->cols[c].type == CELL_BOOL)
 				fputs(cell->num ? "true" : "false", out);
 			else
@@ -704,7 +689,7 @@ static void write_csv(FILE *out, const struct table *t, int first)
 			if (c)
 				fputc(',', out);
 			if (t->cols[c].type == CELL_STR)
-				csv_string(out, cell->str);
+				escape_csv_fputs(out, cell->str);
 			else if (t->cols[c].type == CELL_BOOL)
 				fputs(cell->num ? "true" : "false", out);
 			else
@@ -718,7 +703,7 @@ static int cell_width(const struct table *t, size_t r, size_t c)
 {
 	const struct cell *cell = &t->cells[r * t->col_count + c];
 	if (t->cols[c].type == CELL_STR)
-		return (int)strlen(cell->str);
+		return (int)escape_term_columns(cell->str);
 	if (t->cols[c].type == CELL_BOOL)
 		return cell->num ? 4 : 5;
 	char buf[32];
@@ -751,7 +736,7 @@ static void write_table(FILE *out, const struct table *t, int first)
 			if (c)
 				fputs("  ", out);
 			if (t->cols[c].type == CELL_STR)
-				fprintf(out, "%-*.*s", width[c], width[c], cell->str);
+				escape_term_field(out, cell->str, (size_t)width[c], 1);
 			else if (t->cols[c].type == CELL_BOOL)
 				fprintf(out, "%-*s", width[c], cell->num ? "true" : "false");
 			else

@@ -121,6 +121,7 @@ void store_free(struct store *st)
 	store_cpu_fini(st);
 	free(st->sources);
 	free(st->procs);
+	free(st->pid_slots);
 	free(st);
 }
 
@@ -171,6 +172,9 @@ struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t)
 			slot = (slot + 1) & (pr->tid_slots - 1);
 		}
 	}
+	/* More threads than a real process has: a crafted stream must not grow a lane per record. */
+	if (pr->lane_count >= THREAD_LANES_MAX && tid != -1)
+		return store_thread_lane(pr, -1, t);
 	tid_map_insert(pr, tid, (uint32_t)pr->lane_count);
 	return store_lane_append(pr, STORE_LANE_THREAD, tid, t);
 }
@@ -197,10 +201,10 @@ static struct open_range *open_push(struct lane *l)
 	return &l->open[l->open_count++];
 }
 
-/* Lowest async row that is free from `start` on. */
+/* Lowest async row that is free from `start` on (at most ASYNC_ROWS_MAX are looked at). */
 static size_t async_pick_row(struct lane *l, uint64_t start)
 {
-	for (size_t r = 0; r < l->row_count; r++)
+	for (size_t r = 0; r < l->row_count && r < ASYNC_ROWS_MAX; r++)
 		if (l->rows[r].busy_until <= start)
 			return r;
 	return l->row_count;
@@ -275,11 +279,24 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 			if (pr->pending[i].range_id == ev->value) {
 				struct store_range r = {t, pr->pending[i].end_ns, name, domain};
 				pr->pending[i] = pr->pending[--pr->pending_count];
-				async_complete(l, &r, async_pick_row(l, t));
+				size_t row = async_pick_row(l, t);
+				if (row < ASYNC_ROWS_MAX)
+					async_complete(l, &r, row);
+				else
+					process_count_loss(pr);
 				return;
 			}
 		}
+		/* Every end scans the open ranges: their number is bounded, the excess counted. */
+		if (l->open_count >= ASYNC_OPEN_MAX) {
+			process_count_loss(pr);
+			break;
+		}
 		size_t row = async_pick_row(l, t);
+		if (row >= ASYNC_ROWS_MAX) {
+			process_count_loss(pr);
+			break;
+		}
 		lane_row(l, row)->busy_until = UINT64_MAX;
 		struct open_range *o = open_push(l);
 		o->range = (struct store_range){t, 0, name, domain};
@@ -355,6 +372,35 @@ static struct source *source_get(struct store *st, int source)
 	return &st->sources[source];
 }
 
+static size_t store_pid_hash(pid_t pid, size_t slots)
+{
+	return ((uint32_t)pid * 2654435761u) & (slots - 1);
+}
+
+/* The map slot of pid: holds the index + 1 of its newest process, or 0 (then fill it to add one). */
+static uint32_t *store_pid_slot(struct store *st, pid_t pid)
+{
+	if ((st->proc_count + 1) * 2 > st->pid_slot_count) {
+		size_t old = st->pid_slot_count;
+		uint32_t *old_slots = st->pid_slots;
+		st->pid_slot_count = old ? old * 2 : 64;
+		st->pid_slots = xcalloc(st->pid_slot_count, sizeof *st->pid_slots);
+		for (size_t i = 0; i < old; i++) {
+			if (!old_slots[i])
+				continue;
+			size_t s = store_pid_hash(st->procs[old_slots[i] - 1].hello.pid, st->pid_slot_count);
+			while (st->pid_slots[s])
+				s = (s + 1) & (st->pid_slot_count - 1);
+			st->pid_slots[s] = old_slots[i];
+		}
+		free(old_slots);
+	}
+	size_t s = store_pid_hash(pid, st->pid_slot_count);
+	while (st->pid_slots[s] && st->procs[st->pid_slots[s] - 1].hello.pid != pid)
+		s = (s + 1) & (st->pid_slot_count - 1);
+	return &st->pid_slots[s];
+}
+
 static int ingest_hello(struct store *st, struct source *src, const void *payload, uint32_t length)
 {
 	struct wire_hello hello;
@@ -371,15 +417,17 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 			cmdline[i] = ' ';
 	cmdline[n] = '\0';
 
-	/* A pid seen before and no longer connected is the same process after exec (or a reconnect). */
+	/* A pid seen before and no longer connected is the same process after exec (or a reconnect).
+	 * Found through a map, so a capture of many processes is read in linear time. */
 	size_t index = st->proc_count;
-	for (size_t p = 0; p < st->proc_count; p++) {
-		if (st->procs[p].hello.pid == hello.pid && !st->procs[p].connected && !st->procs[p].exited) {
-			index = p;
-			break;
-		}
+	uint32_t *slot = store_pid_slot(st, hello.pid);
+	if (*slot) {
+		const struct process *prev = &st->procs[*slot - 1];
+		if (!prev->connected && !prev->exited)
+			index = *slot - 1;
 	}
 	if (index == st->proc_count) {
+		*slot = (uint32_t)st->proc_count + 1;
 		xgrow((void **)&st->procs, &st->proc_cap, st->proc_count + 1, sizeof *st->procs);
 		struct process *pr = &st->procs[st->proc_count++];
 		memset(pr, 0, sizeof *pr);
@@ -442,6 +490,11 @@ static int store_feed_frame(struct store *st, int source, uint32_t type, const v
 			*cause = "string id out of range";
 			return -EPROTO;
 		}
+		/* Ids come dense from 1: one far beyond the strings this source sent would size the map
+		 * by itself (a crafted stream, 2^24 entries per source); it is ignored, its name empty. */
+		if (ws.id > 2 * src->strings + 1024)
+			break;
+		src->strings++;
 		size_t cap = src->strmap_cap;
 		if (ws.id >= cap) {
 			xgrow((void **)&src->strmap, &cap, (size_t)ws.id + 1, sizeof *src->strmap);

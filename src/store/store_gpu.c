@@ -225,6 +225,9 @@ static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, 
 			s = (s + 1) & (pr->stream_slots - 1);
 		}
 	}
+	/* More lanes than a real process has: a crafted stream must not grow a lane per record. */
+	if (pr->lane_count >= THREAD_LANES_MAX && !(device == UINT32_MAX && stream == UINT32_MAX))
+		return stream_lane(pr, UINT32_MAX, UINT32_MAX, t);
 	size_t index = pr->lane_count;
 	struct lane *l = store_lane_append(pr, STORE_LANE_GPU_STREAM, 0, t);
 	l->device = device;
@@ -237,11 +240,12 @@ static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, 
 
 static void context_record(struct process *pr, uint32_t context, uint32_t device, uint32_t null_stream)
 {
-	struct gpu_context *c = (struct gpu_context *)context_find(pr, context);
-	if (!c) {
-		xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
-		c = &pr->ctx[pr->ctx_count++];
-	}
+	/* A context is announced once; the table is searched per GPU op, so it stays small and a
+	 * repeated or excess record (only a crafted stream sends one) changes nothing. */
+	if (context_find(pr, context) || pr->ctx_count >= GPU_CONTEXTS_MAX)
+		return;
+	xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
+	struct gpu_context *c = &pr->ctx[pr->ctx_count++];
 	*c = (struct gpu_context){context, device, null_stream};
 	/* Lanes made before the context record learn that they are the default stream now. */
 	for (size_t i = 0; i < pr->lane_count; i++) {
@@ -265,9 +269,12 @@ static struct corr_entry *corr_get(const struct process *pr, uint32_t corr)
 static void corr_put(struct process *pr, const struct corr_entry *in)
 {
 	uint32_t corr = in->correlation_id;
-	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX) {
-		size_t cap = pr->corr_cap ? pr->corr_cap : 4096;
-		while (cap <= corr && cap < CORR_MAP_MAX)
+	/* The map grows with the records seen, not with the id one names: a crafted id cannot size it
+	 * (32 MB a process) alone. Direct-mapped, a smaller map only forgets older calls sooner. */
+	size_t limit = 4 * (size_t)pr->gpu_events + 256;
+	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX && pr->corr_cap < limit) {
+		size_t cap = pr->corr_cap ? pr->corr_cap : 256;
+		while (cap <= corr && cap < CORR_MAP_MAX && cap < limit)
 			cap *= 2;
 		struct corr_entry *old = pr->corr;
 		size_t old_cap = pr->corr_cap;
@@ -356,10 +363,18 @@ static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint
 	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
 }
 
-/* Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. */
-static void lane_gpu_insert(struct lane *l, const struct store_gpu_op *op)
+/*
+ * Puts op on the lowest gpu row of l where it overlaps nothing, keeping the row sorted. Real
+ * lanes need a few rows (nested API calls); an op that would need more than GPU_ROWS_MAX (only a
+ * crafted stream overlaps that much) is counted as unmatched instead, so each op costs bounded work.
+ */
+static void lane_gpu_insert(struct process *pr, struct lane *l, const struct store_gpu_op *op)
 {
 	for (size_t row = 0;; row++) {
+		if (row == GPU_ROWS_MAX) {
+			pr->unmatched++;
+			return;
+		}
 		if (row == l->gpu_row_count) {
 			xgrow((void **)&l->gpu_rows, &l->gpu_row_cap, row + 1, sizeof *l->gpu_rows);
 			memset(&l->gpu_rows[row], 0, sizeof *l->gpu_rows);
@@ -414,7 +429,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 {
 	const struct corr_entry *api = corr_get(pr, ev->correlation_id);
 	if (api) {
-		lane_gpu_insert(store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
+		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
 		return;
 	}
 	/* No thread known (yet): the stream it waited for, else its context's default stream. Sync
@@ -426,7 +441,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 	if (stream == NO_STREAM)
 		stream = c ? c->null_stream : 0;
 	size_t lane = stream_lane(pr, device, stream, op->start_ns);
-	lane_gpu_insert(&pr->lanes[lane], op);
+	lane_gpu_insert(pr, &pr->lanes[lane], op);
 	if (ev->correlation_id) {
 		if (!pr->psync)
 			pr->psync = xcalloc(PENDING_SYNC_SLOTS, sizeof *pr->psync);
@@ -438,7 +453,7 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 
 static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, struct store_gpu_op *op)
 {
-	lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
+	lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
 	if (!ev->correlation_id)
 		return;
 	struct corr_entry e = {ev->correlation_id, ev->tid,   op->name_id, ev->kind, 0,
@@ -452,7 +467,7 @@ static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, stru
 	struct store_gpu_op sync;
 	if (ps->lane < pr->lane_count &&
 	    lane_sync_take(&pr->lanes[ps->lane], ps->correlation_id, ps->start_ns, &sync))
-		lane_gpu_insert(store_thread_lane(pr, (pid_t)ev->tid, sync.start_ns), &sync);
+		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)ev->tid, sync.start_ns), &sync);
 	ps->correlation_id = 0;
 }
 
@@ -476,7 +491,9 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 	case WIRE_GPU_MEMSET: {
 		store_note_time(st, op.start_ns);
 		store_note_time(st, op.end_ns);
-		struct lane *l = &pr->lanes[stream_lane(pr, ev->device, ev->stream, op.start_ns)];
+		/* stream_lane may move pr->lanes: index it only after the call. */
+		size_t lane_index = stream_lane(pr, ev->device, ev->stream, op.start_ns);
+		struct lane *l = &pr->lanes[lane_index];
 		uint64_t kernels = l->kernels, copies = l->copies;
 		if (ev->kind == WIRE_GPU_KERNEL) {
 			op.name_id = kernel_name(st, map_string(src, ev->name_id));
@@ -490,7 +507,7 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 			op.aux = bytes_aux(pr, ev->bytes);
 			l->copies++;
 		}
-		lane_gpu_insert(l, &op);
+		lane_gpu_insert(pr, l, &op);
 		if (!kernels != !l->kernels || !copies != !l->copies)
 			lane_relabel(l);
 		break;

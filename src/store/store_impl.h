@@ -13,7 +13,12 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
-#define PENDING_END_MAX    65536
+#define PENDING_END_MAX    4096  /* ends waiting for their start, per process (each start scans them) */
+#define ASYNC_OPEN_MAX     4096  /* open start/end ranges per process (each end scans them) */
+#define GPU_ROWS_MAX       256   /* overlapping GPU ops or API calls on one lane (beyond: unmatched) */
+#define ASYNC_ROWS_MAX     1024  /* rows of overlapping start/end ranges per process (beyond: unmatched) */
+#define GPU_CONTEXTS_MAX   256   /* CUDA contexts per process (each GPU op looks its context up) */
+#define THREAD_LANES_MAX   32768 /* lanes per process; threads beyond share one lane (tid -1) */
 #define CORR_MAP_MAX       (1u << 20) /* correlation ids remembered per process (the newest) */
 #define PENDING_SYNC_SLOTS 4096u      /* syncs waiting for their API record, per process */
 
@@ -151,11 +156,14 @@ struct source {
 	size_t process;
 	uint32_t *strmap; /* per-process string id -> global id */
 	size_t strmap_cap;
+	size_t strings; /* STRING frames taken: ids are dense, so the map grows with them */
 };
 
 struct store {
 	struct process *procs;
 	size_t proc_count, proc_cap;
+	uint32_t *pid_slots; /* open addressing: index + 1 of the newest process of a pid, 0 = empty */
+	size_t pid_slot_count;
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */

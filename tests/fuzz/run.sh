@@ -23,6 +23,15 @@ if [ -f "$B/obj/libviewer.a" ] && cc -O2 -Iinclude -D_GNU_SOURCE -o "$F/gen_capt
 	"$F/gen_capture" "$F/seeds/capture/gen20.cap" 20 >/dev/null
 	"$F/gen_capture" "$F/seeds/capture/gen200.cap" 200 >/dev/null
 fi
+# A format 1 capture, and small crafted ones (bomb, many sources, overlapping ranges) in both formats.
+cp tests/data/*.cap "$F/seeds/capture/" 2>/dev/null
+if cc -O2 -Iinclude -D_GNU_SOURCE -o "$F/crafted_capture" tests/runtime/crafted_capture.c -lzstd -lz 2>/dev/null; then
+	for kind in bomb sources async manifests; do
+		for ver in 1 2; do
+			"$F/crafted_capture" "$kind" "$F/seeds/capture/crafted-$kind-$ver.cap" 64 "$ver" >/dev/null
+		done
+	done
+fi
 python3 tests/fuzz/make_wire_seeds.py "$F/seeds/wire"
 
 status=0

@@ -47,7 +47,7 @@ import sys
 d = open(sys.argv[1], "rb").read()
 def patch(name, off, val):
     b = bytearray(d); b[off:off + 4] = val.to_bytes(4, "little"); open(sys.argv[2] + "/" + name, "wb").write(b)
-patch("newver.cap", 8, 2)      # capture format version
+patch("newver.cap", 8, 99)     # capture format version
 patch("newwire.cap", 32, 99)   # wire version
 patch("feat.cap", 16, 1)       # required feature bit
 PY

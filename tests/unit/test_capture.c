@@ -420,9 +420,9 @@ static void test_corrupt_payload(void **state)
 	                 &st, &res),
 	    0);
 	assert_int_equal(res.chunks_total, nchunks);
-	/* The later chunk of source 0 (the BYE) is skipped too: it would lack context. */
-	assert_int_equal(res.chunks_corrupt, 2);
-	assert_int_equal(res.chunks_ok, nchunks - 2);
+	/* Chunks decode on their own: the later chunk of source 0 (the BYE) is still read. */
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, nchunks - 1);
 	assert_int_equal(res.truncated, 0);
 	summarize(st, &sum);
 	assert_int_equal(sum.processes, 2);
@@ -432,7 +432,48 @@ static void test_corrupt_payload(void **state)
 	assert_int_equal(store_loss_count(st, WIRE_LOSS_RING_FULL), 42);
 	struct store_process_info pi;
 	store_process_get(st, 0, &pi);
-	assert_int_equal(pi.exited, 0);
+	assert_int_equal(pi.exited, 1);
+	free(res.manifest);
+	store_free(st);
+
+	/* The first chunk of source 0 (its HELLO and names): every later chunk still reads, named. */
+	k = 1;
+	assert_int_equal(chunks[k].h.source, 0);
+	assert_int_equal(
+	    read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header) + chunks[k].h.length / 2,
+	                 &st, &res),
+	    0);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, nchunks - 1);
+	summarize(st, &sum);
+	assert_int_equal(sum.processes, 2);
+	assert_int_equal(sum.ranges[0], (BATCHES - 1) * PAIRS);
+	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		store_process_get(st, p, &pi);
+		if (pi.pid != 100)
+			continue;
+		assert_string_equal(pi.cmdline, "app --flag");
+		assert_int_equal(pi.exited, 1);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			const struct store_range *v;
+			size_t n = store_lane_row_all(st, p, l, 0, &v);
+			for (size_t i = 0; i < n; i++)
+				assert_string_equal(store_string(st, v[i].name_id), "work-zero");
+		}
+	}
+	free(res.manifest);
+	store_free(st);
+
+	/* A damaged chunk header: the reader finds the next valid header and goes on. */
+	k = 1 + 3 * 2;
+	assert_int_equal(read_flipped(fx, chunks[k].offset + 12, &st, &res), 0);
+	assert_int_equal(res.chunks_corrupt, 1);
+	assert_int_equal(res.chunks_ok, nchunks - 1);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(res.resync_bytes, chunks[k].end - chunks[k].offset);
+	summarize(st, &sum);
+	assert_int_equal(sum.ranges[0] + sum.ranges[1], (2 * BATCHES - 1) * PAIRS);
 	free(res.manifest);
 	store_free(st);
 
@@ -451,22 +492,16 @@ static void test_corrupt_payload(void **state)
 	free(res.manifest);
 	store_free(st);
 
-	/* A middle chunk of source 1: it and the later source-1 chunks are skipped, source 0 is whole. */
+	/* A middle chunk of source 1: only it is lost, source 0 is whole. */
 	k = 1 + 4 * 2 + 1; /* batch 4, source 1 */
 	assert_int_equal(chunks[k].h.source, 1);
 	assert_int_equal(read_flipped(fx, chunks[k].offset + sizeof(struct capture_chunk_header), &st, &res),
 	                 0);
-	size_t later_source1 = 0;
-	for (size_t i = k; i < nchunks; i++)
-		if ((chunks[i].h.type == CAPTURE_CHUNK_FRAMES ||
-		     chunks[i].h.type == CAPTURE_CHUNK_FRAMES_ZSTD) &&
-		    chunks[i].h.source == 1)
-			later_source1++;
-	assert_int_equal(res.chunks_corrupt, later_source1);
+	assert_int_equal(res.chunks_corrupt, 1);
 	assert_int_equal(res.chunks_ok + res.chunks_corrupt, nchunks);
 	summarize(st, &sum);
 	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
-	assert_int_equal(sum.ranges[1], 4 * PAIRS);
+	assert_int_equal(sum.ranges[1], (BATCHES - 1) * PAIRS);
 	free(res.manifest);
 	store_free(st);
 
@@ -480,17 +515,123 @@ static void test_corrupt_payload(void **state)
 	assert_int_equal(sum.ranges[0], BATCHES * PAIRS);
 	assert_int_equal(sum.ranges[1], BATCHES * PAIRS);
 	store_free(st);
+}
 
-	/* A chunk header: nothing after it can be located; what came before is kept. */
-	k = 5;
-	assert_int_equal(read_flipped(fx, chunks[k].offset + 12, &st, &res), 0);
+/*
+ * Every chunk repeats its source's identity, with a long command line cut: a 100 KB argv costs
+ * each later chunk about 4 KiB, and a reader that lost the first chunk still names the process.
+ */
+static void test_context_bounds(void **state)
+{
+	struct fixture *fx = *state;
+	enum { ARGV = 100000, FLUSHES = 40 };
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+	assert_non_null(w);
+	uint8_t *buf = malloc(sizeof(struct wire_hello) + ARGV);
+	assert_non_null(buf);
+	struct wire_hello h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, WIRE_MAGIC, 8);
+	h.version = WIRE_VERSION;
+	h.hello_size = sizeof h;
+	h.pid = 77;
+	h.cmdline_len = ARGV;
+	memcpy(buf, &h, sizeof h);
+	memset(buf + sizeof h, 'a', ARGV);
+	assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_HELLO, buf, sizeof h + ARGV), 0);
+	free(buf);
+	write_string(w, 0, 3, "named");
+	for (int b = 0; b < FLUSHES; b++) {
+		struct wire_event e[2] = {ev(WIRE_EV_NVTX_PUSH, 1000 + 10 * (uint64_t)b, 5, 3, 0),
+		                          ev(WIRE_EV_NVTX_POP, 1005 + 10 * (uint64_t)b, 5, 0, 0)};
+		assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_EVENTS, e, sizeof e), 0);
+		assert_int_equal(capture_writer_flush(w), 0);
+	}
+	assert_int_equal(capture_writer_close(w), 0);
+	size_t size;
+	uint8_t *bytes = read_all(fx->other, &size);
+	assert_true(size < ARGV + FLUSHES * (CAPTURE_CONTEXT_ARGV_MAX + 1024));
+	/* Damage the first FRAMES chunk (the one with the whole HELLO). */
+	struct chunk_pos chunks[FLUSHES + 8];
+	size_t n = parse_chunks(bytes, size, chunks, FLUSHES + 8);
+	assert_true(n >= FLUSHES);
+	assert_int_equal(
+	    chunks[0].h.type == CAPTURE_CHUNK_FRAMES || chunks[0].h.type == CAPTURE_CHUNK_FRAMES_ZSTD, 1);
+	bytes[chunks[0].end - 1] ^= 0x01;
+	write_bytes(fx->other, bytes, size);
+	free(bytes);
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
 	assert_int_equal(res.chunks_corrupt, 1);
-	assert_int_equal(res.chunks_ok, k);
-	assert_int_equal(res.chunks_total, k + 1);
-	assert_int_equal(res.truncated, 1);
+	assert_int_equal(store_process_count(st), 1);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.pid, 77);
+	assert_int_equal(strlen(pi.cmdline), CAPTURE_CONTEXT_ARGV_MAX);
+	struct summary sum;
 	summarize(st, &sum);
-	assert_int_equal(sum.ranges[0], 2 * PAIRS);
-	assert_int_equal(sum.ranges[1], 2 * PAIRS);
+	assert_int_equal(sum.ranges[0], FLUSHES - 1);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		const struct store_range *v;
+		size_t k = store_lane_row_all(st, 0, l, 0, &v);
+		for (size_t i = 0; i < k; i++)
+			assert_string_equal(store_string(st, v[i].name_id), "named");
+	}
+	free(res.manifest);
+	store_free(st);
+}
+
+/*
+ * Deep stacks sampled fast compress ~80x (each sample repeats the last but for its time): such a
+ * capture is read whole, however it compresses, while a bomb's record count still stops it.
+ */
+static void test_compressible_stacks_read(void **state)
+{
+	struct fixture *fx = *state;
+	enum { SAMPLES = 400000, DEPTH = 128, PER_FRAME = 1000 };
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+	assert_non_null(w);
+	write_hello(w, 0, 55);
+	for (uint32_t id = 1; id <= DEPTH; id++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%u\x1fmod", id);
+		write_string(w, 0, id, name);
+	}
+	size_t rec = sizeof(struct wire_stack) + DEPTH * 4;
+	uint8_t *buf = malloc(rec * PER_FRAME);
+	assert_non_null(buf);
+	for (int s = 0; s < SAMPLES; s += PER_FRAME) {
+		for (int i = 0; i < PER_FRAME; i++) {
+			struct wire_stack st = {1000000 + (uint64_t)(s + i) * 100003, 9, WIRE_STACK_SAMPLE,
+			                        DEPTH};
+			uint8_t *p = buf + (size_t)i * rec;
+			memcpy(p, &st, sizeof st);
+			for (uint32_t d = 0; d < DEPTH; d++) {
+				uint32_t id = d + 1;
+				memcpy(p + sizeof st + d * 4, &id, 4);
+			}
+		}
+		assert_int_equal(
+		    capture_writer_frame(w, 0, WIRE_FRAME_STACKS, buf, (uint32_t)(rec * PER_FRAME)), 0);
+	}
+	free(buf);
+	assert_int_equal(capture_writer_close(w), 0);
+	struct stat stt;
+	assert_int_equal(stat(fx->other, &stt), 0);
+	/* Beyond what a plain ratio bound of 32 would allow. */
+	assert_true((uint64_t)SAMPLES * rec > (64ull << 20) + 32ull * (uint64_t)stt.st_size);
+	struct store *st;
+	struct capture_read_result res;
+	char msg[256];
+	assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
+	assert_int_equal(res.chunks_corrupt, 0);
+	assert_int_equal(res.events, SAMPLES);
 	free(res.manifest);
 	store_free(st);
 }
@@ -696,6 +837,8 @@ int main(void)
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_truncation_everywhere),
 	    cmocka_unit_test(test_corrupt_payload),
+	    cmocka_unit_test(test_context_bounds),
+	    cmocka_unit_test(test_compressible_stacks_read),
 	    cmocka_unit_test(test_every_byte_flipped_no_crash),
 	    cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_newer_version),

@@ -619,6 +619,73 @@ static void test_losses_frame(void **state)
 	store_free(st);
 }
 
+/*
+ * Hostile record streams cost bounded work per record: start/end ranges that never end, ranges
+ * that all overlap and a new thread per record are capped, the excess counted as unmatched.
+ */
+static void test_hostile_streams_bounded(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	feed_hello(st, 0, 4000);
+	feed_string(st, 0, 1, "r");
+	enum { N = 20000 };
+	struct wire_event *e = calloc(N, sizeof *e);
+	assert_non_null(e);
+	/* N starts, none ended: at most 4096 stay open, the rest are counted. */
+	for (size_t i = 0; i < N; i++)
+		e[i] = ev(WIRE_EV_NVTX_START, 100 + i, 7, 1, i + 1);
+	feed_events(st, 0, e, N);
+	struct store_lane_info li;
+	store_lane_get(st, 0, 0, &li);
+	assert_true(li.open_count <= 4096);
+	assert_true(store_process_loss(st, 0, WIRE_LOSS_UNMATCHED_POP) >= N - 4096);
+	store_free(st);
+
+	/* Ranges one after another in the stream, each ending far later: at most 1024 rows. */
+	st = store_new();
+	feed_hello(st, 0, 4001);
+	feed_string(st, 0, 1, "r");
+	for (size_t i = 0; i < N; i += 2) {
+		e[i] = ev(WIRE_EV_NVTX_START, 100 + i, 7, 1, i + 1);
+		e[i + 1] = ev(WIRE_EV_NVTX_END, 1000000000 + i, 7, 0, i + 1);
+	}
+	feed_events(st, 0, e, N);
+	store_lane_get(st, 0, 0, &li);
+	assert_true(li.row_count <= 1024);
+	assert_true(store_process_loss(st, 0, WIRE_LOSS_UNMATCHED_POP) >= N / 2 - 1024);
+	store_free(st);
+
+	/* A new thread per record: lanes stop growing at the cap, later threads share one lane. */
+	st = store_new();
+	feed_hello(st, 0, 4002);
+	feed_string(st, 0, 1, "t");
+	free(e);
+	enum { T = 40000 };
+	e = calloc(T, sizeof *e);
+	assert_non_null(e);
+	for (size_t i = 0; i < T; i++)
+		e[i] = ev(WIRE_EV_THREAD_NAME, 100 + i, (uint32_t)(10 + i), 1, 0);
+	feed_events(st, 0, e, T);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_true(pi.lane_count <= 32768 + 1);
+	assert_int_equal(pi.events, T);
+	free(e);
+	store_free(st);
+
+	/* A string named by the largest id before any other: ignored, not a 2^24-entry map. */
+	st = store_new();
+	feed_hello(st, 0, 4003);
+	feed_string(st, 0, WIRE_MAX_STRING_ID, "far");
+	feed_string(st, 0, 1, "near");
+	assert_true(store_memory_bytes(st) < (1u << 20));
+	feed_one(st, 0, ev(WIRE_EV_NVTX_MARK, 100, 7, 1, 0));
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.events, 1);
+	store_free(st);
+}
+
 static void test_exec_reuses_process(void **state)
 {
 	(void)state;
@@ -754,6 +821,7 @@ int main(void)
 	    cmocka_unit_test(test_thread_name_and_exit),
 	    cmocka_unit_test(test_losses_frame),
 	    cmocka_unit_test(test_exec_reuses_process),
+	    cmocka_unit_test(test_hostile_streams_bounded),
 	    cmocka_unit_test(test_strings_per_source),
 	    cmocka_unit_test(test_many_strings_and_generation),
 	};

@@ -149,6 +149,30 @@ static size_t count_stream_lanes(const struct store *st)
 	return n;
 }
 
+/*
+ * A kernel on a new stream when the process's lane array is full (16 lanes, then 32, ...): the
+ * op lands on its new lane (it once went through a pointer into the array before it moved).
+ */
+static void test_new_stream_moves_lanes(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 99);
+	string(st, 1, "_Z1kv");
+	for (uint32_t s = 1; s <= 100; s++) {
+		struct wire_gpu_event k = kernel(s, s * MS, s * MS + US, 1, 0);
+		gpu(st, &k, 1);
+	}
+	assert_int_equal(count_stream_lanes(st), 100);
+	for (uint32_t s = 1; s <= 100; s++) {
+		struct store_lane_info li;
+		find_stream(st, s, &li);
+		assert_int_equal(li.gpu_ops, 1);
+		assert_int_equal(li.kernels, 1);
+	}
+	store_free(st);
+}
+
 static void test_two_streams(void **state)
 {
 	(void)state;
@@ -561,6 +585,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_two_streams),
+	    cmocka_unit_test(test_new_stream_moves_lanes),
 	    cmocka_unit_test(test_default_stream_and_copy_label),
 	    cmocka_unit_test(test_kernel_before_api),
 	    cmocka_unit_test(test_sync_joins_thread_either_order),
