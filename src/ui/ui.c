@@ -2428,7 +2428,10 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		/* A header carries no ranges: it spans the full width, so "name pid" is never cut. */
 		const char *base = ui_basename(pi.cmdline ? pi.cmdline : "?", tmp, sizeof tmp);
 		char info[512];
-		if (pi.exited && pi.exit_code >= 0)
+		/* A stream that ended without its final counts: say so, its losses are unknown. */
+		if (*store_process_end_text(&pi, info, sizeof info))
+			;
+		else if (pi.exited && pi.exit_code >= 0)
 			snprintf(info, sizeof info, "exited (code %d)", pi.exit_code);
 		else if (pi.exited)
 			snprintf(info, sizeof info, "exited");
