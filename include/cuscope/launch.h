@@ -14,6 +14,7 @@ struct launch_options {
 	const char *counters;          /* counter list ("none" = off), NULL = default set */
 	int python_perf;               /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
 	int no_gpu;                    /* do not trace GPU activity */
+	const char *follow;            /* descendants traced: "all", "none" or EXE,... (NULL = all) */
 };
 
 /* Collector options shared by live mode and record: getopt_long table entries and their parser. */
@@ -23,8 +24,9 @@ struct launch_options {
 	    {"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                      \
 	    {"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                               \
 	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
+	    {"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4},                                       \
 	{                                                                                                    \
-		"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4                                      \
+		"follow", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5                                \
 	}
 /* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
 int launch_parse_option(struct launch_options *options, int opt, const char *arg);

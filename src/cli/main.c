@@ -41,7 +41,8 @@ static const struct verb verbs[] = {
      "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
      "\n"
      "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
-     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"},
+     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"
+     "Collector options as for record (--sample-hz, --follow, ...).\n"},
     {"record", cli_record, "run a command headless and write a capture file",
      "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
      "\n"
@@ -59,6 +60,8 @@ static const struct verb verbs[] = {
      "                         context-switches,page-faults,cycles,instructions,LLC-load-misses; none)\n"
      "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
      "      --no-gpu           do not trace GPU activity\n"
+     "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,...\n"
+     "                         (COMMAND and descendants with one of these executable base names)\n"
      "  -h, --help             this help\n"},
     {"view", cli_view, "open a capture file in the timeline UI",
      "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
@@ -134,7 +137,8 @@ static const char *live_usage =
     "  -h, --help         this help\n"
     "  -V, --version      print the version\n"
     "collector options (live mode, record, attach):\n"
-    "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu\n"
+    "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu,\n"
+    "  --follow all|none|EXE,... (live mode, record and run --detached)\n"
     "  (see cuscope record --help)\n"
     "NO_COLOR in the environment turns colour off.\n"
     "\n"
