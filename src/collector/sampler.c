@@ -19,6 +19,13 @@
  * signals, while ours, recognised by their timer cookie or perf fd, never reach its handler; the
  * sampler then moves to a free signal when there is one. The application's SIGPROF/SIGALRM are
  * never touched.
+ *
+ * Exec: a signal of ours still pending when the process image is replaced would reach the new
+ * image, where its default action kills the program. Before an exec (the interposed exec family,
+ * exec.c) sampler_exec_begin disarms every timer and perf event, takes the calling thread's
+ * pending signals of ours with the program's mask put back exactly; other threads' signals die
+ * with them at the exec. A failed exec re-arms (sampler_exec_end). Attach mode has no
+ * interposition: there a sample pending at an exec still kills the new image.
  */
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
@@ -29,6 +36,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -212,8 +220,17 @@ static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sam
 static _Atomic uint64_t handler_count; /* ... and how many they were */
 static uint64_t delivery_ns;           /* kernel signal delivery + return, measured at start */
 static __thread __attribute__((tls_model("initial-exec"))) volatile sig_atomic_t calibrating;
-static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* sender thread only */
+static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
 static size_t sampled_count;
+/*
+ * Serialises the timers and perf events between the sender (which makes, re-arms and closes
+ * them) and an application thread about to exec (which disarms them). Never taken in a handler.
+ */
+static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Execs under way (changed under sampler_lock): while non-zero nothing is armed. */
+static _Atomic int exec_pending;
+/* The process the sampler's timers and perf fds belong to (a vfork child shares our memory). */
+static _Atomic pid_t sampler_pid;
 
 /*
  * Dispositions are process-wide: the first thread to start unwinding installs the guard and the
@@ -366,6 +383,8 @@ int sampler_backtrace(uint64_t *pcs, int max)
 /* perf mode: the event disabled itself at the overflow; arm it for the next one (ours only). */
 static void sampler_rearm(const siginfo_t *info)
 {
+	if (atomic_load_explicit(&exec_pending, memory_order_relaxed))
+		return; /* an exec is under way: the event stays disabled */
 	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_is_ours(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
@@ -478,12 +497,20 @@ static int sampler_free_signal(void)
 	return 0;
 }
 
-/* Measures what one signal costs to deliver and return from on this machine. */
+/*
+ * Measures what one signal costs to deliver and return from on this machine. The signal is
+ * unblocked meanwhile: a program may start with every signal blocked (a mask inherited across
+ * exec), and a calibration signal left pending would reach it later as a signal not ours.
+ */
 static void sampler_calibrate(int sig)
 {
 	enum { ROUNDS = 16 };
 	uint64_t best = UINT64_MAX;
 	pid_t pid = getpid(), tid = collector_gettid();
+	sigset_t one, saved;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, &saved);
 	calibrating = 1;
 	for (int i = 0; i < ROUNDS; i++) {
 		uint64_t t0 = clock_mono_ns();
@@ -493,6 +520,7 @@ static void sampler_calibrate(int sig)
 			best = t;
 	}
 	calibrating = 0;
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	delivery_ns = best == UINT64_MAX ? 0 : best;
 }
 
@@ -536,8 +564,35 @@ int sampler_init(unsigned hz)
 	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery_ns) * 1000 / SAMPLER_BUDGET_PERMILLE);
 	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
 	atomic_store(&move_requested, 0);
+	atomic_store(&sampler_pid, getpid());
 	atomic_store(&sampler_on, 1);
 	return 0;
+}
+
+/*
+ * Arms (on = 1, at the period set now) or disarms one thread's timer or perf event; callers hold
+ * sampler_lock. A disarmed perf fd also sends no signal at all: closing it (at exec) or its
+ * thread's end would otherwise signal POLL_HUP. A perf fd is used only while it is still ours.
+ */
+static void sampler_arm(struct sampled_thread *t, int on)
+{
+	if (t->fd >= 0) {
+		if (!sampler_fd_same(t))
+			return;
+		int flags = fcntl(t->fd, F_GETFL);
+		if (on) {
+			fcntl(t->fd, F_SETFL, flags | O_ASYNC);
+			ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1);
+		} else {
+			ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+			fcntl(t->fd, F_SETFL, flags & ~O_ASYNC);
+		}
+		return;
+	}
+	long period = on ? atomic_load(&sampler_period_ns) : 0;
+	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
+	                         {period / 1000000000L, period % 1000000000L}};
+	timer_settime(t->timer, 0, &its, NULL);
 }
 
 /* perf mode: a task-clock event on tid that signals tid at every period of its CPU time. */
@@ -565,8 +620,10 @@ static int sampler_open_perf(struct sampled_thread *t)
 	t->ino = st.st_ino;
 	perf_fd_mark(fd, 1);
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
-	if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 ||
-	    fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails). */
+	int arm = !atomic_load(&exec_pending);
+	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
 		perf_fd_mark(fd, 0);
 		close(fd);
@@ -587,10 +644,7 @@ static int sampler_open_timer(struct sampled_thread *t, int sig)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
 		return -errno;
-	long period = atomic_load(&sampler_period_ns);
-	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-	                         {period / 1000000000L, period % 1000000000L}};
-	timer_settime(t->timer, 0, &its, NULL);
+	sampler_arm(t, !atomic_load(&exec_pending));
 	return 0;
 }
 
@@ -607,7 +661,16 @@ static void sampler_release(struct sampled_thread *t)
 	}
 }
 
+static void sampler_thread_add_locked(pid_t tid);
+
 void sampler_thread_added(pid_t tid)
+{
+	pthread_mutex_lock(&sampler_lock);
+	sampler_thread_add_locked(tid);
+	pthread_mutex_unlock(&sampler_lock);
+}
+
+static void sampler_thread_add_locked(pid_t tid)
 {
 	if (!atomic_load(&sampler_on) || sampled_count == MAX_SAMPLED_THREADS)
 		return;
@@ -646,25 +709,33 @@ void sampler_thread_added(pid_t tid)
 
 void sampler_thread_removed(pid_t tid)
 {
+	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count; i++) {
 		if (sampled[i].tid == tid) {
 			sampler_release(&sampled[i]);
 			sampled[i] = sampled[--sampled_count];
-			return;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 void sampler_stop(void)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_on, 0);
 	for (size_t i = 0; i < sampled_count; i++)
 		sampler_release(&sampled[i]);
 	sampled_count = 0;
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 void sampler_forget_after_fork(void)
 {
+	/* The forking thread may have raced the sender for the lock: nobody else runs here now. */
+	pthread_mutex_init(&sampler_lock, NULL);
+	atomic_store(&exec_pending, 0);
+	atomic_store(&sampler_pid, getpid());
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
 		if (sampled[i].fd >= 0)
@@ -680,6 +751,7 @@ uint64_t sampler_skipped(void)
 /* Applies a new period to every sampled thread. */
 static void sampler_set_period(long period)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_period_ns, period);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
@@ -687,17 +759,17 @@ static void sampler_set_period(long period)
 			uint64_t p = (uint64_t)period;
 			if (sampler_fd_same(t))
 				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
-		} else {
-			struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-			                         {period / 1000000000L, period % 1000000000L}};
-			timer_settime(t->timer, 0, &its, NULL);
+		} else if (!atomic_load(&exec_pending)) {
+			sampler_arm(t, 1);
 		}
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* Sends every sampled thread's signals to sig instead. */
 static void sampler_retarget(int sig)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_signal, sig);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
@@ -712,6 +784,7 @@ static void sampler_retarget(int sig)
 		else
 			t->timer = old; /* the thread is ending: its old timer goes with it */
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* The program claimed the sampling signal: move to a free one, else stay (its own signals are
@@ -737,6 +810,7 @@ static void sampler_move(void)
 /* perf mode: a perf fd the program closed (or replaced) is opened again, once per thread. */
 static void sampler_check_fds(void)
 {
+	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count;) {
 		struct sampled_thread *t = &sampled[i];
 		if (t->fd < 0 || sampler_fd_same(t)) {
@@ -757,6 +831,7 @@ static void sampler_check_fds(void)
 		}
 		sampled[i] = sampled[--sampled_count];
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* CPU time of the program's threads so far: the process's minus the sender's (the caller). */
@@ -828,6 +903,76 @@ void sampler_poll(uint64_t now_ns)
 	if (cpu >= 10000000ull)
 		sender_counter(last_ns, pid, "sampling-achieved-hz",
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));
+}
+
+/* ---- exec ---- */
+
+/*
+ * Takes sampler_lock from an application thread. Bounded: an exec from the program's signal
+ * handler may interrupt this very thread inside sampler_exec_begin; returns 0 if not taken.
+ */
+static int sampler_lock_app_thread(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		if (pthread_mutex_trylock(&sampler_lock) == 0)
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+/* Queues a signal the program sent itself again, with its siginfo, on the calling thread. */
+static void sampler_requeue(const siginfo_t *info)
+{
+	siginfo_t copy = *info;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), collector_gettid(), info->si_signo, &copy);
+}
+
+int sampler_exec_begin(void)
+{
+	/* Never started, or a vfork child: the timers and perf fds are another process's. */
+	if (atomic_load(&sampler_pid) != getpid())
+		return 0;
+	sigset_t ours, saved;
+	sigemptyset(&ours);
+	int held = 0; /* counted: glibc 2.36's sigisemptyset misses signal 64 (an int holds the word) */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (atomic_load(&signal_held[sig]) && sigaddset(&ours, sig) == 0)
+			held++;
+	if (!held)
+		return 0;
+	pthread_sigmask(SIG_BLOCK, &ours, &saved);
+	int locked = sampler_lock_app_thread();
+	atomic_fetch_add(&exec_pending, 1);
+	if (locked) {
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 0);
+		pthread_mutex_unlock(&sampler_lock);
+	}
+	/* Nothing sends ours to this thread from here on: take what is pending. The program's own
+	 * signals on a held number (it may use one after the sampler moved) are queued again, as
+	 * they would have been pending across its exec without us. */
+	siginfo_t theirs[32];
+	int n_theirs = 0;
+	struct timespec zero = {0, 0};
+	siginfo_t info;
+	while (sigtimedwait(&ours, &info, &zero) > 0)
+		if (!sampler_signal_is_ours(&info) && n_theirs < 32)
+			theirs[n_theirs++] = info;
+	for (int i = 0; i < n_theirs; i++)
+		sampler_requeue(&theirs[i]);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return 1;
+}
+
+void sampler_exec_end(void)
+{
+	int locked = sampler_lock_app_thread();
+	if (atomic_fetch_sub(&exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 1);
+	if (locked)
+		pthread_mutex_unlock(&sampler_lock);
 }
 
 /* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
