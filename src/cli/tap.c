@@ -225,6 +225,13 @@ static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, s
 			}
 			c->got_hello = 1;
 		}
+		/* How a process ended is written by the viewer that launched it, into its own capture;
+		 * a peer (socket or PID.final) claiming it is forging its end. */
+		if (type == WIRE_FRAME_EXIT) {
+			cause = "sent an exit record, which only a capture written by cuscope may hold";
+			rc = -EPROTO;
+			break;
+		}
 		if (tap->cb.frame(tap->cb.ctx, c->source, type, payload, length) != 0)
 			return -1;
 	}
