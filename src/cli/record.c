@@ -50,6 +50,7 @@ struct recorder {
 	char *said[32];           /* warnings already printed */
 	size_t said_count;
 	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
+	int attached;        /* recording an attached target (its handshake has a deadline) */
 	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
 };
 
@@ -88,6 +89,8 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 		memcpy(&hello, payload, sizeof hello);
 		rec->source_pid[source] = hello.pid;
 	}
+	if (type == WIRE_FRAME_HELLO && rec->attached)
+		attach_handshake_done();
 	if (type == WIRE_FRAME_BYE && source >= 0 && source < 4096)
 		rec->source_bye[source] = 1;
 	if (type == WIRE_FRAME_NOTICE)
@@ -508,6 +511,7 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 {
 	struct launch launch = *target;
 	the_recorder.writer = writer;
+	the_recorder.attached = launch.attached;
 	struct sigaction sa = {0};
 	sa.sa_handler = record_on_signal;
 	sigaction(SIGINT, &sa, NULL);
