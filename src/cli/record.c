@@ -40,14 +40,21 @@ static void record_on_signal(int sig)
 
 static char *record_runtime_facts(pid_t pid);
 
+/* One stream (a process, or its image before an exec). */
+struct record_source {
+	pid_t pid;         /* from its HELLO, for messages; 0 before it */
+	uint8_t bye;       /* its final counts and BYE arrived */
+	uint8_t continued; /* the process went on in a later stream (exec): this is not its end */
+};
+
 struct recorder {
 	struct capture_writer *writer;
 	int write_error;
 	int protocol_error;
-	pid_t source_pid[4096];   /* pid behind each source, for messages */
-	uint8_t source_bye[4096]; /* the source's final counts and BYE arrived */
-	char *runtime_manifest;   /* key=value lines reported by collectors (GPU runtime versions) */
-	char *said[32];           /* warnings already printed */
+	struct record_source *sources; /* by source number, grown with the sources seen */
+	size_t source_cap;
+	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
+	char *said[32];         /* warnings already printed */
 	size_t said_count;
 	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
 	int attached;        /* recording an attached target (its handshake has a deadline) */
@@ -58,11 +65,23 @@ struct recorder {
 static struct recorder the_recorder;
 
 /* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
+/* The bookkeeping of source (grown on first sight; sources are numbered densely from 0). */
+static struct record_source *record_source(struct recorder *rec, int source)
+{
+	size_t cap = rec->source_cap;
+	if ((size_t)source >= cap) {
+		xgrow((void **)&rec->sources, &cap, (size_t)source + 1, sizeof *rec->sources);
+		memset(&rec->sources[rec->source_cap], 0, (cap - rec->source_cap) * sizeof *rec->sources);
+		rec->source_cap = cap;
+	}
+	return &rec->sources[source];
+}
+
 static void record_notice(struct recorder *rec, int source, const void *payload)
 {
 	struct wire_notice n;
 	memcpy(&n, payload, sizeof n);
-	pid_t pid = source >= 0 && source < 4096 ? rec->source_pid[source] : 0;
+	pid_t pid = record_source(rec, source)->pid;
 	const char *text = (const char *)payload + sizeof n;
 	if (n.level == WIRE_NOTICE_INFO) {
 		/* Informational notices are key=value facts for the manifest (e.g. CUDA versions). */
@@ -84,15 +103,17 @@ static void record_notice(struct recorder *rec, int source, const void *payload)
 static int record_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
 	struct recorder *rec = ctx;
-	if (type == WIRE_FRAME_HELLO && source >= 0 && source < 4096) {
+	if (source < 0)
+		return -1;
+	if (type == WIRE_FRAME_HELLO) {
 		struct wire_hello hello;
 		memcpy(&hello, payload, sizeof hello);
-		rec->source_pid[source] = hello.pid;
+		record_source(rec, source)->pid = hello.pid;
+		if (rec->attached)
+			attach_handshake_done();
 	}
-	if (type == WIRE_FRAME_HELLO && rec->attached)
-		attach_handshake_done();
-	if (type == WIRE_FRAME_BYE && source >= 0 && source < 4096)
-		rec->source_bye[source] = 1;
+	if (type == WIRE_FRAME_BYE)
+		record_source(rec, source)->bye = 1;
 	if (type == WIRE_FRAME_NOTICE)
 		record_notice(rec, source, payload);
 	if (rec->write_error)
@@ -112,19 +133,16 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 static void record_ends(struct recorder *rec, const struct launch *launch)
 {
 	int launched_source = -1, missing = 0, first_missing = 0;
-	for (int s = 0; s < 4096; s++) {
-		pid_t pid = rec->source_pid[s];
-		if (!pid)
+	/* Each stream on its own: only an exec continues a process in a later stream (the tap
+	 * says which); a pid that a new process got again is another process. */
+	for (size_t s = 0; s < rec->source_cap; s++) {
+		const struct record_source *src = &rec->sources[s];
+		if (!src->pid || src->continued)
 			continue;
-		int later = 0; /* the same pid streamed again (exec): the newest stream counts */
-		for (int t = s + 1; t < 4096 && !later; t++)
-			later = rec->source_pid[t] == pid;
-		if (later)
-			continue;
-		if (!launch->attached && pid == launch->pid)
-			launched_source = s;
-		if (!rec->source_bye[s] && missing++ == 0)
-			first_missing = pid;
+		if (!launch->attached && src->pid == launch->pid)
+			launched_source = (int)s;
+		if (!src->bye && missing++ == 0)
+			first_missing = src->pid;
 	}
 	if (launched_source >= 0 && !rec->write_error) {
 		struct wire_exit ex = {launch->pid, -1, 0, 0};
@@ -138,6 +156,11 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 		log_warn("record: %d process%s (pid %d%s) ended without final counts: the capture is "
 		         "incomplete and their losses unknown",
 		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "");
+}
+
+static void record_continued(void *ctx, int source)
+{
+	record_source(ctx, source)->continued = 1;
 }
 
 static void record_refused(void *ctx, pid_t pid)
@@ -517,8 +540,11 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	struct tap_callbacks cb = {
-	    .ctx = &the_recorder, .frame = record_frame, .error = record_error, .refused = record_refused};
+	struct tap_callbacks cb = {.ctx = &the_recorder,
+	                           .frame = record_frame,
+	                           .error = record_error,
+	                           .refused = record_refused,
+	                           .continued = record_continued};
 	int tap_err = 0;
 	struct tap *tap =
 	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
