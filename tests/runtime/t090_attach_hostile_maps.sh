@@ -20,6 +20,7 @@ as_user test -x "$PROGS/fifo_libc" || skip "$PROGS/fifo_libc is not reachable by
 U=$(mktemp -d /tmp/cuscope-t090-user.XXXXXX)
 chown "$user" "$U"
 base=/tmp/cuscope-$uid
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup_user()
 {
 	rm -rf "$U" "$base"

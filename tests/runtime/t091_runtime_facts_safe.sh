@@ -18,6 +18,7 @@ as_user test -x "$CUSCOPE" || skip "$CUSCOPE is not reachable by $user"
 U=$(mktemp -d /tmp/cuscope-t091-user.XXXXXX)
 chmod 0755 "$U"
 chown "$user" "$U"
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup_user()
 {
 	rm -rf "$U" "/tmp/cuscope-$uid"
