@@ -33,6 +33,23 @@ int safefs_open_dir_at(int parent, const char *name, uid_t uid, int flags);
  * owned by uid. When we are root and made it, it is given to uid. fd or -errno.
  */
 int safefs_mkdir_private_at(int parent, const char *name, uid_t uid);
+/*
+ * Whether uid may access st per its mode (what: 4 read, 2 write, 1 search, or'ed), counting the
+ * owner bits for the owner and the "other" bits for anyone else (group membership unknown:
+ * never granted through the group). Root may always.
+ */
+int safefs_uid_may(const struct stat *st, uid_t uid, int what);
+/*
+ * Opens name in the verified parent as a directory that another user's data may be read from
+ * on uid's behalf: not a link, owned by root or uid, writable by nobody else, listable and
+ * searchable by uid. fd or -errno (-EPERM when it is not such a directory).
+ */
+int safefs_open_dir_for(int parent, const char *name, uid_t uid);
+/*
+ * Opens name in dir to read as data on uid's behalf: a regular file (not a link, FIFO or device:
+ * never blocks), readable by uid, at most max_size bytes. fd or -errno.
+ */
+int safefs_open_data_at(int dir, const char *name, uid_t uid, off_t max_size);
 /* Lists a verified directory fd from its start (fd stays open); NULL on failure. */
 DIR *safefs_opendir(int dir);
 /*

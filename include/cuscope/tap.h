@@ -20,6 +20,11 @@ struct tap_callbacks {
 	void (*error)(void *ctx, int source, pid_t pid, const char *message);
 	/* Optional: pid's collector closed before its handshake (it already has another viewer). */
 	void (*refused)(void *ctx, pid_t pid);
+	/*
+	 * Optional: source's process goes on in a later stream (it exec'd: same pid and start
+	 * time), so source's end is not the process's end. Called before that stream's frames.
+	 */
+	void (*continued)(void *ctx, int source);
 };
 
 /*

@@ -129,6 +129,51 @@ int safefs_mkdir_private_at(int parent, const char *name, uid_t uid)
 	return fd;
 }
 
+int safefs_uid_may(const struct stat *st, uid_t uid, int what)
+{
+	/* Owner bits for the owner, "other" bits for anyone else: group membership is not known
+	 * here, so a group-only permission never counts (a refusal, never a leak). */
+	mode_t bits = (mode_t)(((what & 4) ? 4 : 0) | ((what & 2) ? 2 : 0) | ((what & 1) ? 1 : 0));
+	if (uid == 0)
+		return 1;
+	return st->st_uid == uid ? (st->st_mode & (bits << 6)) == (bits << 6) : (st->st_mode & bits) == bits;
+}
+
+int safefs_open_dir_for(int parent, const char *name, uid_t uid)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -ENOTDIR : -errno;
+	struct stat st;
+	int rc = fstat(fd, &st) != 0 ? -errno : 0;
+	if (!rc && (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != uid) || (st.st_mode & 0022) ||
+	            !safefs_uid_may(&st, uid, 5)))
+		rc = -EPERM;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int safefs_open_data_at(int dir, const char *name, uid_t uid, off_t max_size)
+{
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = fstat(fd, &st) != 0 ? -errno : 0;
+	if (!rc && (!S_ISREG(st.st_mode) || !safefs_uid_may(&st, uid, 4)))
+		rc = -EPERM;
+	if (!rc && st.st_size > max_size)
+		rc = -EFBIG;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 DIR *safefs_opendir(int dir)
 {
 	/* A fresh open file description: a dup would share (and keep) the read position. */

@@ -31,6 +31,10 @@
 /* Long: giving up restores registers in the middle of dlopen, which is worse than waiting. */
 #define ATTACH_CALL_TIMEOUT_MS 60000
 #define ATTACH_SOCKET_WAIT_NS  5000000000ull
+/* The whole handshake (reading the target's files and memory, the session, the connection, the
+ * collector's HELLO) has this long, besides the injected call's own limit: nothing the target
+ * does (a FIFO, a stalled mount, a socket that never answers) keeps root's attach forever. */
+#define ATTACH_HANDSHAKE_S 20
 
 /* Where the target's /tmp is seen from here: "" or /proc/PID/root in another mount namespace. */
 static char attach_root[64];
@@ -38,6 +42,60 @@ static char attach_root[64];
 /* The injected session we made, removed after the run; -1/"" when the target was armed. */
 static int attach_base_fd = -1;
 static char attach_session_name[128];
+
+/* What the deadline handler needs, prepared beforehand (it may only make system calls). */
+static char attach_deadline_line[256];
+static char attach_deadline_partial[PATH_MAX + 16];
+static char attach_deadline_rendezvous[64];
+
+/* The handshake ran out of time: one line, nothing of ours left behind, exit 1. */
+static void attach_on_deadline(int sig)
+{
+	(void)sig;
+	/* A borrowed thread runs our call: remote_call puts it back within its own limit. */
+	if (remote_busy()) {
+		alarm(1);
+		return;
+	}
+	ssize_t ignored = write(STDERR_FILENO, attach_deadline_line, strlen(attach_deadline_line));
+	(void)ignored;
+	if (attach_deadline_partial[0])
+		unlink(attach_deadline_partial);
+	if (attach_base_fd >= 0) {
+		unlinkat(attach_base_fd, attach_deadline_rendezvous, 0);
+		if (attach_session_name[0])
+			unlinkat(attach_base_fd, attach_session_name, AT_REMOVEDIR);
+	}
+	_exit(1);
+}
+
+/* Starts the handshake's deadline for pid. */
+static void attach_deadline_start(pid_t pid)
+{
+	snprintf(attach_deadline_line, sizeof attach_deadline_line,
+	         "cuscope: attach: pid %d did not complete the handshake within %d s (its files, memory "
+	         "or socket do not answer); nothing was recorded\n",
+	         (int)pid, ATTACH_HANDSHAKE_S);
+	snprintf(attach_deadline_rendezvous, sizeof attach_deadline_rendezvous, "attach-%d.env", (int)pid);
+	struct sigaction sa = {0};
+	sa.sa_handler = attach_on_deadline; /* no SA_RESTART: a blocked wait returns EINTR */
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(ATTACH_HANDSHAKE_S);
+}
+
+/* Gives the deadline s more seconds (for a step bounded on its own, the injected call). */
+static void attach_deadline_extend(unsigned s)
+{
+	unsigned left = alarm(0);
+	if (left)
+		alarm(left + s);
+}
+
+void attach_handshake_done(void)
+{
+	alarm(0);
+	attach_deadline_partial[0] = '\0';
+}
 
 /* Whether base/name/PID.sock exists: a directory and socket of uid, reached only by fd. */
 static int attach_armed_in(int base, const char *name, uid_t uid, pid_t pid)
@@ -186,21 +244,13 @@ static int attach_check_namespaces(pid_t pid, const char *collector)
 	if (attach_same_ns(pid, "mnt"))
 		return 0;
 	snprintf(attach_root, sizeof attach_root, "/proc/%d/root", (int)pid);
-	/* The loader and the collector it will load are looked up by path on both sides. */
-	struct remote_module libc;
-	char theirs[sizeof attach_root + sizeof libc.path];
-	int same = remote_find_module(pid, "libc.so", &libc) == 0;
-	if (same) {
-		snprintf(theirs, sizeof theirs, "%s%s", attach_root, libc.path);
-		same = attach_same_file(libc.path, theirs);
-	}
-	if (same) {
-		snprintf(theirs, sizeof theirs, "%s%s", attach_root, collector);
-		same = attach_same_file(collector, theirs);
-	}
-	if (!same) {
+	/* The collector is loaded by path there: it must be the same file in both views. Its C
+	 * library is read through the mapping itself (remote_open_mapping), whatever its path. */
+	char theirs[sizeof attach_root + PATH_MAX];
+	snprintf(theirs, sizeof theirs, "%s%s", attach_root, collector);
+	if (!attach_same_file(collector, theirs)) {
 		log_error("attach: pid %d runs in another mount namespace (a container?) that does not see "
-		          "%s and its C library as we do; run cuscope inside it",
+		          "%s as we do; run cuscope inside it",
 		          (int)pid, collector);
 		return 1;
 	}
@@ -367,6 +417,7 @@ static int attach_inject(pid_t pid, const struct launch_options *opts, char *ses
 	pid_t tid = remote_pick_thread(pid);
 	char err[256];
 	uint64_t ret = 0;
+	attach_deadline_extend(ATTACH_CALL_TIMEOUT_MS / 1000 + 5);
 	rc = already_loaded
 	         ? remote_call(pid, tid, func, 0, 0, NULL, 0, &ret, ATTACH_CALL_TIMEOUT_MS, err, sizeof err)
 	         : remote_call(pid, tid, func, REMOTE_ARG_DATA, arg2, collector, strlen(collector) + 1, &ret,
@@ -510,6 +561,7 @@ int cli_attach(int argc, char **argv)
 		    "attach: the live view needs a terminal; use `cuscope attach --record -o FILE PID`");
 		return CLI_EXIT_USAGE;
 	}
+	attach_deadline_start(pid);
 	if (attach_check_state(pid) != 0)
 		return 1;
 	uid_t uid = attach_process_uid(pid);
@@ -528,6 +580,9 @@ int cli_attach(int argc, char **argv)
 		writer = record_open_output("attach", output);
 		if (!writer)
 			return CLI_EXIT_USAGE;
+		const char *partial = capture_writer_partial_path(writer);
+		snprintf(attach_deadline_partial, sizeof attach_deadline_partial, "%s",
+		         partial ? partial : "");
 	}
 	session_sweep();
 	struct launch target;
@@ -578,6 +633,8 @@ int cli_attach(int argc, char **argv)
 		char *manifest_argv[] = {cmdline, NULL};
 		rc = record_run(&target, writer, output, manifest_argv, duration_s);
 	} else {
+		/* The terminal UI lets the user leave whenever they like. */
+		attach_handshake_done();
 		rc = live_run(&target, cmdline, &ui_opts);
 	}
 	free(cmdline);

@@ -4,6 +4,7 @@
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
+#include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/tap.h"
 #include "cuscope/wire.h"
@@ -14,12 +15,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CUSCOPE_VERSION
@@ -27,7 +30,6 @@
 #endif
 
 #define RECORD_FLUSH_NS 250000000ull
-#define RECORD_FACTS_NS 2000000000ull /* how often the target's mappings are read for versions */
 #define RECORD_DRAIN_NS 3000000000ull /* after the target exits, wait this long for its data */
 #define RECORD_KILL_NS  5000000000ull /* after forwarding a stop signal, wait this long before SIGKILL */
 
@@ -38,18 +40,26 @@ static void record_on_signal(int sig)
 	record_stop_signal = sig;
 }
 
-static char *record_runtime_facts(pid_t pid);
+static char *record_runtime_facts(pid_t pid, uid_t uid);
+
+/* One stream (a process, or its image before an exec). */
+struct record_source {
+	pid_t pid;         /* from its HELLO, for messages; 0 before it */
+	uint8_t bye;       /* its final counts and BYE arrived */
+	uint8_t continued; /* the process went on in a later stream (exec): this is not its end */
+};
 
 struct recorder {
 	struct capture_writer *writer;
 	int write_error;
 	int protocol_error;
-	pid_t source_pid[4096];   /* pid behind each source, for messages */
-	uint8_t source_bye[4096]; /* the source's final counts and BYE arrived */
-	char *runtime_manifest;   /* key=value lines reported by collectors (GPU runtime versions) */
-	char *said[32];           /* warnings already printed */
+	struct record_source *sources; /* by source number, grown with the sources seen */
+	size_t source_cap;
+	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
+	char *said[32];         /* warnings already printed */
 	size_t said_count;
 	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
+	int attached;        /* recording an attached target (its handshake has a deadline) */
 	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
 };
 
@@ -57,11 +67,23 @@ struct recorder {
 static struct recorder the_recorder;
 
 /* Prints a collector's notice (e.g. GPU tracing unavailable) once, as a warning line. */
+/* The bookkeeping of source (grown on first sight; sources are numbered densely from 0). */
+static struct record_source *record_source(struct recorder *rec, int source)
+{
+	size_t cap = rec->source_cap;
+	if ((size_t)source >= cap) {
+		xgrow((void **)&rec->sources, &cap, (size_t)source + 1, sizeof *rec->sources);
+		memset(&rec->sources[rec->source_cap], 0, (cap - rec->source_cap) * sizeof *rec->sources);
+		rec->source_cap = cap;
+	}
+	return &rec->sources[source];
+}
+
 static void record_notice(struct recorder *rec, int source, const void *payload)
 {
 	struct wire_notice n;
 	memcpy(&n, payload, sizeof n);
-	pid_t pid = source >= 0 && source < 4096 ? rec->source_pid[source] : 0;
+	pid_t pid = record_source(rec, source)->pid;
 	const char *text = (const char *)payload + sizeof n;
 	if (n.level == WIRE_NOTICE_INFO) {
 		/* Informational notices are key=value facts for the manifest (e.g. CUDA versions). */
@@ -83,13 +105,17 @@ static void record_notice(struct recorder *rec, int source, const void *payload)
 static int record_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
 	struct recorder *rec = ctx;
-	if (type == WIRE_FRAME_HELLO && source >= 0 && source < 4096) {
+	if (source < 0)
+		return -1;
+	if (type == WIRE_FRAME_HELLO) {
 		struct wire_hello hello;
 		memcpy(&hello, payload, sizeof hello);
-		rec->source_pid[source] = hello.pid;
+		record_source(rec, source)->pid = hello.pid;
+		if (rec->attached)
+			attach_handshake_done();
 	}
-	if (type == WIRE_FRAME_BYE && source >= 0 && source < 4096)
-		rec->source_bye[source] = 1;
+	if (type == WIRE_FRAME_BYE)
+		record_source(rec, source)->bye = 1;
 	if (type == WIRE_FRAME_NOTICE)
 		record_notice(rec, source, payload);
 	if (rec->write_error)
@@ -109,19 +135,16 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 static void record_ends(struct recorder *rec, const struct launch *launch)
 {
 	int launched_source = -1, missing = 0, first_missing = 0;
-	for (int s = 0; s < 4096; s++) {
-		pid_t pid = rec->source_pid[s];
-		if (!pid)
+	/* Each stream on its own: only an exec continues a process in a later stream (the tap
+	 * says which); a pid that a new process got again is another process. */
+	for (size_t s = 0; s < rec->source_cap; s++) {
+		const struct record_source *src = &rec->sources[s];
+		if (!src->pid || src->continued)
 			continue;
-		int later = 0; /* the same pid streamed again (exec): the newest stream counts */
-		for (int t = s + 1; t < 4096 && !later; t++)
-			later = rec->source_pid[t] == pid;
-		if (later)
-			continue;
-		if (!launch->attached && pid == launch->pid)
-			launched_source = s;
-		if (!rec->source_bye[s] && missing++ == 0)
-			first_missing = pid;
+		if (!launch->attached && src->pid == launch->pid)
+			launched_source = (int)s;
+		if (!src->bye && missing++ == 0)
+			first_missing = src->pid;
 	}
 	if (launched_source >= 0 && !rec->write_error) {
 		struct wire_exit ex = {launch->pid, -1, 0, 0};
@@ -137,22 +160,84 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "");
 }
 
+static void record_continued(void *ctx, int source)
+{
+	record_source(ctx, source)->continued = 1;
+}
+
 static void record_refused(void *ctx, pid_t pid)
 {
 	struct recorder *rec = ctx;
 	rec->refused = pid;
 }
 
-/* Looks at the target's mappings again; keeps the richest answer seen (modules load over time). */
-static void record_note_runtime(struct recorder *rec, pid_t pid)
+/*
+ * The target's Python/PyTorch versions, gathered off the recording loop: the target's maps and
+ * files may stall (a slow or hung mount, a held mmap lock) and must never stall the capture.
+ * Looked at twice (modules load over time); the richest answer is kept.
+ */
+struct record_facts_job {
+	pthread_mutex_t lock;
+	pid_t pid;
+	char *best; /* taken by record_facts_take */
+	int taken;  /* the recording ended: later answers are dropped */
+};
+
+static struct record_facts_job record_facts_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *record_facts_main(void *arg)
 {
-	char *facts = record_runtime_facts(pid);
-	if (facts && (!rec->runtime_facts || strlen(facts) >= strlen(rec->runtime_facts))) {
-		free(rec->runtime_facts);
-		rec->runtime_facts = facts;
-	} else {
+	struct record_facts_job *job = arg;
+	static const long delays_ms[] = {1000, 9000};
+	for (size_t i = 0; i < sizeof delays_ms / sizeof delays_ms[0]; i++) {
+		struct timespec ts = {delays_ms[i] / 1000, (delays_ms[i] % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		/* Read on behalf of the process's own user: nothing it could not read itself. */
+		char proc[64];
+		struct stat st;
+		snprintf(proc, sizeof proc, "/proc/%d", (int)job->pid);
+		char *facts = stat(proc, &st) == 0 ? record_runtime_facts(job->pid, st.st_uid) : NULL;
+		pthread_mutex_lock(&job->lock);
+		if (!job->taken && facts && (!job->best || strlen(facts) >= strlen(job->best))) {
+			free(job->best);
+			job->best = facts;
+			facts = NULL;
+		}
+		int done = job->taken;
+		pthread_mutex_unlock(&job->lock);
 		free(facts);
+		if (done)
+			break;
 	}
+	return NULL;
+}
+
+/* Starts gathering pid's versions in the background (detached: it may block, we never wait). */
+static void record_facts_start(pid_t pid)
+{
+	record_facts_job.pid = pid;
+	pthread_attr_t attr;
+	pthread_t thread;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Signals are the recording loop's: the helper never takes them. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_create(&thread, &attr, record_facts_main, &record_facts_job);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* What was gathered so far (NULL if nothing); later answers are dropped. */
+static char *record_facts_take(void)
+{
+	pthread_mutex_lock(&record_facts_job.lock);
+	char *facts = record_facts_job.best;
+	record_facts_job.best = NULL;
+	record_facts_job.taken = 1;
+	pthread_mutex_unlock(&record_facts_job.lock);
+	return facts;
 }
 
 static void record_error(void *ctx, int source, pid_t pid, const char *message)
@@ -194,18 +279,15 @@ static void manifest_add_command(char **text, const char *key, const char *comma
 }
 
 /*
- * Reads a small file the target's user may control as data only: no link at the end, no FIFO,
- * no device, at most size - 1 bytes. Returns the bytes read or -1.
+ * Reads name in dir (a verified directory, see record_open_site) as data on uid's behalf: a
+ * regular file uid may read, no link, no FIFO, no device, at most size - 1 bytes. Bytes or -1.
  */
-static ssize_t manifest_read_data(const char *path, char *buf, size_t size)
+static ssize_t manifest_read_data(int dir, const char *name, uid_t uid, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = safefs_open_data_at(dir, name, uid, 1 << 20);
 	if (fd < 0)
 		return -1;
-	struct stat st;
-	ssize_t n = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		n = read(fd, buf, size - 1);
+	ssize_t n = read(fd, buf, size - 1);
 	close(fd);
 	if (n >= 0)
 		buf[n] = '\0';
@@ -242,10 +324,10 @@ static char *manifest_py_assignment(const char *text, const char *name)
 	return NULL;
 }
 
-/* Appends name==version for each *.dist-info directory in a site-packages folder. */
-static void manifest_add_packages(char **text, const char *dir)
+/* Appends name==version for each *.dist-info directory in a site-packages folder (a verified fd). */
+static void manifest_add_packages(char **text, int site)
 {
-	DIR *d = opendir(dir);
+	DIR *d = safefs_opendir(site);
 	if (!d)
 		return;
 	struct dirent *de;
@@ -264,21 +346,45 @@ static void manifest_add_packages(char **text, const char *dir)
 	closedir(d);
 }
 
+/*
+ * Opens a directory pid's maps named (absolute, as pid sees it) to read data from on uid's
+ * behalf: reached from pid's root through verified directory fds (every step owned by root or
+ * uid, no one else's link followed), and the directory itself writable by nobody else and
+ * listable by uid. fd or -1.
+ */
+static int record_open_site(pid_t pid, uid_t uid, const char *dir)
+{
+	char path[PATH_MAX + 64];
+	if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, dir) >= (int)sizeof path)
+		return -1;
+	int fd = safefs_open_dir(path, uid, 0);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (st.st_mode & 0022) || !safefs_uid_may(&st, uid, 5)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 #define RECORD_SITE_MAX 4
 
 /*
  * Python and PyTorch versions of pid, found without running anything of the target: the
  * interpreter's name in its mappings, torch/version.py and the *.dist-info folders beside the
- * mapped extension modules, all read as data. NULL when pid maps no Python.
+ * mapped extension modules, all read as data on behalf of uid (the process's user) and only
+ * from directories nobody else can change (record_open_site). NULL when pid maps no Python.
  */
-static char *record_runtime_facts(pid_t pid)
+static char *record_runtime_facts(pid_t pid, uid_t uid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return NULL;
-	char *python = NULL, *site[RECORD_SITE_MAX] = {NULL}, *torch = NULL;
+	char *python = NULL, *site[RECORD_SITE_MAX] = {NULL};
+	int torch_site = -1;
 	char line[PATH_MAX + 256];
 	while (fgets(line, sizeof line, f)) {
 		char *file = strchr(line, '/');
@@ -296,42 +402,50 @@ static char *record_runtime_facts(pid_t pid)
 		if (!pkgs)
 			continue;
 		size_t dir_len = (size_t)(pkgs - file) + 14;
-		if (!torch && strncmp(pkgs + 15, "torch/", 6) == 0)
-			torch = xasprintf("%.*s/torch/version.py", (int)dir_len, file);
-		for (size_t i = 0; i < RECORD_SITE_MAX; i++) {
-			if (site[i] && strlen(site[i]) == dir_len && strncmp(site[i], file, dir_len) == 0)
+		for (int i = 0; i < RECORD_SITE_MAX; i++) {
+			if (site[i] && strlen(site[i]) == dir_len && strncmp(site[i], file, dir_len) == 0) {
+				if (torch_site < 0 && strncmp(pkgs + 15, "torch/", 6) == 0)
+					torch_site = i;
 				break;
+			}
 			if (!site[i]) {
 				site[i] = xstrndup(file, dir_len);
+				if (torch_site < 0 && strncmp(pkgs + 15, "torch/", 6) == 0)
+					torch_site = i;
 				break;
 			}
 		}
 	}
 	fclose(f);
-	if (!python && !site[0]) {
-		free(torch);
+	if (!python && !site[0])
 		return NULL;
-	}
 	char *text = xstrdup("");
 	if (python)
 		manifest_add(&text, "python_version", python);
 	char src[16384];
-	if (torch && manifest_read_data(torch, src, sizeof src) > 0) {
-		static const char *const keys[][2] = {
-		    {"__version__", "torch_version"}, {"cuda", "torch_cuda"}, {"git_version", "torch_git"}};
-		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-			char *v = manifest_py_assignment(src, keys[i][0]);
-			if (v)
-				manifest_add(&text, keys[i][1], v);
-			free(v);
+	for (int i = 0; i < RECORD_SITE_MAX && site[i]; i++) {
+		int dir = record_open_site(pid, uid, site[i]);
+		int torch = dir >= 0 && i == torch_site ? safefs_open_dir_for(dir, "torch", uid) : -1;
+		if (torch >= 0 && manifest_read_data(torch, "version.py", uid, src, sizeof src) > 0) {
+			static const char *const keys[][2] = {{"__version__", "torch_version"},
+			                                      {"cuda", "torch_cuda"},
+			                                      {"git_version", "torch_git"}};
+			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+				char *v = manifest_py_assignment(src, keys[k][0]);
+				if (v)
+					manifest_add(&text, keys[k][1], v);
+				free(v);
+			}
 		}
-	}
-	for (size_t i = 0; i < RECORD_SITE_MAX && site[i]; i++) {
-		manifest_add_packages(&text, site[i]);
+		if (torch >= 0)
+			close(torch);
+		if (dir >= 0) {
+			manifest_add_packages(&text, dir);
+			close(dir);
+		}
 		free(site[i]);
 	}
 	free(python);
-	free(torch);
 	return text;
 }
 
@@ -508,13 +622,17 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 {
 	struct launch launch = *target;
 	the_recorder.writer = writer;
+	the_recorder.attached = launch.attached;
 	struct sigaction sa = {0};
 	sa.sa_handler = record_on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	struct tap_callbacks cb = {
-	    .ctx = &the_recorder, .frame = record_frame, .error = record_error, .refused = record_refused};
+	struct tap_callbacks cb = {.ctx = &the_recorder,
+	                           .frame = record_frame,
+	                           .error = record_error,
+	                           .refused = record_refused,
+	                           .continued = record_continued};
 	int tap_err = 0;
 	struct tap *tap =
 	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
@@ -531,7 +649,9 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	int manifest_done = 0;
 
 	uint64_t start = clock_mono_ns();
-	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0, last_facts = 0;
+	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
+	if (launch.running)
+		record_facts_start(launch.pid);
 	int forwarded = 0, connected_once = 0;
 	for (;;) {
 		tap_pump(tap, 20, -1);
@@ -544,10 +664,6 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		if (!manifest_done && (connected_once || now - start > 2000000000ull)) {
 			record_manifest(the_recorder.writer, command);
 			manifest_done = 1;
-		}
-		if (now - last_facts >= RECORD_FACTS_NS && launch.running) {
-			last_facts = now;
-			record_note_runtime(&the_recorder, launch.pid);
 		}
 		if (launch.attached && the_recorder.refused == launch.pid)
 			break;
@@ -581,6 +697,7 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	}
 	tap_finish(tap);
 	tap_free(tap);
+	the_recorder.runtime_facts = record_facts_take();
 	if (launch.attached && (the_recorder.refused == launch.pid || !connected_once)) {
 		/* Nothing was recorded: whatever output named before stays as it was. */
 		capture_writer_abandon(the_recorder.writer);

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -19,12 +22,52 @@
 
 #define RED_ZONE 128
 
-/* Reads a 64-bit ELF header and its program headers from path; returns the count or -errno. */
-static int remote_read_phdrs(const char *path, Elf64_Ehdr *eh, Elf64_Phdr *ph, size_t cap)
+/* Set while a borrowed thread runs with our registers: leaving then would let it run on into
+ * our call with nobody to put its registers back. */
+static volatile sig_atomic_t remote_window;
+
+int remote_busy(void)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return remote_window;
+}
+
+/* Whether fd is a regular file with the device and inode a maps line named. */
+static int remote_is_mapped_file(int fd, const struct remote_mapping *m)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && major(st.st_dev) == m->dev_major &&
+	       minor(st.st_dev) == m->dev_minor && (uint64_t)st.st_ino == m->inode;
+}
+
+int remote_open_mapping(pid_t pid, const struct remote_mapping *m, const char *path)
+{
+	/* Nothing here may wait on what the target controls: a FIFO named like a library, a
+	 * terminal, a link swapped in after the maps line was read. */
+	const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	char at[PATH_MAX + 64];
+	snprintf(at, sizeof at, "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)m->start,
+	         (unsigned long long)m->end);
+	int fd = open(at, flags);
+	int err = fd < 0 ? errno : 0;
+	/* map_files needs CAP_SYS_ADMIN: without it the path, seen from the target's root, serves
+	 * only when it still names the mapped file (a deleted one never does). */
+	if (fd < 0 && (err == EPERM || err == EACCES) && path[0] == '/' && !strstr(path, " (deleted)") &&
+	    snprintf(at, sizeof at, "/proc/%d/root%s", (int)pid, path) < (int)sizeof at) {
+		fd = open(at, flags);
+		err = fd < 0 ? errno : 0;
+	}
 	if (fd < 0)
-		return -errno;
+		return -err;
+	if (!remote_is_mapped_file(fd, m)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Reads a 64-bit ELF header and its program headers from fd; returns the count or -errno. */
+static int remote_read_phdrs(int fd, Elf64_Ehdr *eh, Elf64_Phdr *ph, size_t cap)
+{
 	int rc = -ENOEXEC;
 	if (pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh &&
 	    memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
@@ -33,7 +76,6 @@ static int remote_read_phdrs(const char *path, Elf64_Ehdr *eh, Elf64_Phdr *ph, s
 		if (pread(fd, ph, len, (off_t)eh->e_phoff) == (ssize_t)len)
 			rc = eh->e_phnum;
 	}
-	close(fd);
 	return rc;
 }
 
@@ -45,11 +87,11 @@ static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int write_it)
  * such as a symbolizer's whole-file mmap), then verified by reading the ELF magic where the
  * file's first page must be loaded. Returns 0 or -ENOEXEC.
  */
-static int remote_load_bias(pid_t pid, const char *path, uint64_t start, uint64_t offset, uint64_t *bias)
+static int remote_load_bias(pid_t pid, int fd, uint64_t start, uint64_t offset, uint64_t *bias)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[64];
-	int n = remote_read_phdrs(path, &eh, ph, sizeof ph / sizeof ph[0]);
+	int n = remote_read_phdrs(fd, &eh, ph, sizeof ph / sizeof ph[0]);
 	if (n < 0)
 		return n;
 	const Elf64_Phdr *exec = NULL, *first = NULL;
@@ -79,17 +121,18 @@ int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	char line[4608];
 	int rc = -ENOENT;
 	while (fgets(line, sizeof line, f)) {
-		unsigned long long start, end, offset;
+		unsigned long long start, end, offset, inode;
+		unsigned dev_major, dev_minor;
 		char perms[8];
 		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &name_at) <
-		        4 ||
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &offset, &dev_major,
+		           &dev_minor, &inode, &name_at) < 7 ||
 		    !name_at)
 			continue;
 		char *file = line + name_at;
@@ -98,12 +141,19 @@ int remote_find_module(pid_t pid, const char *prefix, struct remote_module *out)
 		base = base ? base + 1 : file;
 		/* Only an executable mapping is the module's code as the loader placed it: a plain
 		 * mmap of the same file (the collector's symbolizer maps whole files) never is. */
-		if (file[0] != '/' || strncmp(base, prefix, strlen(prefix)) != 0 || perms[2] != 'x')
+		if (file[0] != '/' || strncmp(base, prefix, strlen(prefix)) != 0 || perms[2] != 'x' || !inode)
+			continue;
+		struct remote_mapping m = {start, end, dev_major, dev_minor, inode};
+		int fd = remote_open_mapping(pid, &m, file);
+		if (fd < 0)
 			continue;
 		uint64_t bias;
-		if (remote_load_bias(pid, file, start, offset, &bias) != 0)
+		int found = remote_load_bias(pid, fd, start, offset, &bias) == 0;
+		close(fd);
+		if (!found)
 			continue;
 		snprintf(out->path, sizeof out->path, "%s", file);
+		out->map = m;
 		out->bias = bias;
 		rc = 0;
 		break;
@@ -119,7 +169,11 @@ int remote_symbol(pid_t pid, const char *module_prefix, const char *symbol, uint
 	if (rc)
 		return rc;
 	uint64_t value, first_vaddr;
-	rc = elfsym_lookup(m.path, symbol, &value, &first_vaddr);
+	int fd = remote_open_mapping(pid, &m.map, m.path);
+	if (fd < 0)
+		return fd;
+	rc = elfsym_lookup(fd, symbol, &value, &first_vaddr);
+	close(fd);
 	if (rc)
 		return rc;
 	*address = m.bias + value;
@@ -142,7 +196,7 @@ pid_t remote_pick_thread(pid_t pid)
 			continue;
 		char stat_path[96], buf[512];
 		snprintf(stat_path, sizeof stat_path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-		FILE *f = fopen(stat_path, "r");
+		FILE *f = fopen(stat_path, "re");
 		if (!f)
 			continue;
 		char state = 0;
@@ -254,12 +308,14 @@ int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, c
 	regs.rsp = call_rsp;
 	/* Not in a system call any more: no restart logic must touch our registers. */
 	regs.orig_rax = (unsigned long long)-1;
+	remote_window = 1;
 	ptrace(PTRACE_SETREGS, tid, 0, &regs);
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	int result = -ETIMEDOUT;
 	for (;;) {
 		rc = wait_stop(tid, &status, deadline);
 		if (rc == -ESRCH) {
+			remote_window = 0;
 			snprintf(err, err_size, "the process exited during attach");
 			free(scratch);
 			free(ours);
@@ -284,9 +340,12 @@ int remote_call(pid_t pid, pid_t tid, uint64_t func, uint64_t a1, uint64_t a2, c
 		int deliver = (status >> 16) == PTRACE_EVENT_STOP ? 0 : sig;
 		ptrace(PTRACE_CONT, tid, 0, deliver);
 	}
-	mem_rw(pid, call_rsp, scratch, scratch_len, 1);
+	/* Registers first: from here on leaving (see attach's deadline) is harmless; the bytes we
+	 * wrote lie below the red zone, where any signal handler may write too. */
 	ptrace(PTRACE_SETREGS, tid, 0, &saved);
 	ptrace(PTRACE_SETFPREGS, tid, 0, &saved_fp);
+	remote_window = 0;
+	mem_rw(pid, call_rsp, scratch, scratch_len, 1);
 	ptrace(PTRACE_DETACH, tid, 0, 0);
 	free(scratch);
 	free(ours);

@@ -24,6 +24,7 @@ struct tap_conn {
 	int fd;
 	int source;
 	pid_t pid;
+	uint64_t start_ticks; /* the process's start time (/proc/PID/stat), 0 when unknown */
 	ino_t inode;
 	int got_hello;
 	struct wire_decoder dec;
@@ -36,8 +37,18 @@ struct tap_seen {
 	struct timespec ctime; /* inode numbers are reused: a re-created socket differs in ctime */
 };
 
+/* Every stream by source number: which process it came from, to tell an exec from a new pid. */
+struct tap_source {
+	pid_t pid;
+	uint64_t start_ticks; /* 0 when unknown (a PID.final of a process already gone) */
+	uint8_t ended_alive;  /* its connection ended while the process lived on (an exec) */
+	uint8_t continued;    /* a later stream is the same process */
+};
+
 struct tap {
-	int dir_fd;  /* the session directory, verified once at start */
+	int dir_fd; /* the session directory, verified once at start */
+	struct tap_source *sources;
+	size_t source_cap;
 	uid_t owner; /* who owns it (and the collectors' files in it) */
 	struct tap_callbacks cb;
 	struct tap_conn *conns;
@@ -48,6 +59,61 @@ struct tap {
 	uint64_t last_scan_ns;
 	uint64_t bytes;
 };
+
+/*
+ * The start time of pid in clock ticks since boot, which an exec keeps and a new process with a
+ * reused pid does not; *running says it is not exiting or a zombie. 0 when unreadable.
+ */
+static uint64_t tap_proc_start(pid_t pid, int *running)
+{
+	char path[64], buf[1024];
+	*running = 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The name may hold anything: fields start after its last ')'. */
+	const char *p = strrchr(buf, ')');
+	char state;
+	unsigned flags;
+	unsigned long long start;
+	if (!p ||
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+	           &state, &flags, &start) != 3)
+		return 0;
+	*running = state != 'Z' && state != 'X' && !(flags & 0x4); /* PF_EXITING */
+	return start;
+}
+
+/*
+ * Numbers a new stream of pid (start_ticks 0 when unknown) and says whether it continues an
+ * earlier one: the same process after exec (same pid and start time; for a PID.final of a
+ * process already gone, the last stream of that pid ended while the process lived on).
+ */
+static int tap_source_new(struct tap *tap, pid_t pid, uint64_t start_ticks)
+{
+	int source = tap->next_source++;
+	xgrow((void **)&tap->sources, &tap->source_cap, (size_t)source + 1, sizeof *tap->sources);
+	tap->sources[source] = (struct tap_source){.pid = pid, .start_ticks = start_ticks};
+	for (int s = source - 1; s >= 0; s--) {
+		struct tap_source *prev = &tap->sources[s];
+		if (prev->pid != pid)
+			continue;
+		int same = start_ticks ? prev->start_ticks == start_ticks : prev->ended_alive;
+		if (same && !prev->continued) {
+			prev->continued = 1;
+			if (tap->cb.continued)
+				tap->cb.continued(tap->cb.ctx, s);
+		}
+		break; /* only the latest stream of that pid can be continued */
+	}
+	return source;
+}
 
 struct tap *tap_new_owned(const char *dir, uid_t owner, const struct tap_callbacks *callbacks, int *err)
 {
@@ -79,6 +145,9 @@ static void tap_conn_close(struct tap *tap, size_t index)
 	struct tap_conn *c = &tap->conns[index];
 	/* What the collector could not send before it exited continues this stream from a file. */
 	tap_take_final(tap, c);
+	int running;
+	if (c->start_ticks && tap_proc_start(c->pid, &running) == c->start_ticks && running)
+		tap->sources[c->source].ended_alive = 1;
 	close(c->fd);
 	wire_decoder_fini(&c->dec);
 	/* A collector turns a second viewer away by closing before its handshake. */
@@ -101,6 +170,7 @@ void tap_free(struct tap *tap)
 	}
 	free(tap->conns);
 	free(tap->seen);
+	free(tap->sources);
 	close(tap->dir_fd);
 	free(tap);
 }
@@ -142,7 +212,7 @@ static void tap_final_alone(struct tap *tap, pid_t pid)
 	memset(&c, 0, sizeof c);
 	c.fd = -1;
 	c.pid = pid;
-	c.source = tap->next_source++;
+	c.source = tap_source_new(tap, pid, 0);
 	wire_decoder_init(&c.dec);
 	tap_take_final(tap, &c);
 	wire_decoder_fini(&c.dec);
@@ -191,10 +261,13 @@ static void tap_scan(struct tap *tap)
 		xgrow((void **)&tap->conns, &tap->conn_cap, tap->conn_count + 1, sizeof *tap->conns);
 		struct tap_conn *c = &tap->conns[tap->conn_count++];
 		memset(c, 0, sizeof *c);
+		int running;
 		c->fd = fd;
 		c->pid = pid;
 		c->inode = st.st_ino;
-		c->source = tap->next_source++;
+		/* Read once connected: the process listening on the socket is alive now. */
+		c->start_ticks = tap_proc_start(pid, &running);
+		c->source = tap_source_new(tap, pid, c->start_ticks);
 		wire_decoder_init(&c->dec);
 	}
 	closedir(d);
@@ -224,6 +297,13 @@ static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, s
 				break;
 			}
 			c->got_hello = 1;
+		}
+		/* How a process ended is written by the viewer that launched it, into its own capture;
+		 * a peer (socket or PID.final) claiming it is forging its end. */
+		if (type == WIRE_FRAME_EXIT) {
+			cause = "sent an exit record, which only a capture written by cuscope may hold";
+			rc = -EPROTO;
+			break;
 		}
 		if (tap->cb.frame(tap->cb.ctx, c->source, type, payload, length) != 0)
 			return -1;

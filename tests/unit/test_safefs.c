@@ -243,10 +243,59 @@ static void test_output_links_and_special(void **state)
 	assert_int_equal(safefs_output_open(&out, fx->dir, 0, &cause), -EISDIR);
 }
 
+/* Access on a user's behalf: owner bits for the owner, "other" bits for anyone else. */
+static void test_uid_may(void **state)
+{
+	(void)state;
+	struct stat st = {.st_uid = 1000, .st_mode = S_IFREG | 0640};
+	assert_true(safefs_uid_may(&st, 1000, 4));
+	assert_false(safefs_uid_may(&st, 1000, 1));
+	assert_false(safefs_uid_may(&st, 1001, 4)); /* group bits never count */
+	assert_true(safefs_uid_may(&st, 0, 4));
+	st.st_mode = S_IFDIR | 0311;
+	assert_false(safefs_uid_may(&st, 1000, 5)); /* searchable but not listable */
+	assert_true(safefs_uid_may(&st, 1000, 1));
+	assert_true(safefs_uid_may(&st, 1001, 1));
+	st.st_mode = S_IFREG | 0004;
+	assert_false(safefs_uid_may(&st, 1000, 4)); /* the owner's own bits say no */
+	assert_true(safefs_uid_may(&st, 1001, 4));
+}
+
+/* Data read on a user's behalf: a regular file of bounded size, never a FIFO, link or folder. */
+static void test_open_data_and_dir_for(void **state)
+{
+	struct fixture *fx = *state;
+	uid_t me = geteuid();
+	int dir = open(fx->dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dir >= 0);
+	write_text(at(fx, "data"), "0123456789");
+	assert_int_equal(mkfifo(at(fx, "fifo"), 0600), 0);
+	assert_int_equal(symlink("data", at(fx, "link")), 0);
+	assert_int_equal(mkdir(at(fx, "sub"), 0755), 0);
+	int fd = safefs_open_data_at(dir, "data", me, 10);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(safefs_open_data_at(dir, "data", me, 9), -EFBIG);
+	/* A FIFO nobody writes to: refused at once instead of blocking. */
+	assert_int_equal(safefs_open_data_at(dir, "fifo", me, 10), -EPERM);
+	assert_int_equal(safefs_open_data_at(dir, "link", me, 10), -ELOOP);
+	assert_int_equal(safefs_open_data_at(dir, "sub", me, 10), -EPERM);
+	fd = safefs_open_dir_for(dir, "sub", me);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(chmod(at(fx, "sub"), 0777), 0);
+	assert_int_equal(safefs_open_dir_for(dir, "sub", me), -EPERM); /* anyone may change it */
+	assert_int_equal(symlink("sub", at(fx, "sublink")), 0);
+	assert_int_equal(safefs_open_dir_for(dir, "sublink", me), -ENOTDIR);
+	close(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_split),
+	    cmocka_unit_test(test_uid_may),
+	    cmocka_unit_test_setup_teardown(test_open_data_and_dir_for, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_dir_rules, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mkdir_private, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_remove_dir, setup, teardown),

@@ -1,0 +1,93 @@
+/*
+ * Many short-lived children, then one killed: for the check that every process's stream ended
+ * with its final counts (record warns about the killed one, however many came before it, and
+ * whoever later has its pid).
+ *
+ *   fork_many N      N children that exit at once (one after another), a pause, then one child
+ *                    that sleeps until it is SIGKILLed 1.5 s later; prints "killed P"
+ *   fork_many -r     one child SIGKILLed as above, reaped, then (root: through ns_last_pid)
+ *                    children until one has the killed child's pid again, which exits normally;
+ *                    prints "killed P" and "reused P" (or "noreuse" when the pid could not be had)
+ * Exits 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void nap(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Forks a child that sleeps until killed, kills it after 1.5 s and reaps it; returns its pid. */
+static pid_t kill_one(void)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		for (;;)
+			pause();
+	}
+	nap(1500);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	printf("killed %d\n", (int)p);
+	fflush(stdout);
+	return p;
+}
+
+/* Asks for pid next (root only); 0 when written. */
+static int want_pid(pid_t next)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%d", (int)next - 1) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: fork_many N | fork_many -r\n");
+		return 2;
+	}
+	if (strcmp(argv[1], "-r") == 0) {
+		pid_t killed = kill_one();
+		for (int attempt = 0; attempt < 200; attempt++) {
+			if (want_pid(killed) != 0)
+				break;
+			pid_t p = fork();
+			if (p == 0) {
+				if (getpid() == killed)
+					nap(300); /* long enough for the viewer to connect */
+				exit(0);
+			}
+			waitpid(p, NULL, 0);
+			if (p == killed) {
+				printf("reused %d\n", (int)p);
+				return 0;
+			}
+		}
+		printf("noreuse\n");
+		return 0;
+	}
+	long n = strtol(argv[1], NULL, 10);
+	for (long i = 0; i < n; i++) {
+		pid_t p = fork();
+		if (p == 0)
+			exit(0);
+		if (p < 0) {
+			perror("fork");
+			return 1;
+		}
+		waitpid(p, NULL, 0);
+	}
+	nap(1000);
+	kill_one();
+	return 0;
+}
