@@ -10,9 +10,10 @@
 need_cuscope
 need_prog exec_loop
 
-# Load beside the program: bounded by the test's own timeout and killed at exit.
+# Load beside the program: each loop spins only while this test's shell lives, so it ends with
+# the test however the test ends (a SIGKILLed `timeout` wrapper would leave its child spinning).
 for _ in 1 2; do
-	timeout 300 sh -c 'while :; do :; done' &
+	sh -c "while kill -0 $$ 2>/dev/null; do :; done" &
 	BG_PIDS+=($!)
 	disown $! # killed by the cleanup without a job-control line
 done
