@@ -747,23 +747,16 @@ static int sampler_thread_blocks(pid_t tid, int sig)
 
 /*
  * Reads tid's mask (after its CPU time: a mask changed later shows as CPU time at the next poll)
- * and notes whether it blocks the sampling signal. Says once that such threads are not sampled.
+ * and notes whether it blocks the sampling signal.
  */
 static void sampler_read_mask(struct sampled_thread *t, int sig)
 {
-	static int said;
 	uint64_t cpu = 0;
 	if (sampler_thread_cpu(t->tid, &cpu) == 0)
 		t->cpu_ns = cpu;
 	int blocks = sampler_thread_blocks(t->tid, sig);
-	if (blocks < 0)
-		return; /* unknown: as before */
-	t->blocked = blocks;
-	if (blocks && !said++)
-		collector_notice(WIRE_NOTICE_INFO,
-		                 "CPU sampling: thread %d blocks signal %d, the sampler's; it is not sampled "
-		                 "while it does",
-		                 (int)t->tid, sig);
+	if (blocks >= 0)
+		t->blocked = blocks; /* unknown: left as it was */
 }
 
 void sampler_thread_added(pid_t tid)
@@ -941,6 +934,14 @@ static void sampler_check_masks(void)
 		sampler_read_mask(t, sig);
 		if (t->blocked != was)
 			sampler_mask_arm(t, !t->blocked);
+		/* Said once it lasts while the thread runs (pthread_create and handlers block briefly). */
+		static int said;
+		if (was && t->blocked && !all && !said++)
+			collector_notice(
+			    WIRE_NOTICE_INFO,
+			    "CPU sampling: thread %d blocks signal %d (the sampler's) while it runs; "
+			    "it is not sampled while it does",
+			    (int)t->tid, sig);
 	}
 }
 
