@@ -43,7 +43,8 @@ static inline uint64_t clock_ticks(void)
 }
 #endif
 
-/* 1 when this machine's TSC is invariant, so clock_ticks() can stand in for MONOTONIC. */
+/* 1 when this machine's TSC is invariant and the kernel clocksource is the TSC, so clock_ticks()
+ * can stand in for MONOTONIC. */
 int clock_ticks_usable(void);
 
 /*

@@ -189,6 +189,12 @@ uint64_t sampler_skipped(void);
 /* Sender thread, periodically: keeps the sampling cost in budget, follows a claimed signal, reports
  * the requested/set/achieved rates; sampler_poll(0) reports now (at exit). */
 void sampler_poll(uint64_t now_ns);
+/* Before an exec (application thread): disarms every timer and perf event and takes this
+ * thread's pending signals of ours, the program's mask restored exactly; returns 1 if it did
+ * (then sampler_exec_end must follow if the exec fails), 0 when the sampler is not ours here. */
+int sampler_exec_begin(void);
+/* After a failed exec: arms sampling again. */
+void sampler_exec_end(void);
 /* The caller's stack (return addresses, the caller's own frame first) without libunwind's
  * descriptor-based memory validation; for application threads outside signal handlers. */
 int sampler_backtrace(uint64_t *pcs, int max);

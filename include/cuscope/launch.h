@@ -15,6 +15,7 @@ struct launch_options {
 	const char *counters;          /* counter list ("none" = off), NULL = default set */
 	int python_perf;               /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
 	int no_gpu;                    /* do not trace GPU activity */
+	const char *follow;            /* descendants traced: "all", "none" or EXE,... (NULL = all) */
 	unsigned log_mb;               /* output log cap in MiB (log_output), 0 = LAUNCH_LOG_MB_DEFAULT */
 };
 
@@ -39,8 +40,9 @@ struct launch_log_stats {
 	    {"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                               \
 	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
 	    {"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4},                                       \
+	    {"log-mb", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5},                                 \
 	{                                                                                                    \
-		"log-mb", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5                                \
+		"follow", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 6                                \
 	}
 /* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
 int launch_parse_option(struct launch_options *options, int opt, const char *arg);

@@ -52,7 +52,18 @@ int clock_ticks_usable(void)
 	char *end = strchr(flags + 1, '\n');
 	if (end)
 		*end = '\0';
-	return has_word(flags, "constant_tsc") && has_word(flags, "nonstop_tsc");
+	if (!has_word(flags, "constant_tsc") || !has_word(flags, "nonstop_tsc"))
+		return 0;
+	/* The flags say what the CPU promises; the kernel's own clocksource says whether it still
+	 * trusts the TSC (it switches away when it finds the counters skewed across CPUs, as happens
+	 * on some virtual machines): only then do ticks from different CPUs agree with MONOTONIC. */
+	char source[32] = "";
+	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, source, sizeof source - 1);
+	close(fd);
+	return n >= 3 && strncmp(source, "tsc", 3) == 0 && (source[3] == '\n' || source[3] == '\0');
 #else
 	return 0;
 #endif

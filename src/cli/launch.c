@@ -27,7 +27,10 @@ const char launch_options_help[] =
     "      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
     "      --no-gpu           do not trace GPU activity (CUPTI)\n"
     "      --log-mb N         live mode and run --detached: the output log keeps the newest N MiB of\n"
-    "                         COMMAND's output (default 64); a note at its top counts what was dropped\n";
+    "                         COMMAND's output (default 64); a note at its top counts what was dropped\n"
+
+    "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,... (COMMAND\n"
+    "                         and descendants whose executable or argv[0] has one of these base names)\n";
 
 static int launch_number_option(const char *name, const char *arg, int allow_off)
 {
@@ -38,6 +41,26 @@ static int launch_number_option(const char *name, const char *arg, int allow_off
 	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "",
 	        arg);
 	return -1;
+}
+
+/* 0 if arg is a --follow value: all, none, or non-empty base names separated by commas. */
+static int launch_follow_check(const char *arg)
+{
+	if (strcmp(arg, "all") == 0 || strcmp(arg, "none") == 0)
+		return 0;
+	/* The collector compares names of at most NAME_MAX bytes; the whole list travels in the
+	 * environment. */
+	if (!*arg || strlen(arg) > 1000 || strchr(arg, '/'))
+		return -1;
+	for (const char *p = arg; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0 || len > NAME_MAX)
+			return -1;
+		p += len;
+		if (*p == ',' && !*++p)
+			return -1; /* a trailing comma */
+	}
+	return 0;
 }
 
 int launch_parse_option(struct launch_options *options, int opt, const char *arg)
@@ -80,6 +103,16 @@ int launch_parse_option(struct launch_options *options, int opt, const char *arg
 		options->log_mb = (unsigned)v;
 		return 1;
 	}
+	case 6:
+		if (launch_follow_check(arg) != 0) {
+			fprintf(stderr,
+			        "cuscope: --follow needs all, none or a comma list of executable names (no "
+			        "'/'), not '%s'\n",
+			        arg);
+			return -1;
+		}
+		options->follow = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -186,6 +219,15 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 		setenv("CUSCOPE_NO_GPU", "1", 1);
 	if (options->python_perf)
 		setenv("PYTHONPERFSUPPORT", "1", 1);
+	/* --follow: the collector traces this process (whatever it execs) and the descendants the
+	 * list names; the others stay inert but pass the environment on. */
+	if (options->follow && strcmp(options->follow, "all") != 0) {
+		setenv("CUSCOPE_FOLLOW", options->follow, 1);
+		launch_setenv_number("CUSCOPE_LAUNCHED_PID", (unsigned)getpid());
+	} else {
+		unsetenv("CUSCOPE_FOLLOW");
+		unsetenv("CUSCOPE_LAUNCHED_PID");
+	}
 	/* The GC hook: our sitecustomize first on PYTHONPATH (it chains to any other). */
 	char pyhook[4200];
 	snprintf(pyhook, sizeof pyhook, "%s", launch->collector);

@@ -46,7 +46,8 @@ static const struct verb verbs[] = {
      "lives as long as COMMAND's output is open.\n"
      "\n"
      "  --log-mb N   the log keeps the newest N MiB of output (default 64); a note at its top\n"
-     "               counts what was dropped\n"},
+     "               counts what was dropped\n"
+     "Collector options as for record (--sample-hz, --follow, ...).\n"},
     {"record", cli_record, "run a command headless and write a capture file",
      "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
      "\n"
@@ -65,6 +66,8 @@ static const struct verb verbs[] = {
      "                         perf events; default = that set; none = off)\n"
      "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
      "      --no-gpu           do not trace GPU activity\n"
+     "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,...\n"
+     "                         (COMMAND and descendants with one of these executable base names)\n"
      "  -h, --help             this help\n"},
     {"view", cli_view, "open a capture file in the timeline UI",
      "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
@@ -148,7 +151,8 @@ static const char *live_usage =
     "  -h, --help         this help\n"
     "  -V, --version      print the version\n"
     "collector options (live mode, record, attach):\n"
-    "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu\n"
+    "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu,\n"
+    "  --follow all|none|EXE,... (live mode, record and run --detached)\n"
     "  (see cuscope record --help)\n"
     "NO_COLOR in the environment turns colour off.\n"
     "\n"

@@ -44,6 +44,8 @@ static COLLECTOR_TLS pid_t thread_tid_self;
 static COLLECTOR_TLS volatile sig_atomic_t thread_in_collector;
 static pthread_key_t thread_ring_key;
 static pid_t collector_pid;
+/* --follow: a forked copy of this process (the same program) collects too. */
+static int follow_fork_children = 1;
 
 uint64_t collector_now_ns(void)
 {
@@ -544,6 +546,14 @@ static void collector_atfork_child(void)
 	if (!atomic_load(&collector_running))
 		return;
 	atomic_store(&collector_running, 0);
+	if (!follow_fork_children) {
+		/* --follow leaves this copy out: inert, like a process never started. */
+		sender_forget_after_fork();
+		cupti_forget_after_fork();
+		atomic_store(&collector_rings, NULL);
+		collector_ring_self = NULL;
+		return;
+	}
 	/* Parent's rings are abandoned (their threads are gone); this thread starts a fresh one. */
 	atomic_store(&collector_rings, NULL);
 	collector_ring_self = NULL;
@@ -692,8 +702,58 @@ static const char *collector_armed_session(void)
 	return dir;
 }
 
+/*
+ * --follow (CUSCOPE_FOLLOW, set by the launcher with CUSCOPE_LAUNCHED_PID): whether this process
+ * collects. The launched process always does, whatever it execs; with "none" nobody else; with a
+ * list of names, a descendant whose executable or argv[0] has one of these base names. A process
+ * not followed stays inert (no thread, socket, ring or timer) but keeps the environment, so its
+ * own children decide for themselves.
+ */
+static const char *follow_argv0; /* from the constructor's arguments */
+
+/* 1 if name is one of the comma-separated names in list. */
+static int follow_list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (n && len == n && memcmp(p, name, n) == 0)
+			return 1;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+static const char *follow_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Decides whether this process collects, and whether its forked copies will (same program). */
+static int collector_followed(void)
+{
+	const char *follow = getenv("CUSCOPE_FOLLOW");
+	if (!follow || !*follow || strcmp(follow, "all") == 0)
+		return 1;
+	int ours = 0;
+	if (strcmp(follow, "none") != 0) {
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			ours = follow_list_has(follow, follow_basename(exe));
+		}
+		if (!ours && follow_argv0)
+			ours = follow_list_has(follow, follow_basename(follow_argv0));
+	}
+	follow_fork_children = ours;
+	const char *launched = getenv("CUSCOPE_LAUNCHED_PID");
+	return ours || (launched && strtol(launched, NULL, 10) == (long)getpid());
+}
+
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
-__attribute__((constructor)) static void collector_init(void)
+static void collector_init(void)
 {
 	static int initialised;
 	if (initialised)
@@ -701,6 +761,8 @@ __attribute__((constructor)) static void collector_init(void)
 	initialised = 1;
 	int attached = 0;
 	const char *session = getenv(SESSION_ENV);
+	if (session && *session && !collector_followed())
+		return; /* inert: --follow leaves this process out */
 	if (!session || !*session) {
 		attached = rendezvous_read();
 		session = attached ? config_value(SESSION_ENV) : collector_armed_session();
@@ -725,6 +787,14 @@ __attribute__((constructor)) static void collector_init(void)
 	if (collector_start() != 0)
 		return;
 	atexit(collector_at_exit);
+}
+
+/* glibc passes the program's arguments to constructors: argv[0] for --follow. */
+__attribute__((constructor)) static void collector_constructor(int argc, char **argv)
+{
+	if (argc > 0 && argv && argv[0])
+		follow_argv0 = argv[0];
+	collector_init();
 }
 
 /*

@@ -29,6 +29,13 @@
  * there is no interposition: a thread that starts blocking the signal after it was armed may
  * see one of ours in a sigwait or signalfd before the next poll disarms it (at most one per
  * thread, per poll). Calibration signals are sent to the sender thread only.
+ *
+ * Exec: a signal of ours still pending when the process image is replaced would reach the new
+ * image, where its default action kills the program. Before an exec (the interposed exec family,
+ * exec.c) sampler_exec_begin disarms every timer and perf event, takes the calling thread's
+ * pending signals of ours with the program's mask put back exactly; other threads' signals die
+ * with them at the exec. A failed exec re-arms (sampler_exec_end). Attach mode has no
+ * interposition: there a sample pending at an exec still kills the new image.
  */
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
@@ -39,6 +46,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -256,8 +264,17 @@ static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieve
 static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
 static _Atomic uint64_t handler_count; /* ... and how many they were */
 static uint64_t delivery_ns;           /* kernel signal delivery + return, measured at start */
-static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* sender thread only */
+static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
 static size_t sampled_count;
+/*
+ * Serialises the timers and perf events between the sender (which makes, re-arms and closes
+ * them) and an application thread about to exec (which disarms them). Never taken in a handler.
+ */
+static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Execs under way (changed under sampler_lock): while non-zero nothing is armed. */
+static _Atomic int exec_pending;
+/* The process the sampler's timers and perf fds belong to (a vfork child shares our memory). */
+static _Atomic pid_t sampler_pid;
 
 /*
  * Dispositions are process-wide: the first thread to start unwinding installs the guard and the
@@ -411,6 +428,8 @@ int sampler_backtrace(uint64_t *pcs, int max)
  * descriptor is still our event: the program may have reused the number). */
 static void sampler_rearm(const siginfo_t *info)
 {
+	if (atomic_load_explicit(&exec_pending, memory_order_relaxed))
+		return; /* an exec is under way: the event stays disabled */
 	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_live(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
@@ -612,8 +631,37 @@ int sampler_init(unsigned hz)
 	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery) * 1000 / SAMPLER_BUDGET_PERMILLE);
 	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
 	atomic_store(&move_requested, 0);
+	atomic_store(&sampler_pid, getpid());
 	atomic_store(&sampler_on, 1);
 	return 0;
+}
+
+/*
+ * Arms (on = 1, at the period set now) or disarms one thread's timer or perf event; callers hold
+ * sampler_lock. A disarmed perf fd also sends no signal at all: closing it (at exec) or its
+ * thread's end would otherwise signal POLL_HUP. A perf fd is used only while it is still ours.
+ * A thread that blocks the sampling signal stays disarmed (see sampler_check_masks).
+ */
+static void sampler_arm(struct sampled_thread *t, int on)
+{
+	on = on && !t->blocked;
+	if (t->fd >= 0) {
+		if (!sampler_fd_same(t))
+			return;
+		int flags = fcntl(t->fd, F_GETFL);
+		if (on) {
+			fcntl(t->fd, F_SETFL, flags | O_ASYNC);
+			ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1);
+		} else {
+			ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+			fcntl(t->fd, F_SETFL, flags & ~O_ASYNC);
+		}
+		return;
+	}
+	long period = on ? atomic_load(&sampler_period_ns) : 0;
+	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
+	                         {period / 1000000000L, period % 1000000000L}};
+	timer_settime(t->timer, 0, &its, NULL);
 }
 
 /*
@@ -649,8 +697,11 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	t->fd = fd;
 	perf_fd_publish(fd, id);
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
-	if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 ||
-	    fcntl(fd, F_SETOWN_EX, &owner) != 0 || (arm && ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0)) {
+	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
+	 * thread blocks the signal. */
+	arm = arm && !t->blocked && !atomic_load(&exec_pending);
+	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
 		perf_fd_publish(fd, 0);
 		collector_fd_close(fd);
@@ -671,25 +722,8 @@ static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
 		return -errno;
-	long period = arm ? atomic_load(&sampler_period_ns) : 0;
-	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-	                         {period / 1000000000L, period % 1000000000L}};
-	timer_settime(t->timer, 0, &its, NULL);
+	sampler_arm(t, arm && !atomic_load(&exec_pending));
 	return 0;
-}
-
-/* Arms or disarms one thread's timer or perf event (a perf fd only while it is still ours). */
-static void sampler_mask_arm(struct sampled_thread *t, int on)
-{
-	if (t->fd >= 0) {
-		if (sampler_fd_same(t))
-			ioctl(t->fd, on ? PERF_EVENT_IOC_REFRESH : PERF_EVENT_IOC_DISABLE, on ? 1 : 0);
-		return;
-	}
-	long period = on ? atomic_load(&sampler_period_ns) : 0;
-	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-	                         {period / 1000000000L, period % 1000000000L}};
-	timer_settime(t->timer, 0, &its, NULL);
 }
 
 /* Stops sampling one thread; a perf fd is closed only while it is still ours. */
@@ -759,7 +793,16 @@ static void sampler_read_mask(struct sampled_thread *t, int sig)
 		t->blocked = blocks; /* unknown: left as it was */
 }
 
+static void sampler_thread_add_locked(pid_t tid);
+
 void sampler_thread_added(pid_t tid)
+{
+	pthread_mutex_lock(&sampler_lock);
+	sampler_thread_add_locked(tid);
+	pthread_mutex_unlock(&sampler_lock);
+}
+
+static void sampler_thread_add_locked(pid_t tid)
 {
 	if (!atomic_load(&sampler_on) || sampled_count == MAX_SAMPLED_THREADS)
 		return;
@@ -802,25 +845,33 @@ void sampler_thread_added(pid_t tid)
 
 void sampler_thread_removed(pid_t tid)
 {
+	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count; i++) {
 		if (sampled[i].tid == tid) {
 			sampler_release(&sampled[i]);
 			sampled[i] = sampled[--sampled_count];
-			return;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 void sampler_stop(void)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_on, 0);
 	for (size_t i = 0; i < sampled_count; i++)
 		sampler_release(&sampled[i]);
 	sampled_count = 0;
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 void sampler_forget_after_fork(void)
 {
+	/* The forking thread may have raced the sender for the lock: nobody else runs here now. */
+	pthread_mutex_init(&sampler_lock, NULL);
+	atomic_store(&exec_pending, 0);
+	atomic_store(&sampler_pid, getpid());
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
 		if (sampled[i].fd >= 0)
@@ -836,6 +887,7 @@ uint64_t sampler_skipped(void)
 /* Applies a new period to every sampled thread (a disarmed timer stays disarmed). */
 static void sampler_set_period(long period)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_period_ns, period);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
@@ -843,17 +895,17 @@ static void sampler_set_period(long period)
 			uint64_t p = (uint64_t)period;
 			if (sampler_fd_same(t))
 				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
-		} else if (!t->blocked) {
-			struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-			                         {period / 1000000000L, period % 1000000000L}};
-			timer_settime(t->timer, 0, &its, NULL);
+		} else if (!atomic_load(&exec_pending)) {
+			sampler_arm(t, 1);
 		}
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* Sends every sampled thread's signals to sig instead. */
 static void sampler_retarget(int sig)
 {
+	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_signal, sig);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
@@ -868,6 +920,7 @@ static void sampler_retarget(int sig)
 		else
 			t->timer = old; /* the thread is ending: its old timer goes with it */
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* The program claimed the sampling signal: move to a free one, else stay (its own signals are
@@ -893,6 +946,7 @@ static void sampler_move(void)
 /* perf mode: a perf fd the program closed (or replaced) is opened again, once per thread. */
 static void sampler_check_fds(void)
 {
+	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count;) {
 		struct sampled_thread *t = &sampled[i];
 		if (t->fd < 0 || sampler_fd_same(t)) {
@@ -912,6 +966,7 @@ static void sampler_check_fds(void)
 		}
 		sampled[i] = sampled[--sampled_count];
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /*
@@ -922,6 +977,7 @@ static void sampler_check_fds(void)
 static void sampler_check_masks(void)
 {
 	static int checked_sig;
+	pthread_mutex_lock(&sampler_lock);
 	int sig = atomic_load(&sampler_signal);
 	int all = sig != checked_sig;
 	checked_sig = sig;
@@ -932,8 +988,9 @@ static void sampler_check_masks(void)
 			continue;
 		int was = t->blocked;
 		sampler_read_mask(t, sig);
-		if (t->blocked != was)
-			sampler_mask_arm(t, !t->blocked);
+		/* An exec under way keeps everything disarmed; sampler_exec_end arms what may be. */
+		if (t->blocked != was && !atomic_load(&exec_pending))
+			sampler_arm(t, !t->blocked);
 		/* Said once it lasts while the thread runs (pthread_create and handlers block briefly). */
 		static int said;
 		if (was && t->blocked && !all && !said++)
@@ -943,6 +1000,7 @@ static void sampler_check_masks(void)
 			    "it is not sampled while it does",
 			    (int)t->tid, sig);
 	}
+	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* CPU time of the program's threads so far: the process's minus the sender's (the caller). */
@@ -1018,6 +1076,76 @@ void sampler_poll(uint64_t now_ns)
 	if (cpu >= 10000000ull)
 		sender_counter(last_ns, pid, "sampling-achieved-hz",
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));
+}
+
+/* ---- exec ---- */
+
+/*
+ * Takes sampler_lock from an application thread. Bounded: an exec from the program's signal
+ * handler may interrupt this very thread inside sampler_exec_begin; returns 0 if not taken.
+ */
+static int sampler_lock_app_thread(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		if (pthread_mutex_trylock(&sampler_lock) == 0)
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+/* Queues a signal the program sent itself again, with its siginfo, on the calling thread. */
+static void sampler_requeue(const siginfo_t *info)
+{
+	siginfo_t copy = *info;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), collector_gettid(), info->si_signo, &copy);
+}
+
+int sampler_exec_begin(void)
+{
+	/* Never started, or a vfork child: the timers and perf fds are another process's. */
+	if (atomic_load(&sampler_pid) != getpid())
+		return 0;
+	sigset_t ours, saved;
+	sigemptyset(&ours);
+	int held = 0; /* counted: glibc 2.36's sigisemptyset misses signal 64 (an int holds the word) */
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (atomic_load(&signal_held[sig]) && sigaddset(&ours, sig) == 0)
+			held++;
+	if (!held)
+		return 0;
+	pthread_sigmask(SIG_BLOCK, &ours, &saved);
+	int locked = sampler_lock_app_thread();
+	atomic_fetch_add(&exec_pending, 1);
+	if (locked) {
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 0);
+		pthread_mutex_unlock(&sampler_lock);
+	}
+	/* Nothing sends ours to this thread from here on: take what is pending. The program's own
+	 * signals on a held number (it may use one after the sampler moved) are queued again, as
+	 * they would have been pending across its exec without us. */
+	siginfo_t theirs[32];
+	int n_theirs = 0;
+	struct timespec zero = {0, 0};
+	siginfo_t info;
+	while (sigtimedwait(&ours, &info, &zero) > 0)
+		if (!sampler_signal_is_ours(&info) && n_theirs < 32)
+			theirs[n_theirs++] = info;
+	for (int i = 0; i < n_theirs; i++)
+		sampler_requeue(&theirs[i]);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return 1;
+}
+
+void sampler_exec_end(void)
+{
+	int locked = sampler_lock_app_thread();
+	if (atomic_fetch_sub(&exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 1);
+	if (locked)
+		pthread_mutex_unlock(&sampler_lock);
 }
 
 /* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
