@@ -80,10 +80,11 @@
 
 struct sampled_thread {
 	pid_t tid;
-	timer_t timer;   /* timer mode */
-	int fd;          /* perf mode: the task-clock event (collector_fd_own), -1 otherwise */
-	int blocked;     /* the thread blocks the sampling signal: timer or event disarmed */
-	uint64_t cpu_ns; /* the thread's CPU time when its mask was last read */
+	timer_t timer;     /* timer mode */
+	int fd;            /* perf mode: the task-clock event (collector_fd_own), -1 otherwise */
+	int blocked;       /* the thread blocks the sampling signal: timer or event disarmed */
+	uint64_t cpu_ns;   /* the thread's CPU time when its mask was last read */
+	int blocked_reads; /* consecutive readings of its mask that block the signal (up to 2) */
 };
 
 enum sampler_mode { SAMPLER_TIMER, SAMPLER_PERF };
@@ -781,16 +782,21 @@ static int sampler_thread_blocks(pid_t tid, int sig)
 
 /*
  * Reads tid's mask (after its CPU time: a mask changed later shows as CPU time at the next poll)
- * and notes whether it blocks the sampling signal.
+ * and decides whether it blocks the sampling signal. An armed thread is taken as blocking only
+ * after two readings in a row: our own handler blocks the signal while it runs, so one reading
+ * may catch a sample in progress (a few per cent of a sampled thread's time). A thread not armed
+ * yet (first) is never armed while it blocks.
  */
-static void sampler_read_mask(struct sampled_thread *t, int sig)
+static void sampler_read_mask(struct sampled_thread *t, int sig, int first)
 {
 	uint64_t cpu = 0;
 	if (sampler_thread_cpu(t->tid, &cpu) == 0)
 		t->cpu_ns = cpu;
 	int blocks = sampler_thread_blocks(t->tid, sig);
-	if (blocks >= 0)
-		t->blocked = blocks; /* unknown: left as it was */
+	if (blocks < 0)
+		return; /* unknown: left as it was */
+	t->blocked_reads = blocks ? (t->blocked_reads < 2 ? t->blocked_reads + 1 : 2) : 0;
+	t->blocked = blocks && (first || t->blocked || t->blocked_reads >= 2);
 }
 
 static void sampler_thread_add_locked(pid_t tid);
@@ -812,7 +818,7 @@ static void sampler_thread_add_locked(pid_t tid)
 	t->fd = -1;
 	/* A thread that blocks the signal (a mask inherited across exec or from its creator, a
 	 * sigwait or signalfd user) is never armed: ours would wait there for the program. */
-	sampler_read_mask(t, atomic_load(&sampler_signal));
+	sampler_read_mask(t, atomic_load(&sampler_signal), 1);
 	if (sampler_mode == SAMPLER_PERF) {
 		int fd = sampler_open_perf(t, !t->blocked);
 		if (fd >= 0) {
@@ -987,7 +993,9 @@ static void sampler_check_masks(void)
 		if (!all && sampler_thread_cpu(t->tid, &cpu) == 0 && cpu == t->cpu_ns)
 			continue;
 		int was = t->blocked;
-		sampler_read_mask(t, sig);
+		if (all)
+			t->blocked_reads = 0; /* readings of another signal */
+		sampler_read_mask(t, sig, 0);
 		/* An exec under way keeps everything disarmed; sampler_exec_end arms what may be. */
 		if (t->blocked != was && !atomic_load(&exec_pending))
 			sampler_arm(t, !t->blocked);
