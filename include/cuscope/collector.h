@@ -135,6 +135,9 @@ void collector_detached(void);
 int sender_start(void);
 /* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
 void sender_stop(void);
+/* The same from _exit (a signal handler, a dying shell): waits at most max_ns for the sender to
+ * finish, without a join or lock; what the viewer has not taken by half of it goes to PID.final. */
+void sender_stop_within(uint64_t max_ns);
 /* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
  * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
  * connected, -ENAMETOOLONG. */

@@ -44,9 +44,7 @@ struct counter_event {
 
 struct counted_thread {
 	pid_t tid;
-	int fds[MAX_EVENTS];    /* perf events only; -1 otherwise */
-	ino_t inos[MAX_EVENTS]; /* identity of each fd (perf fds are anonymous inodes on one device) */
-	dev_t devs[MAX_EVENTS];
+	int fds[MAX_EVENTS]; /* perf events only (registered with collector_fd_own); -1 otherwise */
 	/* procfs values of the last read, and the CPU time they were read at: a thread whose CPU time
 	 * has not moved has not run, so it has neither switched nor faulted since (no procfs read). */
 	uint64_t cpu_ns, switches, faults;
@@ -73,14 +71,15 @@ static long perf_open(struct perf_event_attr *attr, pid_t tid)
 
 /*
  * 1 while event i's fd of t is still the one we opened: a program that closes its descriptors
- * may have reused the number. A lost fd is forgotten, never read or closed.
+ * may have reused the number, for an eventfd or epoll fd too, which share the perf fds' anonymous
+ * inode; the fd registry also compares the perf event id. A lost fd is forgotten, never read or
+ * closed.
  */
 static int counters_fd_ours(struct counted_thread *t, size_t i)
 {
-	struct stat st;
 	if (t->fds[i] < 0)
 		return 0;
-	if (fstat(t->fds[i], &st) == 0 && st.st_ino == t->inos[i] && st.st_dev == t->devs[i])
+	if (collector_fd_check(t->fds[i]))
 		return 1;
 	t->fds[i] = -1;
 	static int said;
@@ -249,7 +248,7 @@ static void counters_probe(pid_t tid)
 				ctr.events[i].attr = attr;
 		}
 		if (fd >= 0) {
-			close((int)fd);
+			collector_fd_close(collector_fd_own((int)fd));
 			i++;
 			continue;
 		}
@@ -300,14 +299,8 @@ void counters_thread_added(pid_t tid)
 		attr.disabled = 0;
 		attr.inherit = 0;
 		long fd = perf_open(&attr, tid);
-		struct stat st;
-		if (fd >= 0 && fstat((int)fd, &st) == 0) {
-			t->fds[i] = (int)fd;
-			t->inos[i] = st.st_ino;
-			t->devs[i] = st.st_dev;
-		} else if (fd >= 0) {
-			close((int)fd);
-		}
+		if (fd >= 0)
+			t->fds[i] = collector_fd_own((int)fd);
 	}
 	ctr.thread_count++;
 	/* A first reading now: a thread that ends before the next poll still has its counters (as of
@@ -458,8 +451,8 @@ void counters_thread_removed(pid_t tid)
 		if (ctr.perf_count)
 			counters_read_thread(t, collector_now_ns());
 		for (size_t i = 0; i < MAX_EVENTS; i++)
-			if (counters_fd_ours(t, i))
-				close(t->fds[i]);
+			if (t->fds[i] >= 0)
+				collector_fd_close(t->fds[i]);
 		ctr.threads[k] = ctr.threads[--ctr.thread_count];
 		return;
 	}
@@ -482,7 +475,7 @@ void counters_forget_after_fork(void)
 	/* The parent's counter fds count the parent's threads: close them in the child. */
 	for (size_t k = 0; k < ctr.thread_count; k++)
 		for (size_t i = 0; i < MAX_EVENTS; i++)
-			if (counters_fd_ours(&ctr.threads[k], i))
-				close(ctr.threads[k].fds[i]);
+			if (ctr.threads[k].fds[i] >= 0)
+				collector_fd_close(ctr.threads[k].fds[i]);
 	ctr.thread_count = 0;
 }

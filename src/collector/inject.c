@@ -606,18 +606,49 @@ static void collector_at_exit(void)
 	atomic_store(&collector_running, 0);
 }
 
+/* How long _exit waits for the sender's final counts at most. */
+#define COLLECTOR_EXIT_WAIT_NS 300000000ull
+
+/* libc's _exit, resolved before the program runs: _exit may be called from a signal handler or a
+ * vfork child, where dlsym (the loader's lock) must not be. */
+static void (*real_exit)(int);
+
+__attribute__((constructor)) static void collector_exit_resolve(void)
+{
+	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+}
+
 /*
- * _exit skips atexit handlers; shells (dash) end this way. The final counts are still sent
- * (bounded, like at exit); a vfork or forked child that did not start a sender is left alone.
+ * _exit's share of the exit path. Programs call _exit from signal handlers (which may have
+ * interrupted a CUDA call holding CUPTI's lock, or the loader) and from vfork children (sharing
+ * our memory), and shells (dash) end this way. So: nothing at all in another process (a vfork
+ * child has another pid; a forked child that collects has its own collector_pid), no CUPTI
+ * flush, no loader call, no join; the sender writes its final counts from what the rings hold,
+ * waited for at most COLLECTOR_EXIT_WAIT_NS. A handler cannot be told from the program's thread
+ * cheaply, so it gets the same bounded path.
  */
+static void collector_at_quick_exit(void)
+{
+	if (!atomic_load(&collector_running) || collector_pid != (pid_t)syscall(SYS_getpid) ||
+	    thread_is_collector)
+		return;
+	static _Atomic int done;
+	if (atomic_exchange(&done, 1))
+		return;
+	if (cupti_running())
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "the program ended through _exit: GPU activity CUPTI had not handed over "
+		                 "yet is missing");
+	sender_stop_within(COLLECTOR_EXIT_WAIT_NS);
+	atomic_store(&collector_running, 0);
+}
+
+/* _exit skips atexit handlers: the final counts are still sent, within a bound. */
 COLLECTOR_EXPORT void _exit(int status)
 {
-	static void (*real)(int);
-	if (!real)
-		real = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
-	collector_at_exit();
-	if (real)
-		real(status);
+	collector_at_quick_exit();
+	if (real_exit)
+		real_exit(status);
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }

@@ -20,6 +20,16 @@
  * sampler then moves to a free signal when there is one. The application's SIGPROF/SIGALRM are
  * never touched.
  *
+ * Blocked signals: a thread that blocks the sampling signal cannot take a sample, and a signal of
+ * ours left pending there would reach the program when it unblocks or through sigwait,
+ * sigtimedwait or signalfd. So a thread's timer or perf event is armed only while that thread
+ * does not block the signal (its SigBlk, read on the sender before arming and at each poll once
+ * the thread has run), the interposed sigwait family drops the few of ours still pending (cookie
+ * tagged), and the interposed signalfd leaves the signals we hold out of its set. In attach mode
+ * there is no interposition: a thread that starts blocking the signal after it was armed may
+ * see one of ours in a sigwait or signalfd before the next poll disarms it (at most one per
+ * thread, per poll). Calibration signals are sent to the sender thread only.
+ *
  * Exec: a signal of ours still pending when the process image is replaced would reach the new
  * image, where its default action kills the program. Before an exec (the interposed exec family,
  * exec.c) sampler_exec_begin disarms every timer and perf event, takes the calling thread's
@@ -65,15 +75,16 @@
 #define SAMPLER_POLL_NS 100000000ull
 /* Cost assumed for an unwind until samples are measured (the first SAMPLER_POLL_NS). */
 #define SAMPLER_PRIOR_UNWIND_NS 20000
-/* Perf fds the handler may re-arm: a bitmap of descriptor numbers we opened. */
-#define SAMPLER_FD_BITS 65536
+/* Perf fds the handler may re-arm are those below this number (a larger one is not used). */
+#define SAMPLER_FD_MAX 65536
 
 struct sampled_thread {
 	pid_t tid;
-	timer_t timer; /* timer mode */
-	int fd;        /* perf mode: the task-clock event, -1 otherwise */
-	dev_t dev;     /* identity of fd, checked before every use */
-	ino_t ino;
+	timer_t timer;     /* timer mode */
+	int fd;            /* perf mode: the task-clock event (collector_fd_own), -1 otherwise */
+	int blocked;       /* the thread blocks the sampling signal: timer or event disarmed */
+	uint64_t cpu_ns;   /* the thread's CPU time when its mask was last read */
+	int blocked_reads; /* consecutive readings of its mask that block the signal (up to 2) */
 };
 
 enum sampler_mode { SAMPLER_TIMER, SAMPLER_PERF };
@@ -94,23 +105,44 @@ static int sampler_real_sigaction(int sig, const struct sigaction *act, struct s
 
 /* Its address is the cookie our timers carry in si_value. */
 static const char sampler_cookie = 's';
-static _Atomic uint64_t perf_fd_bits[SAMPLER_FD_BITS / 64];
+/* ... and this one the signals that measure delivery (sent to the sender thread only). */
+static const char sampler_calibration_cookie = 'c';
+/*
+ * The perf event id of each perf fd we opened, by descriptor number (0: not ours), for the
+ * signal handler, which cannot take the collector's fd table lock. Untouched pages cost nothing.
+ */
+static _Atomic uint64_t perf_fd_ids[SAMPLER_FD_MAX];
 
-static int perf_fd_is_ours(int fd)
+static uint64_t perf_fd_id(int fd)
 {
-	return fd >= 0 && fd < SAMPLER_FD_BITS &&
-	       (atomic_load_explicit(&perf_fd_bits[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
+	return fd >= 0 && fd < SAMPLER_FD_MAX ? atomic_load_explicit(&perf_fd_ids[fd], memory_order_acquire)
+	                                      : 0;
 }
 
-static void perf_fd_mark(int fd, int ours)
+static void perf_fd_publish(int fd, uint64_t id)
 {
-	if (fd < 0 || fd >= SAMPLER_FD_BITS)
-		return;
-	uint64_t bit = 1ull << (fd % 64);
-	if (ours)
-		atomic_fetch_or(&perf_fd_bits[fd / 64], bit);
-	else
-		atomic_fetch_and(&perf_fd_bits[fd / 64], ~bit);
+	if (fd >= 0 && fd < SAMPLER_FD_MAX)
+		atomic_store_explicit(&perf_fd_ids[fd], id, memory_order_release);
+}
+
+/*
+ * Signal handler: 1 while fd is still the perf event we opened under that number. The program may
+ * have closed it and reused the number for an eventfd or epoll fd (the same anonymous inode), so
+ * the event id is compared; only an anonymous inode is asked ('$' ioctls belong to perf alone).
+ */
+static int perf_fd_live(int fd)
+{
+	uint64_t want = perf_fd_id(fd), id = 0;
+	struct stat st;
+	return want && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
+	       ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == want;
+}
+
+/* 1 if this signal measures delivery: sent by the sender to itself, never to a program thread. */
+static int sampler_signal_is_calibration(const siginfo_t *info)
+{
+	return info && info->si_code == SI_QUEUE &&
+	       info->si_value.sival_ptr == (void *)&sampler_calibration_cookie && info->si_pid == getpid();
 }
 
 /* 1 if this signal was sent by one of our timers or perf events (not by the program). */
@@ -121,8 +153,8 @@ static int sampler_signal_is_ours(const siginfo_t *info)
 	if (info->si_code == SI_TIMER)
 		return info->si_value.sival_ptr == (void *)&sampler_cookie;
 	if (info->si_code == POLL_IN || info->si_code == POLL_HUP)
-		return perf_fd_is_ours(info->si_fd);
-	return 0;
+		return perf_fd_id(info->si_fd) != 0;
+	return sampler_signal_is_calibration(info);
 }
 
 /*
@@ -136,38 +168,52 @@ static atomic_flag action_lock = ATOMIC_FLAG_INIT;
 /* The program installed a handler for the sampling signal: the sender moves to a free one. */
 static _Atomic int move_requested;
 
-static void action_lock_take(void)
+/*
+ * Takes action_lock with every signal blocked on this thread until action_lock_drop: sigaction is
+ * async-signal-safe, so a handler may call it (or a held signal may be forwarded) while this
+ * thread holds the lock, and would spin forever on it. Other threads hold it only briefly.
+ */
+static void action_lock_take(sigset_t *saved)
 {
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, saved);
 	while (atomic_flag_test_and_set_explicit(&action_lock, memory_order_acquire))
 		;
 }
 
-static void action_lock_drop(void)
+static void action_lock_drop(const sigset_t *saved)
 {
 	atomic_flag_clear_explicit(&action_lock, memory_order_release);
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 /* A signal that is not ours on a signal we hold: do what the program asked for it. */
 static void sampler_forward(int sig, siginfo_t *info, void *context)
 {
+	sigset_t saved;
+	action_lock_take(&saved);
 	struct sigaction act = program_action[sig];
 	if (act.sa_flags & SA_RESETHAND) {
 		memset(&program_action[sig], 0, sizeof program_action[sig]);
 		program_action[sig].sa_handler = SIG_DFL;
 	}
-	if (act.sa_handler == SIG_IGN)
-		return;
 	if (act.sa_handler == SIG_DFL) {
 		/* The default action of a real-time signal ends the process: let the kernel do it once
-		 * this handler returns and the signal is unblocked. */
+		 * this handler returns and the signal is unblocked (the program's own signal, raised
+		 * again under its own disposition). */
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof dfl);
 		dfl.sa_handler = SIG_DFL;
 		sampler_real_sigaction(sig, &dfl, NULL);
 		atomic_store(&signal_held[sig], 0);
+		action_lock_drop(&saved);
 		syscall(SYS_tgkill, getpid(), collector_gettid(), sig);
 		return;
 	}
+	action_lock_drop(&saved);
+	if (act.sa_handler == SIG_IGN)
+		return;
 	sigset_t old;
 	pthread_sigmask(SIG_BLOCK, &act.sa_mask, &old);
 	if (act.sa_flags & SA_SIGINFO)
@@ -219,7 +265,6 @@ static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieve
 static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
 static _Atomic uint64_t handler_count; /* ... and how many they were */
 static uint64_t delivery_ns;           /* kernel signal delivery + return, measured at start */
-static __thread __attribute__((tls_model("initial-exec"))) volatile sig_atomic_t calibrating;
 static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
 static size_t sampled_count;
 /*
@@ -380,19 +425,20 @@ int sampler_backtrace(uint64_t *pcs, int max)
 	return (int)depth;
 }
 
-/* perf mode: the event disabled itself at the overflow; arm it for the next one (ours only). */
+/* perf mode: the event disabled itself at the overflow; arm it for the next one (while the
+ * descriptor is still our event: the program may have reused the number). */
 static void sampler_rearm(const siginfo_t *info)
 {
 	if (atomic_load_explicit(&exec_pending, memory_order_relaxed))
 		return; /* an exec is under way: the event stays disabled */
-	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_is_ours(info->si_fd))
+	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_live(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
 static void sampler_handler(int sig, siginfo_t *info, void *context)
 {
 	int saved_errno = errno;
-	if (calibrating) {
+	if (sampler_signal_is_calibration(info)) {
 		errno = saved_errno;
 		return;
 	}
@@ -455,11 +501,19 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	errno = saved_errno;
 }
 
-/* 1 if fd still refers to what we opened (the program may have closed it and reused the number). */
+/*
+ * 1 if fd still refers to the perf event we opened: the program may have closed it and reused the
+ * number, and st_dev/st_ino alone cannot tell a perf fd from its eventfd or epoll fd (they share
+ * one anonymous inode), so the fd registry compares the event id too. A lost number is forgotten.
+ */
 static int sampler_fd_same(const struct sampled_thread *t)
 {
-	struct stat st;
-	return t->fd >= 0 && fstat(t->fd, &st) == 0 && st.st_dev == t->dev && st.st_ino == t->ino;
+	if (t->fd < 0)
+		return 0;
+	if (collector_fd_check(t->fd))
+		return 1;
+	perf_fd_publish(t->fd, 0);
+	return 0;
 }
 
 /* Installs our handler on sig and marks it held. */
@@ -470,9 +524,12 @@ static int sampler_hold(int sig)
 	sa.sa_sigaction = sampler_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	action_lock_take();
+	sigset_t saved;
+	action_lock_take(&saved);
 	if (sampler_real_sigaction(sig, &sa, &old) != 0) {
-		action_lock_drop();
+		int err = errno;
+		action_lock_drop(&saved);
+		errno = err;
 		return -1;
 	}
 	if (!atomic_load(&signal_held[sig])) {
@@ -480,7 +537,7 @@ static int sampler_hold(int sig)
 		program_action[sig].sa_handler = SIG_DFL;
 	}
 	atomic_store(&signal_held[sig], 1);
-	action_lock_drop();
+	action_lock_drop(&saved);
 	return 0;
 }
 
@@ -497,10 +554,15 @@ static int sampler_free_signal(void)
 	return 0;
 }
 
+/* Delivery cost assumed where it cannot be measured (rt_tgsigqueueinfo refused). */
+#define SAMPLER_DELIVERY_FALLBACK_NS 2000
+
 /*
- * Measures what one signal costs to deliver and return from on this machine. The signal is
- * unblocked meanwhile: a program may start with every signal blocked (a mask inherited across
- * exec), and a calibration signal left pending would reach it later as a signal not ours.
+ * Measures what one signal costs to deliver and return from on this machine. Only on the sender
+ * (the caller), never on a program thread: a program that starts with signals blocked (a mask
+ * inherited across exec) or consumes them with sigwait would otherwise be handed ours. Each one
+ * carries the calibration cookie, so the handler drops it; the signal is unblocked on this thread
+ * meanwhile, so each is delivered before rt_tgsigqueueinfo returns and none is left pending.
  */
 static void sampler_calibrate(int sig)
 {
@@ -511,17 +573,23 @@ static void sampler_calibrate(int sig)
 	sigemptyset(&one);
 	sigaddset(&one, sig);
 	pthread_sigmask(SIG_UNBLOCK, &one, &saved);
-	calibrating = 1;
 	for (int i = 0; i < ROUNDS; i++) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		si.si_value.sival_ptr = (void *)&sampler_calibration_cookie;
 		uint64_t t0 = clock_mono_ns();
-		syscall(SYS_tgkill, pid, tid, sig);
+		if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &si) != 0)
+			break;
 		uint64_t t = clock_mono_ns() - t0;
 		if (t < best)
 			best = t;
 	}
-	calibrating = 0;
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	delivery_ns = best == UINT64_MAX ? 0 : best;
+	delivery_ns = best == UINT64_MAX ? SAMPLER_DELIVERY_FALLBACK_NS : best;
 }
 
 int sampler_init(unsigned hz)
@@ -556,12 +624,12 @@ int sampler_init(unsigned hz)
 		return -1;
 	}
 	atomic_store(&sampler_signal, sig);
-	if (!delivery_ns)
-		sampler_calibrate(sig);
 	requested_hz = hz;
 	requested_period_ns = 1000000000L / (long)hz;
-	/* Until samples are measured, a rate that a typical unwind keeps within the budget. */
-	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery_ns) * 1000 / SAMPLER_BUDGET_PERMILLE);
+	/* Until samples are measured, a rate that a typical unwind keeps within the budget (the
+	 * delivery cost is measured on the sender's first poll). */
+	uint64_t delivery = delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS;
+	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery) * 1000 / SAMPLER_BUDGET_PERMILLE);
 	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
 	atomic_store(&move_requested, 0);
 	atomic_store(&sampler_pid, getpid());
@@ -573,9 +641,11 @@ int sampler_init(unsigned hz)
  * Arms (on = 1, at the period set now) or disarms one thread's timer or perf event; callers hold
  * sampler_lock. A disarmed perf fd also sends no signal at all: closing it (at exec) or its
  * thread's end would otherwise signal POLL_HUP. A perf fd is used only while it is still ours.
+ * A thread that blocks the sampling signal stays disarmed (see sampler_check_masks).
  */
 static void sampler_arm(struct sampled_thread *t, int on)
 {
+	on = on && !t->blocked;
 	if (t->fd >= 0) {
 		if (!sampler_fd_same(t))
 			return;
@@ -595,8 +665,11 @@ static void sampler_arm(struct sampled_thread *t, int on)
 	timer_settime(t->timer, 0, &its, NULL);
 }
 
-/* perf mode: a task-clock event on tid that signals tid at every period of its CPU time. */
-static int sampler_open_perf(struct sampled_thread *t)
+/*
+ * perf mode: a task-clock event on tid that signals tid at every period of its CPU time, armed
+ * only when arm is set. Returns the fd (registered with collector_fd_own) or -errno.
+ */
+static int sampler_open_perf(struct sampled_thread *t, int arm)
 {
 	struct perf_event_attr attr;
 	memset(&attr, 0, sizeof attr);
@@ -609,32 +682,38 @@ static int sampler_open_perf(struct sampled_thread *t)
 	int fd = (int)syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
+	if (fd >= SAMPLER_FD_MAX) {
+		/* The handler could not tell its signals from the program's: a timer instead. */
+		close(fd);
+		return -EMFILE;
+	}
+	uint64_t id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || id == 0) {
+		int err = errno ? errno : EINVAL;
 		close(fd);
 		return -err;
 	}
+	if (collector_fd_own(fd) < 0)
+		return -ENOMEM;
 	t->fd = fd;
-	t->dev = st.st_dev;
-	t->ino = st.st_ino;
-	perf_fd_mark(fd, 1);
+	perf_fd_publish(fd, id);
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
-	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails). */
-	int arm = !atomic_load(&exec_pending);
+	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
+	 * thread blocks the signal. */
+	arm = arm && !t->blocked && !atomic_load(&exec_pending);
 	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
 	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
-		perf_fd_mark(fd, 0);
-		close(fd);
+		perf_fd_publish(fd, 0);
+		collector_fd_close(fd);
 		t->fd = -1;
 		return -err;
 	}
 	return fd;
 }
 
-/* timer mode: a timer on tid's CPU clock that signals tid; 0 or -errno. */
-static int sampler_open_timer(struct sampled_thread *t, int sig)
+/* timer mode: a timer on tid's CPU clock that signals tid, armed only when arm is set; 0 or -errno. */
+static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 {
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
@@ -644,7 +723,7 @@ static int sampler_open_timer(struct sampled_thread *t, int sig)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
 		return -errno;
-	sampler_arm(t, !atomic_load(&exec_pending));
+	sampler_arm(t, arm && !atomic_load(&exec_pending));
 	return 0;
 }
 
@@ -652,13 +731,72 @@ static int sampler_open_timer(struct sampled_thread *t, int sig)
 static void sampler_release(struct sampled_thread *t)
 {
 	if (t->fd >= 0) {
-		perf_fd_mark(t->fd, 0);
-		if (sampler_fd_same(t))
-			close(t->fd);
+		perf_fd_publish(t->fd, 0);
+		collector_fd_close(t->fd);
 		t->fd = -1;
 	} else {
 		timer_delete(t->timer);
 	}
+}
+
+/* ns on CPU of tid so far; 0 or -1 (the thread is gone). */
+static int sampler_thread_cpu(pid_t tid, uint64_t *out)
+{
+	struct timespec ts;
+	if (clock_gettime(THREAD_CPU_CLOCK(tid), &ts) != 0)
+		return -1;
+	*out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+/*
+ * 1 if thread tid blocks sig now, 0 if not, -1 if unknown (thread gone, no /proc): SigBlk of
+ * /proc/self/task/TID/status, read on the sender through a descriptor checked before each use.
+ */
+static int sampler_thread_blocks(pid_t tid, int sig)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+	int fd = collector_fd_own(open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY));
+	if (fd < 0)
+		return -1;
+	size_t used = 0;
+	while (used < sizeof buf - 1 && collector_fd_check(fd)) {
+		ssize_t n = read(fd, buf + used, sizeof buf - 1 - used);
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	if (collector_fd_close(fd) != 0)
+		return -1; /* the number was the program's meanwhile: nothing read is ours */
+	buf[used] = '\0';
+	const char *line = strstr(buf, "\nSigBlk:");
+	if (!line)
+		return -1;
+	char *end;
+	unsigned long long mask = strtoull(line + 8, &end, 16);
+	if (end == line + 8)
+		return -1;
+	return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+}
+
+/*
+ * Reads tid's mask (after its CPU time: a mask changed later shows as CPU time at the next poll)
+ * and decides whether it blocks the sampling signal. An armed thread is taken as blocking only
+ * after two readings in a row: our own handler blocks the signal while it runs, so one reading
+ * may catch a sample in progress (a few per cent of a sampled thread's time). A thread not armed
+ * yet (first) is never armed while it blocks.
+ */
+static void sampler_read_mask(struct sampled_thread *t, int sig, int first)
+{
+	uint64_t cpu = 0;
+	if (sampler_thread_cpu(t->tid, &cpu) == 0)
+		t->cpu_ns = cpu;
+	int blocks = sampler_thread_blocks(t->tid, sig);
+	if (blocks < 0)
+		return; /* unknown: left as it was */
+	t->blocked_reads = blocks ? (t->blocked_reads < 2 ? t->blocked_reads + 1 : 2) : 0;
+	t->blocked = blocks && (first || t->blocked || t->blocked_reads >= 2);
 }
 
 static void sampler_thread_add_locked(pid_t tid);
@@ -678,22 +816,26 @@ static void sampler_thread_add_locked(pid_t tid)
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	t->fd = -1;
+	/* A thread that blocks the signal (a mask inherited across exec or from its creator, a
+	 * sigwait or signalfd user) is never armed: ours would wait there for the program. */
+	sampler_read_mask(t, atomic_load(&sampler_signal), 1);
 	if (sampler_mode == SAMPLER_PERF) {
-		int fd = sampler_open_perf(t);
+		int fd = sampler_open_perf(t, !t->blocked);
 		if (fd >= 0) {
 			sampled_count++;
 			return;
 		}
 		if (fd == -ESRCH)
 			return;
-		sampler_mode = SAMPLER_TIMER;
-		collector_notice(
-		    WIRE_NOTICE_WARNING,
-		    "perf events unavailable for sampling (%s): using CPU-time timers, limited to the "
-		    "kernel tick rate",
-		    strerror(-fd));
+		if (fd != -EMFILE) {
+			sampler_mode = SAMPLER_TIMER;
+			collector_notice(WIRE_NOTICE_WARNING,
+			                 "perf events unavailable for sampling (%s): using CPU-time timers, "
+			                 "limited to the kernel tick rate",
+			                 strerror(-fd));
+		}
 	}
-	int rc = sampler_open_timer(t, atomic_load(&sampler_signal));
+	int rc = sampler_open_timer(t, atomic_load(&sampler_signal), !t->blocked);
 	if (rc != 0) {
 		/* ESRCH / EINVAL: the thread ended between the scan and now. */
 		if (rc != -ESRCH && rc != -EINVAL) {
@@ -748,7 +890,7 @@ uint64_t sampler_skipped(void)
 	return atomic_load(&samples_skipped);
 }
 
-/* Applies a new period to every sampled thread. */
+/* Applies a new period to every sampled thread (a disarmed timer stays disarmed). */
 static void sampler_set_period(long period)
 {
 	pthread_mutex_lock(&sampler_lock);
@@ -779,7 +921,7 @@ static void sampler_retarget(int sig)
 			continue;
 		}
 		timer_t old = t->timer;
-		if (sampler_open_timer(t, sig) == 0)
+		if (sampler_open_timer(t, sig, !t->blocked) == 0)
 			timer_delete(old);
 		else
 			t->timer = old; /* the thread is ending: its old timer goes with it */
@@ -817,7 +959,6 @@ static void sampler_check_fds(void)
 			i++;
 			continue;
 		}
-		perf_fd_mark(t->fd, 0);
 		t->fd = -1; /* the number is not ours any more: never closed, never used */
 		static int said;
 		if (!said++)
@@ -825,11 +966,47 @@ static void sampler_check_fds(void)
 			                 "the program closed a CPU-sampling descriptor of thread %d; opened "
 			                 "again",
 			                 t->tid);
-		if (sampler_open_perf(t) >= 0) {
+		if (sampler_open_perf(t, !t->blocked) >= 0) {
 			i++;
 			continue;
 		}
 		sampled[i] = sampled[--sampled_count];
+	}
+	pthread_mutex_unlock(&sampler_lock);
+}
+
+/*
+ * A thread arms only while it does not block the sampling signal. Its mask can change only while
+ * it runs, so it is read again only for threads whose CPU time moved since the last reading (and
+ * for all after a move to another signal).
+ */
+static void sampler_check_masks(void)
+{
+	static int checked_sig;
+	pthread_mutex_lock(&sampler_lock);
+	int sig = atomic_load(&sampler_signal);
+	int all = sig != checked_sig;
+	checked_sig = sig;
+	for (size_t i = 0; i < sampled_count; i++) {
+		struct sampled_thread *t = &sampled[i];
+		uint64_t cpu;
+		if (!all && sampler_thread_cpu(t->tid, &cpu) == 0 && cpu == t->cpu_ns)
+			continue;
+		int was = t->blocked;
+		if (all)
+			t->blocked_reads = 0; /* readings of another signal */
+		sampler_read_mask(t, sig, 0);
+		/* An exec under way keeps everything disarmed; sampler_exec_end arms what may be. */
+		if (t->blocked != was && !atomic_load(&exec_pending))
+			sampler_arm(t, !t->blocked);
+		/* Said once it lasts while the thread runs (pthread_create and handlers block briefly). */
+		static int said;
+		if (was && t->blocked && !all && !said++)
+			collector_notice(
+			    WIRE_NOTICE_INFO,
+			    "CPU sampling: thread %d blocks signal %d (the sampler's) while it runs; "
+			    "it is not sampled while it does",
+			    (int)t->tid, sig);
 	}
 	pthread_mutex_unlock(&sampler_lock);
 }
@@ -866,8 +1043,12 @@ void sampler_poll(uint64_t now_ns)
 		atomic_store(&signal_held[sig], 0);
 		sampler_move();
 	}
+	/* Here, on the sender: never on a program thread (see sampler_calibrate). */
+	if (!delivery_ns && now_ns)
+		sampler_calibrate(atomic_load(&sampler_signal));
 	if (sampler_mode == SAMPLER_PERF)
 		sampler_check_fds();
+	sampler_check_masks();
 	/* Cost per sample, and the period that keeps it within the budget. */
 	uint64_t hns = atomic_load(&handler_ns), hcount = atomic_load(&handler_count);
 	uint64_t dn = hns - last_handler_ns, dc = hcount - last_handler_count;
@@ -985,7 +1166,8 @@ COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
 		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
 	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig]))
 		return sampler_real_sigaction(sig, act, old);
-	action_lock_take();
+	sigset_t saved;
+	action_lock_take(&saved);
 	if (old)
 		*old = program_action[sig];
 	if (act) {
@@ -1001,7 +1183,7 @@ COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
 		if (claims && sig == atomic_load(&sampler_signal))
 			atomic_store(&move_requested, 1);
 	}
-	action_lock_drop();
+	action_lock_drop(&saved);
 	return 0;
 }
 
@@ -1047,4 +1229,114 @@ COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 			return real(sig, handler);
 	}
 	return sampler_signal_common(sig, handler, SA_RESETHAND | SA_NODEFER);
+}
+
+/* ---- the program's signal waits (LD_PRELOAD interposition) ---- */
+
+static int (*real_sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
+static int (*real_signalfd)(int, const sigset_t *, int);
+
+/* Resolved once, before the program runs (these wrappers may run in a vfork child). */
+__attribute__((constructor)) static void sampler_resolve(void)
+{
+	if (!real_sigaction)
+		real_sigaction =
+		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	real_sigtimedwait =
+	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(RTLD_NEXT, "sigtimedwait");
+	real_signalfd = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
+}
+
+/* 1 if set names a signal our handler holds (one of ours may be pending there). */
+static int sampler_set_has_held(const sigset_t *set)
+{
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (atomic_load_explicit(&signal_held[sig], memory_order_relaxed) &&
+		    sigismember(set, sig) == 1)
+			return 1;
+	return 0;
+}
+
+/*
+ * sigtimedwait that never returns one of ours: a signal of ours still pending in a thread that
+ * blocks it (armed before the thread blocked, disarmed at the next poll) is taken and dropped, as
+ * a sample not taken, and the wait goes on for what is left of the timeout.
+ */
+static int sampler_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	if (!real_sigtimedwait)
+		sampler_resolve(); /* called before our constructor ran */
+	if (!real_sigtimedwait) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!set || !sampler_set_has_held(set))
+		return real_sigtimedwait(set, info, timeout);
+	siginfo_t local;
+	siginfo_t *si = info ? info : &local;
+	uint64_t deadline = 0;
+	if (timeout)
+		deadline =
+		    clock_mono_ns() + (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
+	struct timespec left;
+	const struct timespec *wait = timeout;
+	for (;;) {
+		int sig = real_sigtimedwait(set, si, wait);
+		if (sig <= 0 || !atomic_load(&signal_held[sig]) || !sampler_signal_is_ours(si))
+			return sig;
+		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
+		sampler_rearm(si);
+		if (timeout) {
+			uint64_t now = clock_mono_ns(), rest = now < deadline ? deadline - now : 0;
+			left.tv_sec = (time_t)(rest / 1000000000ull);
+			left.tv_nsec = (long)(rest % 1000000000ull);
+			wait = &left; /* zero still takes what else is pending */
+		}
+	}
+}
+
+COLLECTOR_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	return sampler_wait(set, info, timeout);
+}
+
+COLLECTOR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	return sampler_wait(set, info, NULL);
+}
+
+COLLECTOR_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	siginfo_t info;
+	int saved_errno = errno, got;
+	do
+		got = sampler_wait(set, &info, NULL);
+	while (got < 0 && errno == EINTR);
+	int err = got < 0 ? errno : 0;
+	errno = saved_errno;
+	if (got > 0)
+		*sig = got;
+	return err;
+}
+
+/*
+ * signalfd cannot be filtered as it is read: the signals our handler holds are left out of its set
+ * (they are ones the program does not handle; its own, if it sends any, stay pending as blocked
+ * signals do), so a read never hands it one of ours.
+ */
+COLLECTOR_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	if (!real_signalfd)
+		sampler_resolve(); /* called before our constructor ran */
+	if (!real_signalfd) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!mask || !sampler_set_has_held(mask))
+		return real_signalfd(fd, mask, flags);
+	sigset_t copy = *mask;
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (atomic_load(&signal_held[sig]))
+			sigdelset(&copy, sig);
+	return real_signalfd(fd, &copy, flags);
 }

@@ -98,6 +98,10 @@ static struct sender {
 	uint64_t last_scan_ns, last_loss_ns;
 	uint64_t start_mono_ns;
 } snd = {.listen_fd = -1, .viewer_fd = -1};
+/* Futex word: 1 once the sender thread has finished its final flush (waited on by _exit). */
+static _Atomic uint32_t sender_done;
+/* How long the final flush keeps sending to a slow viewer before the rest goes to PID.final. */
+static _Atomic uint64_t final_send_ns = 2000000000ull;
 
 /* A session directory an attach asked for (see sender_move_session), taken by the sender. */
 static char move_dir[256];
@@ -1086,7 +1090,7 @@ static void sender_final_flush(void)
 	queue_notices();
 	queue_losses();
 	queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
-	uint64_t deadline = now + 2000000000ull, last_progress = clock_mono_ns();
+	uint64_t deadline = now + atomic_load(&final_send_ns), last_progress = clock_mono_ns();
 	while (snd.viewer_fd >= 0 && snd.head) {
 		size_t before = snd.queued_bytes;
 		size_t head_sent = snd.head->sent;
@@ -1167,6 +1171,8 @@ static void *sender_main(void *arg)
 		collector_fd_close(snd.listen_fd);
 	snd.listen_fd = -1;
 	unlink(snd.socket_path);
+	atomic_store_explicit(&sender_done, 1, memory_order_release);
+	syscall(SYS_futex, &sender_done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
 }
 
@@ -1223,6 +1229,8 @@ int sender_start(void)
 		return err;
 	}
 	atomic_store(&snd.stop, 0);
+	atomic_store(&sender_done, 0);
+	atomic_store(&final_send_ns, 2000000000ull);
 	/* The sender must not inherit signals meant for the application's threads. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -1252,6 +1260,27 @@ void sender_stop(void)
 	/* Bounded: a stuck sender must never hold the application's exit hostage. */
 	if (pthread_timedjoin_np(snd.thread, NULL, &deadline) == 0)
 		snd.started = 0;
+}
+
+void sender_stop_within(uint64_t max_ns)
+{
+	if (!snd.started)
+		return;
+	/* The last frames go to the viewer for half the time at most, the rest to PID.final. */
+	atomic_store(&final_send_ns, max_ns / 2);
+	atomic_store_explicit(&snd.stop, 1, memory_order_release);
+	collector_wake_sender();
+	uint64_t deadline = clock_mono_ns() + max_ns;
+	for (;;) {
+		if (atomic_load_explicit(&sender_done, memory_order_acquire))
+			return;
+		uint64_t now = clock_mono_ns();
+		if (now >= deadline)
+			return;
+		uint64_t left = deadline - now;
+		struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+		syscall(SYS_futex, &sender_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
 }
 
 void sender_forget_after_fork(void)

@@ -9,11 +9,17 @@
  *                             CPU, then queues one signal of each to itself. Prints "own N" (its
  *                             queued signals that arrived, want all), "foreign M" (any other
  *                             signal on those numbers: must be 0) and "signals K".
- *   sample_stress fds         after 200 ms of CPU (sampling running), closes every fd >= 3 like a
- *                             daemon (but sockets and eventfds: the collector's connection, whose
- *                             loss is another test's matter), opens pipes that take those numbers again, and
- * for 600 ms of CPU passes a known byte sequence through each of them; prints "corrupt N" (bytes wrong,
- * missing or extra: must be 0) and "closed N" (its fds found closed or replaced behind its back: must be 0).
+ *   sample_stress fds         with a second thread spinning, after 200 ms of CPU (sampling and
+ *                             counters running) closes every fd >= 3 like a daemon (but sockets:
+ *                             the collector's connection, whose loss is another test's matter),
+ *                             opens eventfds (each holding a known value) and epoll fds that take
+ *                             those numbers again (perf fds are anonymous inodes like them), then
+ *                             pipes; ends the second thread (the collector lets go of its
+ *                             descriptors), and for 600 ms of CPU passes a known byte sequence
+ *                             through each pipe. Prints "corrupt N" (bytes wrong, missing or extra),
+ *                             "closed N" (pipe fds closed or replaced behind its back), "anon N"
+ *                             (eventfds and epoll fds opened) and "anon_bad N" (of those, closed,
+ *                             replaced, read or unusable); the test wants 0 for each count but anon.
  * Exits 0.
  */
 #include <errno.h>
@@ -25,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -158,20 +166,63 @@ static int run_rt(int late)
 }
 
 #define FD_PIPES 8
+#define FD_ANON  64
+
+static atomic_int worker_stop;
+
+/* A second sampled thread (its own perf fds) that ends only after the program reused the numbers. */
+static void *fds_worker(void *arg)
+{
+	(void)arg;
+	uint64_t x = 2;
+	while (!atomic_load(&worker_stop))
+		x = sample_stress_spin(x);
+	sink = x;
+	return NULL;
+}
+
+/* 1 if fd is still the anonymous-inode file of the given kind ("eventfd", "eventpoll"). */
+static int anon_is(int fd, const char *kind)
+{
+	char path[64], link[128] = "", want[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	snprintf(want, sizeof want, "anon_inode:[%s]", kind);
+	ssize_t n = readlink(path, link, sizeof link - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strcmp(link, want) == 0;
+}
 
 static int run_fds(void)
 {
+	pthread_t worker;
+	if (pthread_create(&worker, NULL, fds_worker, NULL) != 0)
+		return 2;
 	spin_cpu_ms(200);
+	/* Daemon style: every fd >= 3 but sockets (the collector's connection, whose loss is another
+	 * test's matter) is closed; the numbers the collector held (perf sampling and counter events,
+	 * all anonymous inodes like eventfd and epoll) come back as the program's eventfds and epoll
+	 * fds, then pipes. */
 	struct rlimit rl;
 	int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+	int closed_count = 0;
 	for (int fd = 3; fd < max; fd++) {
 		struct stat st;
-		char path[64], link[64] = "";
-		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-		if (fstat(fd, &st) != 0 || S_ISSOCK(st.st_mode) ||
-		    (readlink(path, link, sizeof link - 1) > 0 && strstr(link, "eventfd")))
+		if (fstat(fd, &st) != 0 || S_ISSOCK(st.st_mode))
 			continue;
 		close(fd);
+		closed_count++;
+	}
+	/* At least as many as were closed, so every number the collector had is the program's now. */
+	int anon_count = closed_count + 4 < FD_ANON ? closed_count + 4 : FD_ANON;
+	int anon[FD_ANON];
+	for (int i = 0; i < anon_count; i++) {
+		anon[i] = i % 2 == 0 ? eventfd((unsigned)(1000 + i), EFD_NONBLOCK) : epoll_create1(0);
+		if (anon[i] < 0) {
+			perror("eventfd/epoll");
+			return 2;
+		}
 	}
 	int p[FD_PIPES][2];
 	struct stat ids[FD_PIPES][2];
@@ -183,6 +234,10 @@ static int run_fds(void)
 		fstat(p[i][0], &ids[i][0]);
 		fstat(p[i][1], &ids[i][1]);
 	}
+	/* The worker ends now: the collector lets go of its sampling and counter descriptors, whose
+	 * numbers are the program's eventfds and epoll fds. */
+	atomic_store(&worker_stop, 1);
+	pthread_join(worker, NULL);
 	long corrupt = 0, closed = 0;
 	unsigned char next_out = 0, next_in[FD_PIPES] = {0};
 	uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID) + 600000000ull;
@@ -209,7 +264,25 @@ static int run_fds(void)
 			    st.st_dev != ids[i][e].st_dev)
 				closed++;
 		}
-	printf("corrupt %ld\nclosed %ld\n", corrupt, closed);
+	/* Each eventfd still holds exactly its value (nobody read it) and each epoll fd still works. */
+	long anon_bad = 0;
+	for (int i = 0; i < anon_count; i++) {
+		if (i % 2 == 0) {
+			uint64_t v = 0;
+			if (!anon_is(anon[i], "eventfd") ||
+			    read(anon[i], &v, sizeof v) != (ssize_t)sizeof v || v != (uint64_t)(1000 + i)) {
+				anon_bad++;
+				fprintf(stderr, "eventfd %d: value %llu\n", anon[i], (unsigned long long)v);
+			}
+		} else {
+			struct epoll_event ev;
+			if (!anon_is(anon[i], "eventpoll") || epoll_wait(anon[i], &ev, 1, 0) != 0) {
+				anon_bad++;
+				fprintf(stderr, "epoll fd %d replaced or closed\n", anon[i]);
+			}
+		}
+	}
+	printf("corrupt %ld\nclosed %ld\nanon %d\nanon_bad %ld\n", corrupt, closed, anon_count, anon_bad);
 	return 0;
 }
 
