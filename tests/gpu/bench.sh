@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU overhead benchmarks (report only, never pass/fail): three workloads, each without tracing,
 # under `cuscope record` and under nsys, interleaved over several rounds; prints medians, spread
-# and the overhead vs no tracing.
+# and the per-round overhead vs no tracing (median and interquartile range over rounds).
 #   launch       200k tiny-kernel launches on one stream (CUDA C)    -> launches/s
 #   mlp          launch-bound tiny PyTorch MLP training step         -> ms/step
 #   transformer  12-layer transformer training step, bf16, 16x512    -> ms/step
@@ -11,7 +11,9 @@
 # usage: tests/gpu/bench.sh
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
-# ("none cuscope nsys"), BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
+# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl,
+# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # BENCH_RUN_TIMEOUT_S (one run, 150), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
 set -u
