@@ -274,11 +274,18 @@ static void live_keep_remove(struct live *lv)
 	}
 }
 
+/*
+ * The command as the status line shows it: the program's base name and its arguments, so a long
+ * install path never pushes the pid, the LIVE mark and the counters off the line.
+ */
 static char *live_join(char **argv)
 {
 	char *out = xstrdup("");
 	for (char **a = argv; *a; a++) {
-		char *next = xasprintf("%s%s%s", out, a == argv ? "" : " ", *a);
+		const char *word = *a;
+		if (a == argv && strrchr(word, '/') && strrchr(word, '/')[1])
+			word = strrchr(word, '/') + 1;
+		char *next = xasprintf("%s%s%s", out, a == argv ? "" : " ", word);
 		free(out);
 		out = next;
 	}
