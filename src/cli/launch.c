@@ -1,4 +1,5 @@
 #include "cuscope/launch.h"
+#include "cuscope/byteq.h"
 #include "cuscope/session.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -261,6 +263,8 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 #define LOG_NOTE_LEN   120 /* bytes of the note line at the top of a capped log */
 #define LOG_BUF        65536
 #define LOG_PIPE_BYTES (1 << 20) /* room for bursts while the keeper writes */
+/* Output held in memory while the disk is slow; past it, new output is dropped and counted. */
+#define LOG_QUEUE_BYTES (16u << 20)
 
 struct log_keeper {
 	int fd;           /* the log file, -1 when it could not be created */
@@ -374,6 +378,19 @@ static void log_append(struct log_keeper *k, const char *buf, uint64_t n)
 		log_write_note(k);
 }
 
+static struct byteq *log_queue;
+
+/* The log keeper's writer thread: from the queue to the log file, as fast as the disk allows. */
+static void *log_writer_main(void *arg)
+{
+	struct log_keeper *k = arg;
+	static char chunk[LOG_BUF];
+	size_t n;
+	while ((n = byteq_take(log_queue, chunk, sizeof chunk)) > 0)
+		log_append(k, chunk, (uint64_t)n);
+	return NULL;
+}
+
 /*
  * The log keeper, between fork and _exit: drains the program's output pipe into the log until
  * every writer has closed it. It runs in its own session and is no child of the viewer, so the
@@ -402,8 +419,17 @@ static void launch_log_keeper(int in, int log_fd, int done_fd, uint64_t cap, str
 	}
 	if (null_fd > STDERR_FILENO)
 		close(null_fd);
-	struct log_keeper k = {.fd = log_fd, .cap = cap, .stats = stats};
+	static struct log_keeper k;
+	k = (struct log_keeper){.fd = log_fd, .cap = cap, .stats = stats};
 	static char buf[LOG_BUF];
+	/* The pipe is drained by this thread, which never touches the disk; a writer thread writes
+	 * the log. A slow disk then fills the queue (bounded, the excess dropped and counted), never
+	 * the pipe, so the program's writes never wait on us. */
+	static struct byteq queue;
+	pthread_t writer;
+	log_queue = &queue;
+	int threaded = byteq_init(&queue, LOG_QUEUE_BYTES) == 0 &&
+	               pthread_create(&writer, NULL, log_writer_main, &k) == 0;
 	for (;;) {
 		ssize_t n = read(in, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
@@ -411,7 +437,17 @@ static void launch_log_keeper(int in, int log_fd, int done_fd, uint64_t cap, str
 		if (n <= 0)
 			break;
 		__atomic_fetch_add(&stats->bytes_in, (uint64_t)n, __ATOMIC_RELAXED);
-		log_append(&k, buf, (uint64_t)n);
+		if (!threaded) {
+			log_append(&k, buf, (uint64_t)n);
+			continue;
+		}
+		size_t queued = byteq_put(&queue, buf, (size_t)n);
+		if (queued < (size_t)n)
+			log_count_drop(&k, (uint64_t)n - queued);
+	}
+	if (threaded) {
+		byteq_close(&queue);
+		pthread_join(writer, NULL);
 	}
 	_exit(0);
 }
