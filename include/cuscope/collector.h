@@ -42,7 +42,11 @@ struct collector_config {
 	uint32_t max_strings;
 	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
 	int attached;            /* started by `cuscope attach`: stop collecting when the viewer leaves */
-	int use_ticks; /* hot paths stamp TSC ticks (COLLECTOR_REC_TICKS), converted by the sender */
+	int ticks_wanted;        /* CUSCOPE_CLOCK is not "mono" */
+	/* Hot paths stamp TSC ticks (COLLECTOR_REC_TICKS), converted by the sender. Set by the sender
+	 * thread once it has checked the TSC; each record carries its own flag, so the switch can
+	 * happen while application threads write. */
+	_Atomic int use_ticks;
 };
 
 extern struct collector_config collector_config;

@@ -54,7 +54,7 @@ uint64_t collector_now_ns(void)
 
 uint64_t collector_stamp(uint16_t *flags)
 {
-	if (collector_config.use_ticks) {
+	if (atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed)) {
 		*flags |= COLLECTOR_REC_TICKS;
 		return clock_ticks();
 	}
@@ -672,9 +672,10 @@ static void collector_configure(void)
 	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
 	          !(osrt_env && strcmp(osrt_env, "off") == 0));
 	counters_init(config_value("CUSCOPE_COUNTERS"));
-	/* Ticks only where the TSC is invariant; CUSCOPE_CLOCK=mono forces clock_gettime everywhere. */
+	/* CUSCOPE_CLOCK=mono forces clock_gettime everywhere; otherwise the sender thread decides
+	 * (reading /proc/cpuinfo is no work for a program's start-up). */
 	const char *clock = config_value("CUSCOPE_CLOCK");
-	collector_config.use_ticks = !(clock && strcmp(clock, "mono") == 0) && clock_ticks_usable();
+	collector_config.ticks_wanted = !(clock && strcmp(clock, "mono") == 0);
 }
 
 /* Starts the sender and the sampler; 0 or -1. */

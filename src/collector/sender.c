@@ -1145,6 +1145,9 @@ static void *sender_main(void *arg)
 	collector_register_own_tid(snd.tid);
 	snd.last_scan_ns = 0;
 	uint64_t started_ns = clock_mono_ns();
+	/* Ticks only where the TSC is invariant and the kernel's clocksource. */
+	atomic_store_explicit(&collector_config.use_ticks,
+	                      collector_config.ticks_wanted && clock_ticks_usable(), memory_order_relaxed);
 	/* Attached late to a CUDA program: GPU tracing starts here, not at its first CUDA call. */
 	if (collector_config.attached && dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
 	    !getenv("CUSCOPE_NO_GPU"))
