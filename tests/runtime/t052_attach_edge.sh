@@ -14,19 +14,6 @@
 need_cuscope
 need_prog attach_target nvtx_threads
 
-# one_line NAME WANT_RC REGEX CMD...: runs CMD, checks the exit status and the single cuscope: line.
-one_line()
-{
-	local name=$1 want=$2 regex=$3
-	shift 3
-	timeout 60 "$@" >"$T/$name.out" 2>"$T/$name.err"
-	local rc=$? lines
-	[ "$rc" = "$want" ] || fail "$name: exit $rc, want $want: $(cat "$T/$name.err")"
-	lines=$(grep -c 'cuscope:' "$T/$name.err")
-	[ "$lines" = 1 ] || fail "$name: want one cuscope: line, got $lines: $(tr '\n' '|' <"$T/$name.err")"
-	grep -qE "$regex" "$T/$name.err" || fail "$name: line does not say /$regex/: $(cat "$T/$name.err")"
-}
-
 # --- a zombie: a child its parent (which exec'd a sleep) never reaps ---------------------------
 bash -c 'sleep 0.1 & exec sleep 20' &
 parent=$!
