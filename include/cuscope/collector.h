@@ -42,7 +42,10 @@ struct collector_config {
 	uint32_t max_strings;
 	size_t gpu_buffer_bytes; /* bound on CUPTI activity buffers */
 	int attached;            /* started by `cuscope attach`: stop collecting when the viewer leaves */
-	int use_ticks; /* hot paths stamp TSC ticks (COLLECTOR_REC_TICKS), converted by the sender */
+	int use_ticks;          /* hot paths stamp TSC ticks (COLLECTOR_REC_TICKS), converted by the sender */
+	int clock_mono;         /* CUSCOPE_CLOCK=mono: never ticks */
+	unsigned sample_hz;     /* CPU samples per thread CPU-second, 0 = off */
+	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
 };
 
 extern struct collector_config collector_config;
@@ -135,6 +138,14 @@ void collector_detached(void);
 int sender_start(void);
 /* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
 void sender_stop(void);
+/* At exit, before sender_stop: a process that ends while the sender still waits lazily and made
+ * no event writes its final record (to PID.final) on the calling thread: no socket, no thread
+ * scan, no join. Returns 1 if it did (sender_stop must not follow). */
+int sender_exit_early(void);
+/* The process made its first event (a ring, GPU tracing): a lazy sender starts now. Signal-safe. */
+void sender_first_event(void);
+/* Sender thread, once the lazy start is over: sampling and the clock choice (collector side). */
+void collector_begin(void);
 /* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
  * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
  * connected, -ENAMETOOLONG. */
@@ -175,8 +186,13 @@ void cupti_forget_after_fork(void);
 /* Ring record kinds private to the collector (beyond the wire event kinds). */
 #define COLLECTOR_REC_SAMPLE 200 /* text = uint64 return addresses, leaf first */
 
-/* CPU sampling at hz per thread CPU-second; 0 disables. Returns 0 or -1 (a notice says why). */
+/* CPU sampling at hz per thread CPU-second; 0 disables. Claims the signal at start-up (before the
+ * program can take every free one); sampling itself starts with sampler_begin. Returns 0 or -1
+ * (a notice says why). */
 int sampler_init(unsigned hz);
+/* Sender thread, when the lazy start ends: measures the signal's cost and starts sampling the
+ * threads the sender finds. 0 or -1. */
+int sampler_begin(void);
 /* Sender thread: start/stop sampling a thread found in / gone from /proc/self/task. */
 void sampler_thread_added(pid_t tid);
 void sampler_thread_removed(pid_t tid);

@@ -54,7 +54,8 @@ uint64_t collector_now_ns(void)
 
 uint64_t collector_stamp(uint16_t *flags)
 {
-	if (collector_config.use_ticks) {
+	/* Set once by the sender when the lazy start ends; records carry which stamp they have. */
+	if (__atomic_load_n(&collector_config.use_ticks, __ATOMIC_RELAXED)) {
 		*flags |= COLLECTOR_REC_TICKS;
 		return clock_ticks();
 	}
@@ -136,6 +137,8 @@ static struct thread_ring *thread_ring_create(void)
 	} while (!atomic_compare_exchange_weak_explicit(&collector_rings, &head, tr, memory_order_release,
 	                                                memory_order_relaxed));
 	collector_ring_self = tr;
+	if (!head)
+		sender_first_event(); /* the first event: a lazy sender starts now */
 	return tr;
 }
 
@@ -602,7 +605,8 @@ static void collector_at_exit(void)
 			    "(no GPU or no driver?); no GPU lanes");
 	}
 	cupti_stop();
-	sender_stop();
+	if (!sender_exit_early())
+		sender_stop();
 	atomic_store(&collector_running, 0);
 }
 
@@ -641,17 +645,35 @@ static void collector_configure(void)
 	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
 	          !(osrt_env && strcmp(osrt_env, "off") == 0));
 	counters_init(config_value("CUSCOPE_COUNTERS"));
-	/* Ticks only where the TSC is invariant; CUSCOPE_CLOCK=mono forces clock_gettime everywhere. */
 	const char *clock = config_value("CUSCOPE_CLOCK");
-	collector_config.use_ticks = !(clock && strcmp(clock, "mono") == 0) && clock_ticks_usable();
+	collector_config.clock_mono = clock && strcmp(clock, "mono") == 0;
+	collector_config.use_ticks = 0; /* decided in collector_begin */
+	/* A process pays for the socket, sampling and counters once it lived this long (10 ms by
+	 * default; 0 = at once) or made an event: short-lived children stay cheap. */
+	const char *lazy = config_value("CUSCOPE_LAZY_START_MS");
+	collector_config.lazy_start_ns =
+	    lazy && *lazy && strcmp(lazy, "0") == 0
+	        ? 0
+	        : (uint64_t)env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
+	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
 }
 
-/* Starts the sender and the sampler; 0 or -1. */
+void collector_begin(void)
+{
+	/* Before the sender's first thread scan, which creates each thread's sampling event. */
+	sampler_begin();
+	/* Ticks only where the TSC is invariant (/proc/cpuinfo is read here, not by every short-lived
+	 * child); CUSCOPE_CLOCK=mono forces clock_gettime everywhere. */
+	__atomic_store_n(&collector_config.use_ticks, !collector_config.clock_mono && clock_ticks_usable(),
+	                 __ATOMIC_RELAXED);
+}
+
+/* Starts the sender (lazily: see sender.c); 0 or -1. */
 static int collector_start(void)
 {
-	/* Before the sender: its first thread scan already creates each thread's sampling event. */
-	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
-	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
+	/* The signal is claimed now; sampling starts when the sender's lazy start ends. */
+	sampler_init(collector_config.sample_hz);
 	if (sender_start() != 0) {
 		sampler_stop();
 		return -1;
@@ -825,8 +847,10 @@ COLLECTOR_EXPORT int InitializeInjection(void)
 {
 	collector_init();
 	cuda_injection_called = 1;
-	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU"))
+	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU")) {
 		cupti_start();
+		sender_first_event(); /* GPU records are events: the sender starts now */
+	}
 	return 1;
 }
 

@@ -546,25 +546,33 @@ int sampler_init(unsigned hz)
 		                 "CPU sampling unavailable: the program handles every real-time signal");
 		return -1;
 	}
-	if (sampler_unwind_init() != 0) {
-		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
-		return -1;
-	}
 	if (sampler_hold(sig) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s",
 		                 strerror(errno));
 		return -1;
 	}
 	atomic_store(&sampler_signal, sig);
-	if (!delivery_ns)
-		sampler_calibrate(sig);
 	requested_hz = hz;
 	requested_period_ns = 1000000000L / (long)hz;
+	atomic_store(&move_requested, 0);
+	atomic_store(&sampler_pid, getpid());
+	return 0;
+}
+
+int sampler_begin(void)
+{
+	int sig = atomic_load(&sampler_signal);
+	if (!requested_hz || !sig || !atomic_load(&signal_held[sig]))
+		return -1;
+	if (sampler_unwind_init() != 0) {
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
+		return -1;
+	}
+	if (!delivery_ns)
+		sampler_calibrate(sig);
 	/* Until samples are measured, a rate that a typical unwind keeps within the budget. */
 	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery_ns) * 1000 / SAMPLER_BUDGET_PERMILLE);
 	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
-	atomic_store(&move_requested, 0);
-	atomic_store(&sampler_pid, getpid());
 	atomic_store(&sampler_on, 1);
 	return 0;
 }
