@@ -317,18 +317,59 @@ static int unwind_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, siz
 static unw_addr_space_t unwind_space;
 static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
 
+/*
+ * libunwind is loaded when it is first needed (sampling starts, or a blocking call's stack), not
+ * with the collector: a short-lived child never maps it and the libraries it brings.
+ */
+#define UNWIND_NAME_(sym) #sym
+#define UNWIND_NAME(sym)  UNWIND_NAME_(sym) /* the libunwind macros name the generic x86_64 symbols */
+static struct {
+	__typeof__(unw_get_accessors) *get_accessors;
+	__typeof__(unw_create_addr_space) *create_addr_space;
+	__typeof__(unw_set_caching_policy) *set_caching_policy;
+	__typeof__(unw_init_remote) *init_remote;
+	__typeof__(unw_get_reg) *get_reg;
+	__typeof__(unw_step) *step;
+	unw_addr_space_t *local_addr_space;
+} unw;
+
+/* Loads libunwind and finds what we use; 0 or -1. */
+static int sampler_unwind_load(void)
+{
+	void *lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		lib = dlopen("libunwind-x86_64.so", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return -1;
+	unw.get_accessors = (__typeof__(unw.get_accessors))dlsym(lib, UNWIND_NAME(unw_get_accessors));
+	unw.create_addr_space =
+	    (__typeof__(unw.create_addr_space))dlsym(lib, UNWIND_NAME(unw_create_addr_space));
+	unw.set_caching_policy =
+	    (__typeof__(unw.set_caching_policy))dlsym(lib, UNWIND_NAME(unw_set_caching_policy));
+	unw.init_remote = (__typeof__(unw.init_remote))dlsym(lib, UNWIND_NAME(unw_init_remote));
+	unw.get_reg = (__typeof__(unw.get_reg))dlsym(lib, UNWIND_NAME(unw_get_reg));
+	unw.step = (__typeof__(unw.step))dlsym(lib, UNWIND_NAME(unw_step));
+	unw.local_addr_space = (unw_addr_space_t *)dlsym(lib, UNWIND_NAME(unw_local_addr_space));
+	return unw.get_accessors && unw.create_addr_space && unw.set_caching_policy && unw.init_remote &&
+	               unw.get_reg && unw.step && unw.local_addr_space
+	           ? 0
+	           : -1;
+}
+
 static void sampler_unwind_create(void)
 {
-	unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+	if (sampler_unwind_load() != 0)
+		return;
+	unw_accessors_t acc = *unw.get_accessors(*unw.local_addr_space);
 	acc.access_mem = unwind_access_mem;
 	acc.access_reg = unwind_access_reg;
 	acc.access_fpreg = unwind_access_fpreg;
 	acc.resume = unwind_resume;
 	acc.get_proc_name = unwind_proc_name;
-	unw_addr_space_t space = unw_create_addr_space(&acc, 0);
+	unw_addr_space_t space = unw.create_addr_space(&acc, 0);
 	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
 	if (space)
-		unw_set_caching_policy(space, UNW_CACHE_PER_THREAD);
+		unw.set_caching_policy(space, UNW_CACHE_PER_THREAD);
 	unwind_space = space;
 }
 
@@ -350,14 +391,14 @@ static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 	if (sigsetjmp(escape, 1) == 0) {
 		unwind_escape = &escape;
 		unw_cursor_t cursor;
-		if (unw_init_remote(&cursor, unwind_space, context) == 0) {
+		if (unw.init_remote(&cursor, unwind_space, context) == 0) {
 			do {
 				unw_word_t ip = 0;
-				if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+				if (unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
 					break;
 				pcs[depth] = ip;
 				depth = depth + 1;
-			} while (depth < max && unw_step(&cursor) > 0);
+			} while (depth < max && unw.step(&cursor) > 0);
 		}
 	}
 	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
