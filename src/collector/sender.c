@@ -1209,6 +1209,8 @@ static void *sender_main(void *arg)
 	snd.tid = collector_gettid();
 	collector_register_own_tid(snd.tid);
 	snd.last_scan_ns = 0;
+	/* A burst may be filling the first ring: make room before the slower start-up work. */
+	drain_rings();
 	if (sender_begin() != 0) {
 		/* Unreachable session: rest like a detached collector; rings are never drained. */
 		atomic_store(&sender_state, SENDER_IDLE);
