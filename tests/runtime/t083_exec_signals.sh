@@ -3,7 +3,8 @@
 # variant), CPU-busy between execs with every signal blocked for the last half (as launchers do
 # around an exec), sampled at the highest rate, with two busy loops beside it so the race is
 # likely, ends with its own exit code (7), never killed by a real-time signal of ours; the mask it
-# set before each exec arrives unchanged (it exits 9 otherwise). With CPU-time timers and with
+# set before each exec arrives unchanged (it exits 9 otherwise), and an exec that fails first in
+# each generation returns ENOENT and lets it carry on (it exits 5 otherwise). With CPU-time timers and with
 # perf events (whose fd signals POLL_HUP when closed at exec; timer signals of deleted timers are
 # dropped by Linux >= 6.13 but not by older kernels).
 # shellcheck source=tests/lib.sh
@@ -27,6 +28,7 @@ for mode in timer perf; do
 	echo "$mode: 200 execs under record: $(( ($(date +%s%N) - start) / 1000000 )) ms" >&2
 	[ "$rc" = 124 ] && fail "$mode: record ran past 100 s"
 	[ "$rc" = 9 ] && fail "$mode: the signal mask changed across an exec: $(head -c 300 "$T/$mode.err")"
+	[ "$rc" = 5 ] && fail "$mode: a failed exec did not return ENOENT: $(head -c 300 "$T/$mode.err")"
 	[ "$rc" = 7 ] || fail "$mode: record exited $rc, want the program's 7 (killed by signal $((rc - 128))?): $(head -c 300 "$T/$mode.err")"
 done
 exit 0
