@@ -4,7 +4,7 @@
 # time and of user+sys CPU (the whole tree: shell, children, and for record the recorder), per
 # child, and the recorded minus plain difference. Prints numbers; passes or fails nothing.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
 CLI=$PWD/$B/bin/cuscope
 N=${N:-1000}

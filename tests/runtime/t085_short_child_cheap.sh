@@ -23,6 +23,7 @@ n=$(find "$T/s" -name '*.final' | wc -l)
 [ "$n" = 1 ] || fail "want the child's PID.final in the session, found $n files: $(ls -a "$T/s")"
 
 # A process that lives past the lazy start listens and samples as before.
+# shellcheck disable=SC2016 # the loop is the child shell's
 CUSCOPE_SESSION=$T/s CUSCOPE_WAIT_VIEWER_MS=2000 strace -f -qq -o "$T/trace2" \
 	-e trace=bind,timer_create,perf_event_open env LD_PRELOAD="$LIB" sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
 grep -q 'bind(' "$T/trace2" || fail "a longer-lived process never made its socket"
