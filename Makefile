@@ -84,7 +84,7 @@ $(VIEWER_LIB): $(VIEWER_OBJ)
 $(COLLECTOR): $(COLLECTOR_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
-	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lunwind-x86_64 -lunwind -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
+	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
 
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)

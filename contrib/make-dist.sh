@@ -47,7 +47,11 @@ is_glibc()
 	return 1
 }
 
-for f in "$BIN" "$LIB"; do
+# The collector loads libunwind with dlopen when sampling starts (ldd does not list it).
+UNWIND=$(ldconfig -p | awk '$1 == "libunwind-x86_64.so.8" { print $NF; exit }')
+[ -n "$UNWIND" ] || echo "make-dist: warning: libunwind-x86_64.so.8 not found: no CPU sampling" >&2
+for f in "$BIN" "$LIB" ${UNWIND:+"$UNWIND"}; do
+	[ "$f" = "${UNWIND:-}" ] && echo "$f"
 	ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
 done | sort -u | while read -r so; do
 	is_glibc "$so" && continue

@@ -47,6 +47,8 @@ struct collector_config {
 	 * thread once it has checked the TSC; each record carries its own flag, so the switch can
 	 * happen while application threads write. */
 	_Atomic int use_ticks;
+	unsigned sample_hz;     /* CPU samples per thread CPU-second, 0 = off */
+	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
 };
 
 extern struct collector_config collector_config;
@@ -142,6 +144,14 @@ void sender_stop(void);
 /* The same from _exit (a signal handler, a dying shell): waits at most max_ns for the sender to
  * finish, without a join or lock; what the viewer has not taken by half of it goes to PID.final. */
 void sender_stop_within(uint64_t max_ns);
+/* At exit, before sender_stop: a process that ends while the sender still waits lazily and made
+ * no event writes its final record (to PID.final) on the calling thread: no socket, no thread
+ * scan, no join. Returns 1 if it did (sender_stop must not follow). */
+int sender_exit_early(void);
+/* The process made its first event (a ring, GPU tracing): a lazy sender starts now. Signal-safe. */
+void sender_first_event(void);
+/* Sender thread, once the lazy start is over: sampling and the clock choice (collector side). */
+void collector_begin(void);
 /* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
  * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
  * connected, -ENAMETOOLONG. */
@@ -182,8 +192,13 @@ void cupti_forget_after_fork(void);
 /* Ring record kinds private to the collector (beyond the wire event kinds). */
 #define COLLECTOR_REC_SAMPLE 200 /* text = uint64 return addresses, leaf first */
 
-/* CPU sampling at hz per thread CPU-second; 0 disables. Returns 0 or -1 (a notice says why). */
+/* CPU sampling at hz per thread CPU-second; 0 disables. Claims the signal at start-up (before the
+ * program can take every free one); sampling itself starts with sampler_begin. Returns 0 or -1
+ * (a notice says why). */
 int sampler_init(unsigned hz);
+/* Sender thread, when the lazy start ends: measures the signal's cost and starts sampling the
+ * threads the sender finds. 0 or -1. */
+int sampler_begin(void);
 /* Sender thread: start/stop sampling a thread found in / gone from /proc/self/task. */
 void sampler_thread_added(pid_t tid);
 void sampler_thread_removed(pid_t tid);

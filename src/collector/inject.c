@@ -136,6 +136,8 @@ static struct thread_ring *thread_ring_create(void)
 	} while (!atomic_compare_exchange_weak_explicit(&collector_rings, &head, tr, memory_order_release,
 	                                                memory_order_relaxed));
 	collector_ring_self = tr;
+	if (!head)
+		sender_first_event(); /* the first event: a lazy sender starts now */
 	return tr;
 }
 
@@ -602,7 +604,8 @@ static void collector_at_exit(void)
 			    "(no GPU or no driver?); no GPU lanes");
 	}
 	cupti_stop();
-	sender_stop();
+	if (!sender_exit_early())
+		sender_stop();
 	atomic_store(&collector_running, 0);
 }
 
@@ -676,14 +679,28 @@ static void collector_configure(void)
 	 * (reading /proc/cpuinfo is no work for a program's start-up). */
 	const char *clock = config_value("CUSCOPE_CLOCK");
 	collector_config.ticks_wanted = !(clock && strcmp(clock, "mono") == 0);
+	/* A process pays for the socket, sampling and counters once it lived this long (10 ms by
+	 * default; 0 = at once) or made an event: short-lived children stay cheap. */
+	const char *lazy = config_value("CUSCOPE_LAZY_START_MS");
+	collector_config.lazy_start_ns =
+	    lazy && *lazy && strcmp(lazy, "0") == 0
+	        ? 0
+	        : (uint64_t)env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
+	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
 }
 
-/* Starts the sender and the sampler; 0 or -1. */
+void collector_begin(void)
+{
+	/* Before the sender's first thread scan, which creates each thread's sampling event. */
+	sampler_begin();
+}
+
+/* Starts the sender (lazily: see sender.c); 0 or -1. */
 static int collector_start(void)
 {
-	/* Before the sender: its first thread scan already creates each thread's sampling event. */
-	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
-	sampler_init(hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000);
+	/* The signal is claimed now; sampling starts when the sender's lazy start ends. */
+	sampler_init(collector_config.sample_hz);
 	if (sender_start() != 0) {
 		sampler_stop();
 		return -1;
@@ -857,8 +874,10 @@ COLLECTOR_EXPORT int InitializeInjection(void)
 {
 	collector_init();
 	cuda_injection_called = 1;
-	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU"))
+	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU")) {
 		cupti_start();
+		sender_first_event(); /* GPU records are events: the sender starts now */
+	}
 	return 1;
 }
 

@@ -362,18 +362,59 @@ static int unwind_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, siz
 static unw_addr_space_t unwind_space;
 static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
 
+/*
+ * libunwind is loaded when it is first needed (sampling starts, or a blocking call's stack), not
+ * with the collector: a short-lived child never maps it and the libraries it brings.
+ */
+#define UNWIND_NAME_(sym) #sym
+#define UNWIND_NAME(sym)  UNWIND_NAME_(sym) /* the libunwind macros name the generic x86_64 symbols */
+static struct {
+	__typeof__(unw_get_accessors) *get_accessors;
+	__typeof__(unw_create_addr_space) *create_addr_space;
+	__typeof__(unw_set_caching_policy) *set_caching_policy;
+	__typeof__(unw_init_remote) *init_remote;
+	__typeof__(unw_get_reg) *get_reg;
+	__typeof__(unw_step) *step;
+	unw_addr_space_t *local_addr_space;
+} unw;
+
+/* Loads libunwind and finds what we use; 0 or -1. */
+static int sampler_unwind_load(void)
+{
+	void *lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		lib = dlopen("libunwind-x86_64.so", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return -1;
+	unw.get_accessors = (__typeof__(unw.get_accessors))dlsym(lib, UNWIND_NAME(unw_get_accessors));
+	unw.create_addr_space =
+	    (__typeof__(unw.create_addr_space))dlsym(lib, UNWIND_NAME(unw_create_addr_space));
+	unw.set_caching_policy =
+	    (__typeof__(unw.set_caching_policy))dlsym(lib, UNWIND_NAME(unw_set_caching_policy));
+	unw.init_remote = (__typeof__(unw.init_remote))dlsym(lib, UNWIND_NAME(unw_init_remote));
+	unw.get_reg = (__typeof__(unw.get_reg))dlsym(lib, UNWIND_NAME(unw_get_reg));
+	unw.step = (__typeof__(unw.step))dlsym(lib, UNWIND_NAME(unw_step));
+	unw.local_addr_space = (unw_addr_space_t *)dlsym(lib, UNWIND_NAME(unw_local_addr_space));
+	return unw.get_accessors && unw.create_addr_space && unw.set_caching_policy && unw.init_remote &&
+	               unw.get_reg && unw.step && unw.local_addr_space
+	           ? 0
+	           : -1;
+}
+
 static void sampler_unwind_create(void)
 {
-	unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+	if (sampler_unwind_load() != 0)
+		return;
+	unw_accessors_t acc = *unw.get_accessors(*unw.local_addr_space);
 	acc.access_mem = unwind_access_mem;
 	acc.access_reg = unwind_access_reg;
 	acc.access_fpreg = unwind_access_fpreg;
 	acc.resume = unwind_resume;
 	acc.get_proc_name = unwind_proc_name;
-	unw_addr_space_t space = unw_create_addr_space(&acc, 0);
+	unw_addr_space_t space = unw.create_addr_space(&acc, 0);
 	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
 	if (space)
-		unw_set_caching_policy(space, UNW_CACHE_PER_THREAD);
+		unw.set_caching_policy(space, UNW_CACHE_PER_THREAD);
 	unwind_space = space;
 }
 
@@ -395,14 +436,14 @@ static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 	if (sigsetjmp(escape, 1) == 0) {
 		unwind_escape = &escape;
 		unw_cursor_t cursor;
-		if (unw_init_remote(&cursor, unwind_space, context) == 0) {
+		if (unw.init_remote(&cursor, unwind_space, context) == 0) {
 			do {
 				unw_word_t ip = 0;
-				if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
+				if (unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
 					break;
 				pcs[depth] = ip;
 				depth = depth + 1;
-			} while (depth < max && unw_step(&cursor) > 0);
+			} while (depth < max && unw.step(&cursor) > 0);
 		}
 	}
 	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
@@ -614,10 +655,6 @@ int sampler_init(unsigned hz)
 		                 "CPU sampling unavailable: the program handles every real-time signal");
 		return -1;
 	}
-	if (sampler_unwind_init() != 0) {
-		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
-		return -1;
-	}
 	if (sampler_hold(sig) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction: %s",
 		                 strerror(errno));
@@ -626,13 +663,25 @@ int sampler_init(unsigned hz)
 	atomic_store(&sampler_signal, sig);
 	requested_hz = hz;
 	requested_period_ns = 1000000000L / (long)hz;
+	atomic_store(&move_requested, 0);
+	atomic_store(&sampler_pid, getpid());
+	return 0;
+}
+
+int sampler_begin(void)
+{
+	int sig = atomic_load(&sampler_signal);
+	if (!requested_hz || !sig || !atomic_load(&signal_held[sig]))
+		return -1;
+	if (sampler_unwind_init() != 0) {
+		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
+		return -1;
+	}
 	/* Until samples are measured, a rate that a typical unwind keeps within the budget (the
 	 * delivery cost is measured on the sender's first poll). */
 	uint64_t delivery = delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS;
 	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery) * 1000 / SAMPLER_BUDGET_PERMILLE);
 	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
-	atomic_store(&move_requested, 0);
-	atomic_store(&sampler_pid, getpid());
 	atomic_store(&sampler_on, 1);
 	return 0;
 }

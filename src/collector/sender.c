@@ -37,6 +37,17 @@
 #define EVENTS_PER_FRAME     2048
 #define THREAD_SCAN_NS       200000000ull
 #define LOSS_REPORT_NS       250000000ull
+/*
+ * Start-up is lazy: the sender thread sleeps until the process has lived
+ * collector_config.lazy_start_ns or made its first ring (an event), and only then makes its
+ * socket, scans /proc, starts sampling and counters. A child that ends before (a shell loop of
+ * /bin/true) writes its final record from its exiting thread (sender_exit_early) and pays for
+ * none of that.
+ */
+
+enum sender_state { SENDER_IDLE, SENDER_LAZY, SENDER_RUNNING, SENDER_ENDED_EARLY };
+static _Atomic int sender_state;
+static _Atomic int first_event; /* the process made an event: the lazy wait ends */
 
 /* A block of encoded frames in the send queue. */
 struct out_block {
@@ -97,6 +108,7 @@ static struct sender {
 	uint64_t last_loss_total;
 	uint64_t last_scan_ns, last_loss_ns;
 	uint64_t start_mono_ns;
+	int tracking; /* the sampler and counters follow the threads scans find */
 } snd = {.listen_fd = -1, .viewer_fd = -1};
 /* Futex word: 1 once the sender thread has finished its final flush (waited on by _exit). */
 static _Atomic uint32_t sender_done;
@@ -459,13 +471,15 @@ static void scan_threads(uint64_t now)
 				continue;
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			t->seen = 1;
-			t->sampled = 1;
-			sampler_thread_added(tid);
-			counters_thread_added(tid);
+			t->sampled = snd.tracking;
+			if (snd.tracking) {
+				sampler_thread_added(tid);
+				counters_thread_added(tid);
+			}
 			emit_thread_name(t);
 			continue;
 		}
-		if (!t->sampled) {
+		if (!t->sampled && snd.tracking) {
 			/* Known from its own records before the scan saw it. */
 			t->sampled = 1;
 			sampler_thread_added(tid);
@@ -1023,6 +1037,23 @@ static void periodic_work(uint64_t now)
 	}
 }
 
+/* Writes the queue's unsent bytes to fd; 0 or -errno. */
+static int final_write_queue(int fd)
+{
+	for (struct out_block *b = snd.head; b; b = b->next) {
+		size_t off = b->sent;
+		while (off < b->len) {
+			ssize_t n = write(fd, b->data + off, b->len - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EIO;
+			off += (size_t)n;
+		}
+	}
+	return 0;
+}
+
 /*
  * Writes the unsent rest of the stream (from the first unsent byte: the viewer's decoder goes on
  * where the socket stopped) to SESSION/PID.final, 0600, created beside it and renamed into
@@ -1037,24 +1068,13 @@ static int write_final_file(void)
 	    snprintf(tmp, sizeof tmp, "%s/.%d.final.tmp", collector_config.session_dir, (int)getpid()) >=
 	        (int)sizeof tmp)
 		return -ENAMETOOLONG;
-	unlink(tmp);
+	/* Every short-lived child writes one: a leftover is removed only when it is in the way. */
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int rc = 0;
-	for (struct out_block *b = snd.head; b && !rc; b = b->next) {
-		size_t off = b->sent;
-		while (off < b->len) {
-			ssize_t n = write(fd, b->data + off, b->len - off);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				rc = n < 0 ? -errno : -EIO;
-				break;
-			}
-			off += (size_t)n;
-		}
-	}
+	int rc = final_write_queue(fd);
 	if (close(fd) != 0 && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, path) != 0)
@@ -1136,14 +1156,72 @@ static void sender_detach(void)
 	collector_detached(); /* last: a re-attach may start a new sender from here on */
 }
 
+static void sender_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The lazy part of start-up: sleeps until the process has lived lazy_start_ns, made its first
+ * ring, been asked to move or to stop. Returns 1 when the sender goes on, 0 when the exiting
+ * thread took over (sender_exit_early: this thread must not touch anything).
+ */
+static int sender_wait_lazy(void)
+{
+	uint64_t deadline = snd.start_mono_ns + collector_config.lazy_start_ns;
+	for (;;) {
+		uint64_t now = clock_mono_ns();
+		if (atomic_load_explicit(&snd.stop, memory_order_acquire) || now >= deadline ||
+		    atomic_load(&first_event) || atomic_load(&collector_rings) || atomic_load(&move_pending))
+			break;
+		if (atomic_exchange_explicit(&collector_wake_word, 0, memory_order_acquire) != 0)
+			continue; /* woken: look again */
+		uint64_t left = deadline - now;
+		struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+		syscall(SYS_futex, &collector_wake_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+	int expected = SENDER_LAZY;
+	return atomic_compare_exchange_strong(&sender_state, &expected, SENDER_RUNNING) ||
+	       expected == SENDER_RUNNING;
+}
+
+/* What the lazy start deferred: the socket, sampling, the clock choice, thread tracking. 0, or
+ * -errno when the socket cannot be made (the collector then rests: nobody could read it). */
+static int sender_begin(void)
+{
+	if (atomic_load_explicit(&snd.stop, memory_order_acquire))
+		return 0; /* exiting already: only the final record is left to write */
+	if (snd.listen_fd < 0) {
+		int err = sender_listen();
+		if (err) {
+			/* Never on the program's stderr (a setuid or chroot child's may be anything): a
+			 * line in the session directory, if it can be reached at all. */
+			sender_log("collector in pid %d cannot listen on %s: %s", (int)getpid(),
+			           snd.socket_path, strerror(-err));
+			return err;
+		}
+	}
+	collector_begin();
+	snd.tracking = 1;
+	return 0;
+}
+
 static void *sender_main(void *arg)
 {
 	(void)arg;
 	collector_mark_own_thread();
+	if (!sender_wait_lazy())
+		return NULL; /* the process ended early; its exiting thread wrote the final record */
 	prctl(PR_SET_NAME, "cuscope-sender");
 	snd.tid = collector_gettid();
 	collector_register_own_tid(snd.tid);
 	snd.last_scan_ns = 0;
+	/* A burst may be filling the first ring: make room before the slower start-up work. */
+	drain_rings();
+	if (sender_begin() != 0) {
+		/* Unreachable session: rest like a detached collector; rings are never drained. */
+		atomic_store(&sender_state, SENDER_IDLE);
+		collector_detached();
+		pthread_detach(pthread_self());
+		return NULL;
+	}
 	uint64_t started_ns = clock_mono_ns();
 	/* Ticks only where the TSC is invariant and the kernel's clocksource. */
 	atomic_store_explicit(&collector_config.use_ticks,
@@ -1183,7 +1261,6 @@ static void *sender_main(void *arg)
  * A line for the user when no viewer can be told: appended to PID.log in the session directory
  * (0600, never through a link), or dropped. Never written to an fd the program owns.
  */
-static void sender_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sender_log(const char *fmt, ...)
 {
 	char path[4096 + 32], line[512];
@@ -1221,16 +1298,21 @@ int sender_start(void)
 		return -ENAMETOOLONG;
 	}
 	snd.listen_failures = 0;
-	int err = sender_listen();
-	if (err) {
-		/* Never on the program's stderr (a setuid or chroot child's may be anything): a line in
-		 * the session directory, if it can be reached at all. */
-		sender_log("collector in pid %d cannot listen on %s: %s", (int)getpid(), snd.socket_path,
-		           strerror(-err));
-		snd.listen_fd = -1;
-		strtab_fini(&snd.strings);
-		return err;
+	snd.tracking = 0;
+	/* An attach waits for the socket: no lazy start there. */
+	int lazy = !collector_config.attached;
+	if (!lazy) {
+		int err = sender_listen();
+		if (err) {
+			sender_log("collector in pid %d cannot listen on %s: %s", (int)getpid(),
+			           snd.socket_path, strerror(-err));
+			snd.listen_fd = -1;
+			strtab_fini(&snd.strings);
+			return err;
+		}
 	}
+	atomic_store(&first_event, 0);
+	atomic_store(&sender_state, lazy ? SENDER_LAZY : SENDER_RUNNING);
 	atomic_store(&snd.stop, 0);
 	atomic_store(&sender_done, 0);
 	atomic_store(&final_send_ns, 2000000000ull);
@@ -1241,14 +1323,60 @@ int sender_start(void)
 	int rc = pthread_create(&snd.thread, NULL, sender_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		collector_fd_close(snd.listen_fd);
+		if (snd.listen_fd >= 0) {
+			collector_fd_close(snd.listen_fd);
+			unlink(snd.socket_path);
+		}
 		snd.listen_fd = -1;
-		unlink(snd.socket_path);
+		atomic_store(&sender_state, SENDER_IDLE);
 		strtab_fini(&snd.strings);
 		return -rc;
 	}
 	snd.started = 1;
 	return 0;
+}
+
+int sender_exit_early(void)
+{
+	/* Events in rings or GPU records need the sender's whole drain: only a process without any
+	 * ends here. */
+	if (atomic_load(&sender_state) != SENDER_LAZY || atomic_load(&collector_rings) || cupti_running())
+		return 0;
+	int expected = SENDER_LAZY;
+	if (!atomic_compare_exchange_strong(&sender_state, &expected, SENDER_ENDED_EARLY))
+		return 0;
+	/* From here this thread owns the sender's state; the sleeping thread ends when it wakes. */
+	snd.started = 0;
+	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
+	if (!viewer_expected)
+		return 1;                   /* armed, never attached: nothing to hand anyone */
+	int was = collector_thread_enter(); /* our own files: no blocking-call records */
+	uint64_t now = clock_mono_ns();
+	/* The exiting thread names the process's lane (no /proc scan: the sleeping sender may not
+	 * have registered itself yet, and other threads made no event). */
+	struct known_thread *t = thread_add(collector_gettid(), snd.start_mono_ns);
+	if (t) {
+		prctl(PR_GET_NAME, t->comm);
+		emit_thread_name(t);
+	}
+	flush_event_batch();
+	struct wire_bye bye = {now, -1, 0};
+	if (build_intro()) {
+		queue_notices();
+		queue_losses();
+		queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
+		write_final_file();
+	}
+	collector_thread_restore(was);
+	return 1;
+}
+
+void sender_first_event(void)
+{
+	if (atomic_load_explicit(&sender_state, memory_order_relaxed) == SENDER_LAZY) {
+		atomic_store(&first_event, 1);
+		collector_wake_sender();
+	}
 }
 
 void sender_stop(void)
@@ -1291,6 +1419,8 @@ void sender_forget_after_fork(void)
 	/* Everything below belonged to the parent; its memory is leaked on purpose (the parent's
 	 * sender may have been mid-update, so nothing is trusted or freed). */
 	snd.started = 0;
+	snd.tracking = 0;
+	atomic_store(&sender_state, SENDER_IDLE);
 	/* The child must not hold the parent's viewer connection open (the viewer would miss EOF). */
 	if (snd.listen_fd >= 0)
 		collector_fd_close(snd.listen_fd);

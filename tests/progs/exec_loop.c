@@ -7,6 +7,7 @@
  * everything first thing. A sampler signal left pending across an exec kills a generation (the
  * default action of a real-time signal), so the launcher sees a signal instead of 7. The mask set
  * before the exec must arrive unchanged in the new image: a generation exits 9 if it differs.
+ * Each generation first tries an exec that fails (ENOENT, else it exits 5) and carries on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +80,12 @@ int main(int argc, char **argv)
 		return 3;
 	exe[len] = '\0';
 	char *args[] = {argv[0], next, busy_arg, "1", NULL};
+	/* A failed exec first: the program carries on (sampled again), errno as the exec set it. */
+	errno = 0;
+	if (execv("/nonexistent/exec_loop", args) == 0 || errno != ENOENT) {
+		fprintf(stderr, "exec_loop: a failed exec returned errno %d, want ENOENT\n", errno);
+		return 5;
+	}
 	switch (n % 9) {
 	case 0:
 		execv(exe, args);
