@@ -381,6 +381,15 @@ static struct {
 /* Loads libunwind and finds what we use; 0 or -1. */
 static int sampler_unwind_load(void)
 {
+	/* Our run path ($ORIGIN/.., where `make dist` bundles libunwind) applies to what we dlopen, not
+	 * to what those libraries need, and a loaded library matches later by soname. So the generic
+	 * part first, from the same place as the x86_64 part (never a bundled one mixed with the
+	 * system's); liblzma (a stable ABI) only where the system has none, so the program's own
+	 * stays the system's. */
+	if (!dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+		dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
+		dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	}
 	void *lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		lib = dlopen("libunwind-x86_64.so", RTLD_NOW | RTLD_LOCAL);
