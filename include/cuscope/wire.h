@@ -30,6 +30,7 @@ enum wire_frame_type {
 	WIRE_FRAME_STACKS = 9, /* a sequence of struct wire_stack, each followed by depth uint32 frame ids */
 	WIRE_FRAME_COUNTERS = 10, /* an array of struct wire_counter (cumulative values, newest wins) */
 	WIRE_FRAME_EXIT = 11,     /* struct wire_exit: how the process ended, as its launcher saw it */
+	WIRE_FRAME_COST = 12,     /* an array of struct wire_cost: the collector's own cost per source */
 	WIRE_FRAME_TYPE_MAX
 };
 
@@ -119,10 +120,12 @@ struct wire_loss {
 _Static_assert(sizeof(struct wire_loss) == 16, "wire_loss layout");
 
 struct wire_bye {
-	uint64_t time_ns;  /* CLOCK_MONOTONIC at exit */
+	uint64_t time_ns;  /* CLOCK_MONOTONIC at exit (or at the detach, see WIRE_BYE_DETACHED) */
 	int32_t exit_code; /* status passed to exit(), or -1 when unknown */
-	uint32_t reserved;
+	uint32_t flags;    /* WIRE_BYE_* (0 in captures written before the flag existed) */
 };
+/* The viewer asked to detach and the process runs on: the counts are final up to time_ns. */
+#define WIRE_BYE_DETACHED 1u
 _Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
 
 /* Written by the viewer that launched the process (the collector cannot know its own end). */
@@ -274,6 +277,42 @@ struct wire_counter {
 	uint32_t event_id; /* interned event name ("task-clock", "cycles", ...) */
 };
 _Static_assert(sizeof(struct wire_counter) == 24, "wire_counter layout");
+
+/*
+ * ---- The collector's own cost ----
+ * Cumulative per source since the process started (newest wins), sent about once a second and
+ * with the final counts. own_cpu_ns is CPU time of the collector's own threads spent for the
+ * source; added_ns estimates what the source added to the program's threads (sampled
+ * self-timing of the code that runs there: NVTX calls, sample handlers, blocking-call
+ * wrappers); CUPTI's time inside the driver is in neither (say so where it is shown).
+ */
+enum wire_cost_source {
+	WIRE_COST_SENDER = 1,   /* the sender thread: draining, encoding, sending, thread scans */
+	WIRE_COST_GPU = 2,      /* CUPTI buffers: flush thread and decoding on ours */
+	WIRE_COST_NVTX = 3,     /* NVTX calls on the program's threads */
+	WIRE_COST_SAMPLING = 4, /* CPU stack samples: signal delivery and unwinding */
+	WIRE_COST_OSRT = 5,     /* blocking-call wrappers */
+	WIRE_COST_COUNTERS = 6, /* counter reads */
+	WIRE_COST_SOURCE_MAX
+};
+
+#define WIRE_COST_REDUCED 1u /* the overhead budget holds this source below what was asked */
+
+struct wire_cost {
+	uint64_t time_ns;    /* CLOCK_MONOTONIC of this reading */
+	uint64_t own_cpu_ns; /* cumulative */
+	uint64_t added_ns;   /* cumulative estimate */
+	uint64_t events;     /* cumulative events (records, samples, calls timed) */
+	uint32_t source;     /* enum wire_cost_source */
+	uint32_t backoffs;   /* times the budget lowered this source so far */
+	uint32_t level;      /* current setting: samples/s, blocking threshold in us, counter period
+	                      * in ms; 0 = off */
+	uint32_t flags;      /* WIRE_COST_* */
+};
+_Static_assert(sizeof(struct wire_cost) == 48, "wire_cost layout");
+
+/* Stable machine-readable name of a cost source ("sampling", ...), or NULL. */
+const char *wire_cost_source_name(uint32_t source);
 
 /* Stable machine-readable name of a loss cause ("ring_full", ...), or NULL. */
 const char *wire_loss_cause_name(uint32_t cause);

@@ -57,8 +57,18 @@ static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
     [WIRE_FRAME_HELLO] = "hello",           [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
     [WIRE_FRAME_LOSSES] = "losses",         [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
     [WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice", [WIRE_FRAME_STACKS] = "stacks",
-    [WIRE_FRAME_COUNTERS] = "counters",     [WIRE_FRAME_EXIT] = "exit",
+    [WIRE_FRAME_COUNTERS] = "counters",     [WIRE_FRAME_EXIT] = "exit",     [WIRE_FRAME_COST] = "cost",
 };
+
+static const char *const cost_source_names[WIRE_COST_SOURCE_MAX] = {
+    [WIRE_COST_SENDER] = "sender",     [WIRE_COST_GPU] = "gpu",   [WIRE_COST_NVTX] = "nvtx",
+    [WIRE_COST_SAMPLING] = "sampling", [WIRE_COST_OSRT] = "osrt", [WIRE_COST_COUNTERS] = "counters",
+};
+
+const char *wire_cost_source_name(uint32_t source)
+{
+	return source < WIRE_COST_SOURCE_MAX ? cost_source_names[source] : NULL;
+}
 
 const char *wire_loss_cause_name(uint32_t cause)
 {
@@ -157,6 +167,10 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 	}
 	case WIRE_FRAME_COUNTERS:
 		if (length % sizeof(struct wire_counter) == 0)
+			return 0;
+		break;
+	case WIRE_FRAME_COST:
+		if (length % sizeof(struct wire_cost) == 0)
 			return 0;
 		break;
 	case WIRE_FRAME_NOTICE: {
