@@ -13,6 +13,7 @@
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl,
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # BENCH_RUN_TIMEOUT_S (one run, 150), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
@@ -149,12 +150,21 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	fi
 	t0=$SECONDS
 	echo "round $r"
-	n=${#CONFIGS[@]}
 	for w in "${WORKLOADS[@]}"; do
 		[ "$w" = launch ] && [ ! -x "$G/launch_bench" ] && continue
 		# interleaved, with the order rotated each round so no config always runs first
+		# BENCH_CONFIGS_<workload> narrows the configurations for one workload (e.g. floor only where
+		# it is cheap to run), keeping the rotation.
+		var=BENCH_CONFIGS_$w
+		wcfgs=()
+		for c in "${CONFIGS[@]}"; do
+			if [ -z "${!var:-}" ] || [[ " ${!var} " == *" $c "* ]]; then
+				wcfgs+=("$c")
+			fi
+		done
+		n=${#wcfgs[@]}
 		for ((k = 0; k < n; k++)); do
-			run_one "$w" "${CONFIGS[$(((k + r - 1) % n))]}"
+			run_one "$w" "${wcfgs[$(((k + r - 1) % n))]}"
 		done
 	done
 	round_s=$((SECONDS - t0))
@@ -207,6 +217,21 @@ for w in works:
                 lo, hi = quartiles(ov)
                 iqr = "[%+.1f, %+.1f]" % (lo, hi)
         print("%-12s %-9s %-11s %10s %10s - %-10s %9s %17s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(xs)), f(max(xs)), ovs, iqr, len(xs)))
+# Paired per round: the defaults' overhead minus nsys's, in points (negative = cheaper than nsys).
+for w in works:
+    base, cu, ns = load(w, "none"), load(w, "cuscope"), load(w, "nsys")
+    d = []
+    for r in cu:
+        if r in base and r in ns:
+            b = base[r]
+            if w == "launch":
+                d.append((b / cu[r] - b / ns[r]) * 100)
+            else:
+                d.append((cu[r] - ns[r]) / b * 100)
+    if d:
+        lo, hi = quartiles(d)
+        print("%-12s defaults - nsys, per round: median %+.1f points, IQR [%+.1f, %+.1f], %d of %d rounds cheaper than nsys"
+              % (w, statistics.median(d), lo, hi, sum(1 for x in d if x <= 0), len(d)))
 text = open(notes).read().strip()
 if text:
     print("notes:")
