@@ -114,7 +114,7 @@ run_one()
 	cuscope) pre=("${rec[@]}" --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
 	esac
-	"${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
+	BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		i=$((i + 1))
@@ -132,6 +132,11 @@ run_one()
 	rm -rf "$T/b.cuscope" "$T"/nsys-out*
 	if [ -n "$val" ]; then
 		echo "$r $val" >>"$T/vals/$w.$c"
+		local extra x
+		for extra in first_step_s rss_mb gpu_used_mb; do
+			x=$(sed -n "s/^$extra \([0-9.][0-9.]*\).*/\1/p" "$T/run.out" | tail -n 1)
+			[ -n "$x" ] && echo "$r $x" >>"$T/vals/$w.$c.$extra"
+		done
 		printf '  %-11s %-8s %s\n' "$w" "$c" "$val"
 	else
 		echo "$w/$c: no $key line; stderr: $(grep -v '^[[:space:]]*$' "$T/run.err" | tail -n 2 | tr '\n' '|' | cut -c1-200)" | tee -a "$T/notes"
@@ -217,6 +222,29 @@ for w in works:
                 lo, hi = quartiles(ov)
                 iqr = "[%+.1f, %+.1f]" % (lo, hi)
         print("%-12s %-9s %-11s %10s %10s - %-10s %9s %17s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(xs)), f(max(xs)), ovs, iqr, len(xs)))
+# What else a tracer adds: time to the first step (from exec, including the tracer's start-up),
+# the process's peak RSS (an injected collector lives in it; nsys's own processes are not
+# counted) and device memory in use at the end. Medians, and the difference to "none".
+extras = [("first_step_s", "s"), ("rss_mb", "MB"), ("gpu_used_mb", "MB")]
+print()
+print("%-12s %-9s %22s %22s %22s" % ("workload", "config", "first step (s)", "peak RSS (MB)", "GPU memory (MB)"))
+for w in works:
+    for c in cfgs:
+        cells = []
+        for key, _ in extras:
+            v = load(w, c + "." + key)
+            b = load(w, "none." + key)
+            if not v:
+                cells.append("n/a")
+                continue
+            m = statistics.median(v.values())
+            cell = "%.2f" % m if key == "first_step_s" else "%.0f" % m
+            if c != "none" and b:
+                d = m - statistics.median(b.values())
+                cell += (" (%+.2f)" % d) if key == "first_step_s" else (" (%+.0f)" % d)
+            cells.append(cell)
+        if any(x != "n/a" for x in cells):
+            print("%-12s %-9s %22s %22s %22s" % (w, c, cells[0], cells[1], cells[2]))
 # Paired per round: the defaults' overhead minus nsys's, in points (negative = cheaper than nsys).
 for w in works:
     base, cu, ns = load(w, "none"), load(w, "cuscope"), load(w, "nsys")

@@ -5,8 +5,13 @@
 mlp: launch-bound tiny MLP training step (8 x Linear(256) + ReLU, batch 32, Adam).
 transformer: GPU-bound 12-layer transformer encoder training step, bf16, batch 16 x 512 tokens,
 d_model 1024, 16 heads, FFN 4096, AdamW. The timed loop excludes warm-up and ends with a
-synchronize; prints "ms_per_step X"."""
+synchronize; prints "ms_per_step X". Also prints, for what a tracer adds: "first_step_s X" (from
+BENCH_T0_NS, the launcher's CLOCK_REALTIME at exec, to the end of the first step), "rss_mb X"
+(peak resident set of this process, where an injected collector lives too) and "gpu_used_mb X"
+(device memory in use at the end, all processes: the benchmark runs alone on its GPU)."""
 import argparse
+import os
+import resource
 import sys
 import time
 
@@ -55,6 +60,11 @@ def main():
     dev = torch.device("cuda", 0)
     torch.manual_seed(0)
     step = build(a.model, dev)
+    step()
+    torch.cuda.synchronize()
+    t0_ns = int(os.environ.get("BENCH_T0_NS", "0"))
+    if t0_ns:
+        print("first_step_s %.3f" % ((time.time_ns() - t0_ns) / 1e9))
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
@@ -65,6 +75,9 @@ def main():
     dt = time.perf_counter() - t0
     print("steps %d seconds %.6f" % (steps, dt))
     print("ms_per_step %.4f" % (dt * 1000.0 / steps))
+    free, total = torch.cuda.mem_get_info()
+    print("gpu_used_mb %.0f" % ((total - free) / 2**20))
+    print("rss_mb %.0f" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
     return 0
 
 

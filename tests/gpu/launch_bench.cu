@@ -1,9 +1,11 @@
 // Launch-rate benchmark: LAUNCHES empty-ish kernel launches on one stream (default 200000, or
 // argv[1]), after 2000 warm-up launches. Prints "launches_per_s X" (timed on the host around the
-// loop and the final synchronize).
+// loop and the final synchronize), then "gpu_used_mb X" (device memory in use, all processes) and
+// "rss_mb X" (this process's peak resident set, where an injected collector lives too).
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 extern "C" __global__ void tinyKernel(int *p)
@@ -43,5 +45,11 @@ int main(int argc, char **argv)
 	}
 	printf("launches %ld seconds %.6f\n", launches, t1 - t0);
 	printf("launches_per_s %.0f\n", launches / (t1 - t0));
+	size_t free_bytes = 0, total_bytes = 0;
+	if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+		printf("gpu_used_mb %.0f\n", (double)(total_bytes - free_bytes) / (1 << 20));
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		printf("rss_mb %.0f\n", ru.ru_maxrss / 1024.0);
 	return 0;
 }
