@@ -23,6 +23,7 @@
 
 #define CUPTI_BUFFER_BYTES    (4u << 20)
 #define CUPTI_FLUSH_PERIOD_NS 20000000L
+#define CUPTI_ZERO_MARGIN     (64u << 10) /* bytes past `valid` zeroed before a buffer is reused */
 #define CUPTI_NAME_CACHE      4096
 
 /* The CUPTI entry points we use, resolved from whichever libcupti is loaded. */
@@ -48,6 +49,7 @@ struct cupti_fns {
 	CUptiResult (*enable_and_dump)(CUpti_ActivityKind);
 	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 	CUptiResult (*finalize)(void);
+	CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t *, void *);
 };
 
 /* A buffer CUPTI filled, queued for the sender (Treiber stack; the sender reverses it to FIFO). */
@@ -77,6 +79,7 @@ static struct {
 	uint32_t driver_names[CUPTI_NAME_CACHE];
 	uint32_t names_generation;
 	int late;                     /* started after CUDA was initialised (attach) */
+	int buffers_zeroed_by_us;     /* CUPTI takes our buffers as zeroed (see cupti_start) */
 	_Atomic int detach_requested; /* finalize at the next API exit (cuptiFinalize's rule) */
 } cu;
 
@@ -272,6 +275,7 @@ static int cupti_resolve(char *why, size_t why_size)
 	    {(void **)&cu.fn.enable_and_dump, "cuptiActivityEnableAndDump", 1},
 	    {(void **)&cu.fn.enable_domain, "cuptiEnableDomain", 1},
 	    {(void **)&cu.fn.finalize, "cuptiFinalize", 1},
+	    {(void **)&cu.fn.set_attribute, "cuptiActivitySetAttribute", 1},
 	};
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		*table[i].slot = dlsym(cu.lib, table[i].name);
@@ -424,6 +428,14 @@ int cupti_start(void)
 	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC. */
 	if (cu.fn.register_timestamp && !getenv("CUSCOPE_CUPTI_NATIVE_CLOCK"))
 		cu.fn.register_timestamp(cupti_timestamp);
+	/* Otherwise CUPTI zeroes each buffer we hand it on the program's thread that asked for it:
+	 * 4 MiB every flush period on every thread that launches. Ours come zeroed instead: fresh
+	 * anonymous pages, and the sender zeroes what CUPTI wrote before a buffer is reused. */
+	uint8_t zeroed = 1;
+	size_t zeroed_size = sizeof zeroed;
+	cu.buffers_zeroed_by_us =
+	    cu.fn.set_attribute && cu.fn.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+	                                               &zeroed_size, &zeroed) == CUPTI_SUCCESS;
 	rc = cu.fn.register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
 	if (rc != CUPTI_SUCCESS) {
 		collector_notice(WIRE_NOTICE_WARNING,
@@ -722,6 +734,12 @@ size_t cupti_drain(void)
 		size_t dropped = 0;
 		if (cu.fn.dropped_records(NULL, 0, &dropped) == CUPTI_SUCCESS)
 			cu.dropped_records += dropped;
+		if (cu.buffers_zeroed_by_us) {
+			/* CUPTI appends records and hands a buffer back only after the last one it
+			 * counts in valid; a margin covers anything it may have begun past that. */
+			size_t dirty = (b->valid + CUPTI_ZERO_MARGIN + 4095) & ~(size_t)4095;
+			memset(b->data, 0, dirty < CUPTI_BUFFER_BYTES ? dirty : CUPTI_BUFFER_BYTES);
+		}
 		spare_push(b);
 	}
 	return records;
