@@ -46,6 +46,11 @@ void costview_rate(const struct store *store, size_t process, uint32_t source, u
 /* costview_rate of all sources for `cells` equal slices of [from, to) into out[cells]. */
 void costview_cells(const struct store *store, size_t process, uint64_t from, uint64_t to, size_t cells,
                     struct costview_rate *out);
+/*
+ * The rate at time t: over the interval between the readings around it, or over the newest interval when
+ * t is past the newest reading (the oldest when before the first). 0, or -ENOENT without two readings.
+ */
+int costview_at(const struct store *store, size_t process, uint64_t t, struct costview_rate *out);
 /* Totals of a process; 0, or -ENOENT when it sent no cost reading. */
 int costview_summary(const struct store *store, size_t process, struct costview_summary *out);
 

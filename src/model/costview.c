@@ -12,6 +12,8 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
+#define COSTVIEW_NOTICES_SCANNED 64
+
 double costview_added_pct(uint64_t added_ns, uint64_t wall_ns)
 {
 	if (!wall_ns)
@@ -97,6 +99,30 @@ void costview_cells(const struct store *st, size_t process, uint64_t from, uint6
 			b = a + 1;
 		costview_rate(st, process, 0, a, b, &out[c]);
 	}
+}
+
+int costview_at(const struct store *st, size_t process, uint64_t t, struct costview_rate *out)
+{
+	uint64_t oldest = UINT64_MAX, newest = 0;
+	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+		const struct store_cost_point *v;
+		size_t n = store_cost_points(st, process, s, &v);
+		if (n < 2)
+			continue;
+		if (v[0].time_ns < oldest)
+			oldest = v[0].time_ns;
+		if (v[n - 1].time_ns > newest)
+			newest = v[n - 1].time_ns;
+	}
+	memset(out, 0, sizeof *out);
+	if (!newest)
+		return -ENOENT;
+	if (t >= newest)
+		t = newest - 1;
+	if (t < oldest)
+		t = oldest;
+	costview_rate(st, process, 0, t, t + 1, out);
+	return out->covered_ns ? 0 : -ENOENT;
 }
 
 int costview_summary(const struct store *st, size_t process, struct costview_summary *out)
@@ -254,8 +280,10 @@ const char *costview_budget_note(const struct store *st, char *buf, size_t size,
 	const char *best = NULL;
 	uint64_t best_seq = 0;
 	for (size_t p = 0; p < store_process_count(st); p++) {
-		/* newest first: the first budget notice found is the process's latest */
-		for (size_t i = store_notice_count(st, p); i-- > 0;) {
+		/* newest first: the first budget notice found is the process's latest; a status line asks
+		 * this every frame, so only the newest COSTVIEW_NOTICES_SCANNED of a process are looked at */
+		size_t n = store_notice_count(st, p);
+		for (size_t i = n; i-- > 0 && n - i <= COSTVIEW_NOTICES_SCANNED;) {
 			uint64_t s;
 			const char *text = store_notice_get(st, p, i, NULL, &s);
 			if (s <= best_seq)

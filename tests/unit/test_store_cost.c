@@ -81,6 +81,8 @@ static void test_newest_and_rates(void **state)
 	(void)state;
 	struct store *st = setup();
 	assert_false(store_cost_any(st, 0));
+	struct costview_rate none;
+	assert_int_equal(costview_at(st, 0, T0, &none), -ENOENT);
 	struct store_cost c;
 	assert_int_equal(store_cost_get(st, 0, WIRE_COST_SAMPLING, &c), -ENOENT);
 	/* two sources in one frame, then one reading a second */
@@ -132,6 +134,14 @@ static void test_newest_and_rates(void **state)
 	assert_float_equal(cells[1].cpu_ms_per_s, 20.0, 1e-6);
 	assert_float_equal(cells[2].cpu_ms_per_s, 30.0, 1e-6);
 	assert_int_equal(cells[3].covered_ns, 0);
+
+	/* the cost row's label: the rate at the cursor, or the newest past the newest reading */
+	assert_int_equal(costview_at(st, 0, T0 + 1500 * MS, &r), 0);
+	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
+	assert_int_equal(costview_at(st, 0, T0 + 50 * S, &r), 0);
+	assert_float_equal(r.cpu_ms_per_s, 30.0, 1e-6);
+	assert_int_equal(costview_at(st, 0, T0, &r), 0);
+	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
 
 	struct costview_summary sum;
 	assert_int_equal(costview_summary(st, 0, &sum), 0);
