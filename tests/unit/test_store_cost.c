@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cuscope/costview.h"
+#include "cuscope/layout.h"
 #include "cuscope/stats.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -354,6 +355,45 @@ static void test_stats_section(void **state)
 	store_free(st);
 }
 
+/* The cost rows sit right under the header of a process that reported its cost, and nowhere else. */
+static void test_layout_rows(void **state)
+{
+	(void)state;
+	struct store *st = setup();
+	struct wire_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = WIRE_EV_NVTX_MARK;
+	e.time_ns = T0 + 1 * MS;
+	e.tid = 42;
+	feed_src(st, 0, WIRE_FRAME_EVENTS, &e, sizeof e);
+	struct layout lay;
+	layout_init(&lay);
+	layout_build(&lay, st);
+	assert_int_equal(lay.count, 2); /* header, thread */
+	feed_cost(st, 0, cost(WIRE_COST_SENDER, T0 + 1 * S, 1, 0, 1, 0, 0, 0));
+	layout_build(&lay, st);
+	assert_int_equal(lay.count, 4);
+	assert_int_equal(lay.rows[0].kind, LAYOUT_ROW_PROCESS);
+	assert_int_equal(lay.rows[1].kind, LAYOUT_ROW_COST);
+	assert_int_equal(lay.rows[1].row, 0);
+	assert_int_equal(lay.rows[2].kind, LAYOUT_ROW_COST);
+	assert_int_equal(lay.rows[2].row, 1);
+	assert_int_equal(lay.rows[2].pid, 42);
+	assert_int_equal(lay.rows[3].kind, LAYOUT_ROW_THREAD);
+	assert_false(layout_is_thread_row(&lay.rows[1]));
+	assert_false(layout_is_group(&lay.rows[1]));
+	/* the selection follows the same cost row across rebuilds */
+	lay.selected = 2;
+	layout_build(&lay, st);
+	assert_int_equal(lay.selected, 2);
+	/* folded process: no cost rows */
+	assert_int_equal(layout_toggle_fold(&lay, 0), 0);
+	layout_build(&lay, st);
+	assert_int_equal(lay.count, 1);
+	layout_fini(&lay);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +403,7 @@ int main(void)
 	    cmocka_unit_test(test_exec_and_reconnect),
 	    cmocka_unit_test(test_bounds_and_eviction),
 	    cmocka_unit_test(test_stats_section),
+	    cmocka_unit_test(test_layout_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
