@@ -7,8 +7,13 @@
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
 [ -f "$BUILD/obj/libviewer.a" ] || skip "no $BUILD/obj/libviewer.a"
-cc -O2 -I"$ROOT/include" -D_GNU_SOURCE -o "$T/gen" "$ROOT/tests/runtime/cost_capture.c" "$BUILD/obj/libviewer.a" \
-	-lzstd -lz -lstdc++ -lm -lpthread 2>"$T/cc.err" || fail "cannot build cost_capture: $(head -c 300 "$T/cc.err")"
+# The generator links the viewer library as built (a sanitized one needs the sanitizers too).
+for san in "" "-fsanitize=address,undefined"; do
+	# shellcheck disable=SC2086
+	cc -O2 $san -I"$ROOT/include" -D_GNU_SOURCE -o "$T/gen" "$ROOT/tests/runtime/cost_capture.c" \
+		"$BUILD/obj/libviewer.a" -lzstd -lz -lstdc++ -lm -lpthread 2>"$T/cc.err" && break
+done
+[ -x "$T/gen" ] || fail "cannot build cost_capture: $(head -c 300 "$T/cc.err")"
 "$T/gen" "$T/cost.cap" || fail "cost_capture failed"
 "$T/gen" "$T/chunks.cap" 12000 || fail "cost_capture (filler) failed"
 
