@@ -76,7 +76,7 @@ const char *costview_reduced_text(uint32_t source, uint32_t level, uint32_t aske
  */
 const char *costview_info_line(const struct store *store, size_t process, char *buf, size_t size);
 /*
- * The newest overhead-budget notice of any process (a notice naming the overhead budget), or, when
+ * The newest overhead-budget notice of any process (a notice that says "budget"), or, when
  * there is none, a text made from a source the budget holds reduced now; NULL when neither.
  * *seq (if not NULL) = the notice's store-wide order, 0 for a made text.
  */

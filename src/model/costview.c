@@ -266,13 +266,10 @@ const char *costview_info_line(const struct store *st, size_t process, char *buf
 	return buf;
 }
 
-/* Whether a notice is about the overhead budget (the collector's back-off and step-up notices). */
+/* Whether a notice is about the overhead budget (the collector's back-off and step-up notices name it). */
 static int costview_is_budget_notice(const char *text)
 {
-	for (const char *p = text; *p; p++)
-		if (strncmp(p, "overhead budget", 15) == 0 || strncmp(p, "overhead-budget", 15) == 0)
-			return 1;
-	return 0;
+	return strstr(text, "budget") || strstr(text, "Budget");
 }
 
 const char *costview_budget_note(const struct store *st, char *buf, size_t size, uint64_t *seq)

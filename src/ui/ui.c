@@ -1924,7 +1924,7 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	/* The latest overhead-budget back-off (or what the budget holds reduced now). */
 	char budget[256];
 	const char *bnote = costview_budget_note(ui->store, budget, sizeof budget, NULL);
-	int bw = bnote ? (int)strlen(bnote) + 10 : 0;
+	int bw = bnote ? (int)strlen(bnote) + 2 : 0;
 	if (bw > 64)
 		bw = 64;
 	/* The command gets what the rest leaves, but at least some of it shows. */
@@ -1953,7 +1953,7 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
 	}
 	if (bnote) {
-		snprintf(line, sizeof line, "  budget: %s", bnote);
+		snprintf(line, sizeof line, "  %s", bnote);
 		x += ui_put(ui, 0, x, bw < COLS - x ? bw : COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
 	}
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
