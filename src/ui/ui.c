@@ -223,6 +223,9 @@ struct ui {
 	/* cost rows: per timeline cell of one process */
 	struct costview_rate *cost_cells;
 	size_t cost_cells_cap;
+	uint64_t frames;           /* frames drawn */
+	uint64_t cost_cells_frame; /* frame and process cost_cells hold (both rows use them) */
+	size_t cost_cells_process;
 };
 
 static volatile sig_atomic_t ui_curses_active;
@@ -2331,7 +2334,11 @@ static void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row,
 		return;
 	xgrow((void **)&ui->cost_cells, &ui->cost_cells_cap, (size_t)cols, sizeof *ui->cost_cells);
 	uint64_t end = viewport_end_ns(&ui->vp), to = ui_data_end(ui, end);
-	costview_cells(ui->store, row->process, ui->vp.start_ns, end, (size_t)cols, ui->cost_cells);
+	if (ui->cost_cells_frame != ui->frames || ui->cost_cells_process != row->process) {
+		costview_cells(ui->store, row->process, ui->vp.start_ns, end, (size_t)cols, ui->cost_cells);
+		ui->cost_cells_frame = ui->frames;
+		ui->cost_cells_process = row->process;
+	}
 	double full = added ? 1.0 : 10.0;
 	for (int c = 0; c < cols; c++) {
 		const struct costview_rate *r = &ui->cost_cells[c];
@@ -3186,6 +3193,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	sig.nvml_sum = ui->nvml_sum;
 	ui->last = sig;
 	ui->drawn_once = 1;
+	ui->frames++;
 	if (LINES > axis_y + 1)
 		ui_draw_axis(ui, axis_y);
 	ui_density_scale(ui, ui->layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
