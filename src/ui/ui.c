@@ -1317,13 +1317,26 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
-/* Minimum length of a GPU idle gap worth explaining or jumping to. */
-/* Lines saying which CPU-side sources the overhead budget held reduced in [t0, t1); how many. */
-static int ui_details_reduced(struct ui *ui, size_t process, uint64_t t0, uint64_t t1)
+/* Where a reduced stretch still open ends: now while the process is connected, else its newest reading. */
+static uint64_t ui_cost_until(const struct ui *ui, size_t process)
 {
 	struct store_process_info pi;
 	store_process_get(ui->store, process, &pi);
-	uint64_t until = pi.connected ? ui_now(ui) : store_last_ns(ui->store);
+	if (pi.connected)
+		return ui_now(ui);
+	uint64_t newest = 0;
+	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+		struct store_cost c;
+		if (store_cost_get(ui->store, process, s, &c) == 0 && c.time_ns > newest)
+			newest = c.time_ns;
+	}
+	return newest;
+}
+
+/* Lines saying which CPU-side sources the overhead budget held reduced in [t0, t1); how many. */
+static int ui_details_reduced(struct ui *ui, size_t process, uint64_t t0, uint64_t t1)
+{
+	uint64_t until = ui_cost_until(ui, process);
 	int n = 0;
 	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
 		uint32_t level = 0;
@@ -1374,6 +1387,7 @@ static void ui_details_cost(struct ui *ui, size_t process, uint64_t t0, uint64_t
 	UI_DETAIL("               thread: added / (elapsed - added)");
 }
 
+/* Minimum length of a GPU idle gap worth explaining or jumping to. */
 static uint64_t ui_gap_min(const struct ui *ui)
 {
 	return ui->gap_ns ? ui->gap_ns : (uint64_t)(UI_DEFAULT_GAP_MS * 1e6);
@@ -2295,22 +2309,6 @@ static void ui_draw_calls(struct ui *ui, int y, const struct layout_row *row)
 		if (!sg->clip_right)
 			ui_put(ui, y, gx + sg->col1 - 1, 1, a | A_BOLD, "]");
 	}
-}
-
-/* Where a reduced stretch still open ends: now while the process is connected, else its newest reading. */
-static uint64_t ui_cost_until(const struct ui *ui, size_t process)
-{
-	struct store_process_info pi;
-	store_process_get(ui->store, process, &pi);
-	if (pi.connected)
-		return ui_now(ui);
-	uint64_t newest = 0;
-	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
-		struct store_cost c;
-		if (store_cost_get(ui->store, process, s, &c) == 0 && c.time_ns > newest)
-			newest = c.time_ns;
-	}
-	return newest;
 }
 
 /* CPU-side cost sources the overhead budget reduced in timeline cell c (bit mask, see costview.h). */
