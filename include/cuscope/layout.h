@@ -22,6 +22,7 @@ enum layout_row_kind {
 	LAYOUT_ROW_GPU_STREAM = 7, /* one gpu row of a stream lane: kernels, copies, memsets */
 	LAYOUT_ROW_OSRT = 8,       /* one osrt row of a thread: blocking calls (read, nanosleep, ...) */
 	LAYOUT_ROW_GC = 9,         /* one gc row of a thread: Python garbage collections */
+	LAYOUT_ROW_COST = 10,      /* the collector's own cost: row 0 added time %, row 1 its CPU */
 };
 
 struct layout_row {
@@ -70,6 +71,8 @@ void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid
 void layout_add_osrt(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
 /* Appends a thread's Python GC rows (gc rows 0..rows-1 of its lane). */
 void layout_add_gc(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
+/* Appends a process's cost rows (estimated added time, collector CPU) under its header. */
+void layout_add_cost(struct layout *layout, size_t process, pid_t pid);
 /* Whether a row belongs to a thread lane (thread, NVTX, CUDA API, blocking-call and GC rows). */
 int layout_is_thread_row(const struct layout_row *row);
 /* Appends a GPU device header. */
@@ -78,7 +81,8 @@ void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uin
 void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
                            size_t rows);
 /*
- * Rebuilds the rows from the store: per process a header, its threads in order of appearance with
+ * Rebuilds the rows from the store: per process a header, its cost rows (when its collector reports
+ * its cost), its threads in order of appearance with
  * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then per GPU device
  * (by ordinal) a header and its stream lanes (default stream first, then by stream id). The selection follows
  * the same row across rebuilds.

@@ -17,7 +17,8 @@ enum stats_format {
 int stats_format_parse(const char *text, enum stats_format *out);
 /*
  * Writes every section in the given format: nvtx, threads, processes, losses, then the GPU ones
- * (kernels, memcpy, memset, sync, gpus, streams, api); 0 or -errno.
+ * (kernels, memcpy, memset, sync, gpus, streams, api), the CPU ones (hot, osrt, counters) and the
+ * collector's own cost (cost); 0 or -errno.
  */
 int stats_write(FILE *out, const struct store *store, enum stats_format format);
 

@@ -399,4 +399,57 @@ void store_thread_activity(const struct store *store, size_t process, pid_t tid,
 size_t store_counter_count(const struct store *store, size_t process);
 void store_counter_get(const struct store *store, size_t process, size_t index, struct store_counter *out);
 
+/* ---- The collector's own cost (added) ----
+ *
+ * Per process and cost source (enum wire_cost_source), from WIRE_FRAME_COST frames: the newest
+ * cumulative reading, the readings over time (rates per second come from their differences) and
+ * the stretches where the overhead budget held the source below what was asked (WIRE_COST_REDUCED).
+ * A reading older than the newest of its source is ignored. Totals continue across an exec (the
+ * new collector in the same process counts from 0 again). History is bounded: at most
+ * STORE_COST_POINTS_MAX readings per source (when full, every other older one is dropped, so old
+ * time keeps coarser rates) and STORE_COST_REDUCED_MAX stretches (the oldest go); the memory
+ * window (store_evict_before) drops both with the events.
+ */
+#define STORE_COST_POINTS_MAX  4096u
+#define STORE_COST_REDUCED_MAX 1024u
+
+/* The newest reading of one source, totals since the process started. */
+struct store_cost {
+	uint64_t time_ns;     /* of the newest reading, CLOCK_MONOTONIC */
+	uint64_t cpu_ns;      /* CPU time of the collector's own threads for the source */
+	uint64_t added_ns;    /* estimated time the source added to the program's threads */
+	uint64_t events;      /* records, samples, calls timed */
+	uint32_t backoffs;    /* times the budget lowered the source */
+	uint32_t level;       /* setting now: samples/s, blocking threshold us, counter period ms; 0 = off */
+	uint32_t asked_level; /* level of the newest reading that was not reduced, 0 = none seen */
+	int reduced;          /* the budget holds the source below what was asked now */
+};
+
+/* One reading in the history (cumulative values). */
+struct store_cost_point {
+	uint64_t time_ns; /* CLOCK_MONOTONIC */
+	uint64_t cpu_ns;
+	uint64_t added_ns;
+};
+_Static_assert(sizeof(struct store_cost_point) == 24, "store_cost_point layout");
+
+/* A stretch where the budget held a source at `level` (below what was asked). */
+struct store_cost_reduced {
+	uint64_t start_ns; /* first reading that was reduced at this level */
+	uint64_t end_ns;   /* first reading that was not (or at another level), 0 while it lasts */
+	uint32_t level;
+	uint32_t reserved;
+};
+
+/* Whether a process sent any cost reading. */
+int store_cost_any(const struct store *store, size_t process);
+/* Newest reading of a source: 0, or -ENOENT when the process sent none for it. */
+int store_cost_get(const struct store *store, size_t process, uint32_t source, struct store_cost *out);
+/* Readings of a source in time order: *out = first, returns the count. Valid until the next store_feed. */
+size_t store_cost_points(const struct store *store, size_t process, uint32_t source,
+                         const struct store_cost_point **out);
+/* Reduced stretches of a source in time order (never overlapping). Valid until the next store_feed. */
+size_t store_cost_reduced(const struct store *store, size_t process, uint32_t source,
+                          const struct store_cost_reduced **out);
+
 #endif

@@ -1,6 +1,7 @@
-/* `cuscope info FILE`: what a capture holds — its manifest, size, events and losses. */
+/* `cuscope info FILE`: what a capture holds — its manifest, size, events, losses and the collector's cost. */
 #include "cuscope/capture.h"
 #include "cuscope/cli.h"
+#include "cuscope/costview.h"
 #include "cuscope/escape.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
@@ -79,6 +80,9 @@ int cli_info(int argc, char **argv)
 		char end[128];
 		if (*store_process_end_text(&pi, end, sizeof end))
 			printf("    %s\n", end);
+		char cost[512];
+		if (*costview_info_line(store, p, cost, sizeof cost))
+			printf("    cost: %s\n", cost);
 	}
 	printf("losses      %" PRIu64 " events\n", store_loss_total(store));
 	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++) {

@@ -368,6 +368,10 @@ static void pending_note_times(struct pending_chunk *c, uint32_t type, const voi
 	} else if (type == WIRE_FRAME_GPU) {
 		stride = sizeof(struct wire_gpu_event);
 		offset = offsetof(struct wire_gpu_event, start_ns);
+	} else if (type == WIRE_FRAME_COST) {
+		/* Readings are no events, but their times place the chunk, so a window dump keeps them. */
+		stride = sizeof(struct wire_cost);
+		offset = offsetof(struct wire_cost, time_ns);
 	} else {
 		return;
 	}
@@ -376,7 +380,7 @@ static void pending_note_times(struct pending_chunk *c, uint32_t type, const voi
 	for (size_t i = 0; i < length / stride; i++) {
 		uint64_t t;
 		memcpy(&t, bytes + i * stride + offset, sizeof t);
-		c->events++;
+		c->events += type != WIRE_FRAME_COST;
 		if (!t)
 			continue;
 		if (!c->first_ns || t < c->first_ns)
@@ -406,7 +410,7 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	c->len += need;
 	pending_note_times(c, type, payload, length);
 	if (type != WIRE_FRAME_EVENTS && type != WIRE_FRAME_GPU && type != WIRE_FRAME_STACKS &&
-	    type != WIRE_FRAME_COUNTERS && type != WIRE_FRAME_LOSSES)
+	    type != WIRE_FRAME_COUNTERS && type != WIRE_FRAME_LOSSES && type != WIRE_FRAME_COST)
 		c->essential = 1;
 	return 0;
 }
@@ -766,6 +770,8 @@ static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
 		return length / sizeof(struct wire_gpu_event);
 	case WIRE_FRAME_COUNTERS:
 		return length / sizeof(struct wire_counter);
+	case WIRE_FRAME_COST:
+		return length / sizeof(struct wire_cost);
 	case WIRE_FRAME_STACKS: {
 		uint64_t n = 0;
 		size_t off = 0;

@@ -630,6 +630,30 @@ static void section_counters(const struct store *st, struct table *t)
 	stats_cpu_counters(st, cpu_row, t);
 }
 
+/* ---- cost: the collector's own cost per process and source ---- */
+
+static const struct column cost_cols[] = {
+    {"pid", CELL_INT},    {"source", CELL_STR},   {"cpu_ns", CELL_INT}, {"added_ns", CELL_INT},
+    {"events", CELL_INT}, {"backoffs", CELL_INT}, {"level", CELL_INT},  {"reduced", CELL_BOOL},
+};
+
+/* Totals since each process started (its newest readings); reduced = held by the budget at the end. */
+static void section_cost(const struct store *st, struct table *t)
+{
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+			struct store_cost c;
+			if (store_cost_get(st, p, s, &c) != 0)
+				continue;
+			table_row(t, (int64_t)pi.pid, wire_cost_source_name(s), (int64_t)c.cpu_ns,
+			          (int64_t)c.added_ns, (int64_t)c.events, (int64_t)c.backoffs,
+			          (int64_t)c.level, c.reduced);
+		}
+	}
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -653,6 +677,7 @@ static const struct section sections[] = {
     {"hot", COLS(hot_cols), section_hot},
     {"osrt", COLS(osrt_cols), section_osrt},
     {"counters", COLS(counter_cols), section_counters},
+    {"cost", COLS(cost_cols), section_cost},
 };
 
 /* ---- writers ---- */
@@ -790,7 +815,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "osrt, counters";
+	       "osrt, counters, cost";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)

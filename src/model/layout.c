@@ -68,6 +68,15 @@ void layout_add_cuda_api(struct layout *layout, size_t process, size_t lane, pid
 	}
 }
 
+void layout_add_cost(struct layout *layout, size_t process, pid_t pid)
+{
+	struct layout_row r = {.kind = LAYOUT_ROW_COST, .process = process, .pid = pid};
+	for (size_t i = 0; i < 2; i++) {
+		r.row = i;
+		layout_push(layout, &r);
+	}
+}
+
 /* Appends rows 0..rows-1 of one kind of a thread lane. */
 static void layout_add_thread_rows(struct layout *layout, enum layout_row_kind kind, size_t process,
                                    size_t lane, pid_t pid, pid_t tid, size_t rows)
@@ -228,6 +237,8 @@ void layout_build(struct layout *layout, const struct store *store)
 			layout->rows[layout->count - 1].folded = 1;
 			continue;
 		}
+		if (store_cost_any(store, p))
+			layout_add_cost(layout, p, pi.pid);
 		size_t async_lane = 0, async_rows = 0, gpu_count = 0;
 		for (size_t l = 0; l < pi.lane_count; l++) {
 			struct store_lane_info li;

@@ -105,6 +105,7 @@ void store_free(struct store *st)
 		free(pr->pending);
 		store_gpu_process_fini(pr);
 		store_cpu_process_fini(pr);
+		store_cost_process_fini(pr);
 		for (size_t n = 0; n < pr->notice_count; n++)
 			free(pr->notices[n].text);
 		free(pr->notices);
@@ -555,6 +556,9 @@ static int store_feed_frame(struct store *st, int source, uint32_t type, const v
 	case WIRE_FRAME_STACKS:
 	case WIRE_FRAME_COUNTERS:
 		return store_cpu_ingest(st, pr, src, type, payload, length);
+	case WIRE_FRAME_COST:
+		store_cost_ingest(st, pr, payload, length);
+		break;
 	}
 	return 0;
 }
@@ -795,5 +799,5 @@ size_t store_memory_bytes(const struct store *st)
 				bytes += ln->rows[r].cap * sizeof *ln->rows[r].v;
 		}
 	}
-	return bytes + store_gpu_memory_bytes(st) + store_cpu_memory_bytes(st);
+	return bytes + store_gpu_memory_bytes(st) + store_cpu_memory_bytes(st) + store_cost_memory_bytes(st);
 }

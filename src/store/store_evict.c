@@ -98,6 +98,7 @@ uint64_t store_evict_before(struct store *st, uint64_t t)
 		struct process *pr = &st->procs[p];
 		for (size_t l = 0; l < pr->lane_count; l++)
 			dropped += evict_lane(&pr->lanes[l], t);
+		store_cost_evict(pr, t); /* readings are not events: not counted as evicted */
 	}
 	st->memory_from_ns = t;
 	st->evicted += dropped;

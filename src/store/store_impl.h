@@ -148,6 +148,8 @@ struct process {
 	size_t notice_count, notice_cap;
 	/* CPU (store_cpu.c): counters */
 	struct cpu_process *cpu;
+	/* The collector's own cost (store_cost.c); NULL until the first reading */
+	struct cost_process *cost;
 };
 
 struct source {
@@ -229,6 +231,13 @@ void store_cpu_lane_fini(struct lane *l);
 void store_cpu_process_fini(struct process *pr);
 void store_cpu_fini(struct store *st);
 size_t store_cpu_memory_bytes(const struct store *st);
+
+/* store_cost.c */
+void store_cost_ingest(struct store *st, struct process *pr, const void *payload, uint32_t length);
+/* Drops readings before t and reduced stretches that ended before t; returns readings dropped. */
+uint64_t store_cost_evict(struct process *pr, uint64_t t);
+void store_cost_process_fini(struct process *pr);
+size_t store_cost_memory_bytes(const struct store *st);
 
 /*
  * Binary search shared by every sorted row of the store (ranges, GPU ops, blocking calls): all

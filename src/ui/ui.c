@@ -1,6 +1,7 @@
 /*
  * The ncurses timeline: status line, GPU utilisation header, time axis with a time cursor, lane
- * gutter and timeline cells (idle GPU gaps shaded), NVTX statistics panel, log pane, overlays (help,
+ * gutter and timeline cells (idle GPU gaps shaded), each process's cost rows (the collector's own cost,
+ * and stretches the overhead budget reduced), NVTX statistics panel, log pane, overlays (help,
  * event details) and prompts (quit, find, go to). Geometry, folding, histograms and utilisation
  * come from the model; themes are data (model/theme.c). This file turns them into cells and keys
  * into view changes: one key table, handlers that return flags, one doupdate per frame.
@@ -25,6 +26,7 @@
 #include <wchar.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/costview.h"
 #include "cuscope/cpuview.h"
 #include "cuscope/layout.h"
 #include "cuscope/log.h"
@@ -70,16 +72,17 @@ struct ui_glyphs {
 	const char *spark[9]; /* sparkline levels, empty to full */
 	const char *micro;    /* "µs" */
 	const char *evicted;  /* fill of time no longer in memory */
+	const char *reduced;  /* thread baseline where the overhead budget reduced sampling */
 };
 
 static const struct ui_glyphs ui_glyphs_utf8 = {
     "▮",   "◆",   "│", "─", "─", "█", "▶", "●", "▸",
     "↑/↓", "←/→", "█", "▬", "▼", "▸", "▾", "░", {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"},
-    "µs",  "╱"};
+    "µs",  "╱",   "┄"};
 static const struct ui_glyphs ui_glyphs_ascii = {
     "|",     "*",     "|", "-", "-", "#", ">", "*", ">",
     "Up/Dn", "Lt/Rt", "#", "=", "v", "+", "-", ".", {" ", "_", ".", "-", "~", "=", "+", "*", "#"},
-    "us",    "/"};
+    "us",    "/",     "~"};
 
 enum ui_prompt {
 	UI_PROMPT_NONE = 0,
@@ -216,6 +219,13 @@ struct ui {
 	uint64_t gpu_rate_t0, gpu_rate_c0; /* last GPU rate sample: time, store_gpu_event_count */
 	double gpu_rate;                   /* GPU records per second */
 	uint64_t notice_shown;             /* store_notice_total already put on the message line */
+
+	/* cost rows: per timeline cell of one process */
+	struct costview_rate *cost_cells;
+	size_t cost_cells_cap;
+	uint64_t frames;           /* frames drawn */
+	uint64_t cost_cells_frame; /* frame and process cost_cells hold (both rows use them) */
+	size_t cost_cells_process;
 };
 
 static volatile sig_atomic_t ui_curses_active;
@@ -543,7 +553,8 @@ static struct ui_hit ui_row_hit(const struct ui *ui, const struct layout_row *ro
 	uint64_t best = UINT64_MAX;
 	uint64_t from = t > slack ? t - slack : 0, to = ui_data_end(ui, t + slack + 1);
 	struct store_lane_info li;
-	if (row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_GPU_DEVICE)
+	if (row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_GPU_DEVICE ||
+	    row->kind == LAYOUT_ROW_COST)
 		return hit;
 	store_lane_get(ui->store, row->process, row->lane, &li);
 	hit.process = row->process;
@@ -1306,6 +1317,76 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+/* Where a reduced stretch still open ends: now while the process is connected, else its newest reading. */
+static uint64_t ui_cost_until(const struct ui *ui, size_t process)
+{
+	struct store_process_info pi;
+	store_process_get(ui->store, process, &pi);
+	if (pi.connected)
+		return ui_now(ui);
+	uint64_t newest = 0;
+	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+		struct store_cost c;
+		if (store_cost_get(ui->store, process, s, &c) == 0 && c.time_ns > newest)
+			newest = c.time_ns;
+	}
+	return newest;
+}
+
+/* Lines saying which CPU-side sources the overhead budget held reduced in [t0, t1); how many. */
+static int ui_details_reduced(struct ui *ui, size_t process, uint64_t t0, uint64_t t1)
+{
+	uint64_t until = ui_cost_until(ui, process);
+	int n = 0;
+	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+		uint32_t level = 0;
+		if (!(COSTVIEW_CPU_SOURCES & 1u << s) ||
+		    !costview_reduced_in(ui->store, process, s, t0, t1, until, &level))
+			continue;
+		struct store_cost c;
+		store_cost_get(ui->store, process, s, &c);
+		char text[160];
+		costview_reduced_text(s, level, c.asked_level, text, sizeof text);
+		UI_DETAIL("budget         %s", text);
+		n++;
+	}
+	return n;
+}
+
+/* The cost rows at the cursor's cell: each source's rate there and its totals. */
+static void ui_details_cost(struct ui *ui, size_t process, uint64_t t0, uint64_t t1)
+{
+	struct store_process_info pi;
+	store_process_get(ui->store, process, &pi);
+	char a[48], w[32];
+	ui->detail_count = 0;
+	ui_time_label(ui, t0, a, sizeof a);
+	ui_format_dur(w, sizeof w, t1 - t0);
+	UI_DETAIL("profiler cost  pid %d, the cell of %s from %s", (int)pi.pid, w, a);
+	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
+		struct store_cost c;
+		if (store_cost_get(ui->store, process, s, &c) != 0)
+			continue;
+		struct costview_rate r;
+		costview_rate(ui->store, process, s, t0, t1, &r);
+		char rate[64] = "no readings around this cell", level[32];
+		if (r.covered_ns)
+			snprintf(rate, sizeof rate, "%.2f ms/s CPU, est. +%.2f %%", r.cpu_ms_per_s,
+			         r.added_pct);
+		UI_DETAIL("  %-10s  here %s; setting now %s%s", wire_cost_source_name(s), rate,
+		          costview_level_text(s, c.level, level, sizeof level),
+		          c.reduced ? " (reduced)" : "");
+		UI_DETAIL("              so far %.1f ms CPU, %.1f ms added, %llu events, %u back-offs",
+		          (double)c.cpu_ns / 1e6, (double)c.added_ns / 1e6, (unsigned long long)c.events,
+		          c.backoffs);
+	}
+	ui_details_reduced(ui, process, t0, t1);
+	UI_DETAIL("not counted    CUPTI's time inside the driver (on the program's threads)");
+	UI_DETAIL(
+	    "est. added     time of the program's threads in the collector's code, as a slowdown of one");
+	UI_DETAIL("               thread: added / (elapsed - added)");
+}
+
 /* Minimum length of a GPU idle gap worth explaining or jumping to. */
 static uint64_t ui_gap_min(const struct ui *ui)
 {
@@ -1318,11 +1399,22 @@ static uint64_t ui_gap_min(const struct ui *ui)
  */
 static int ui_cpu_details(struct ui *ui, const struct layout_row *row)
 {
-	if (row->kind == LAYOUT_ROW_THREAD) {
+	if (row->kind == LAYOUT_ROW_THREAD || row->kind == LAYOUT_ROW_COST) {
 		int c = ui_cursor_col(ui);
 		uint64_t t0 = viewport_ns_of(&ui->vp, c),
 		         t1 = ui_data_end(ui, viewport_ns_of(&ui->vp, c + 1));
-		return t1 > t0 && ui_details_samples(ui, row->process, row->lane, t0, t1);
+		if (t1 <= t0)
+			return 0;
+		if (row->kind == LAYOUT_ROW_COST) {
+			ui_details_cost(ui, row->process, t0, t1);
+			return 1;
+		}
+		if (ui_details_samples(ui, row->process, row->lane, t0, t1)) {
+			ui_details_reduced(ui, row->process, t0, t1);
+			return 1;
+		}
+		ui->detail_count = 0;
+		return ui_details_reduced(ui, row->process, t0, t1) > 0;
 	}
 	if (row->kind != LAYOUT_ROW_GPU_STREAM)
 		return 0;
@@ -1846,9 +1938,15 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 
 	int x = ui_put(ui, 0, 0, COLS, a | A_BOLD, " cuscope ");
 	snprintf(line, sizeof line, "%s %s ", ui->g->arrow, st && st->command ? st->command : "");
+	/* The latest overhead-budget back-off (or what the budget holds reduced now). */
+	char budget[256];
+	const char *bnote = costview_budget_note(ui->store, budget, sizeof budget, NULL);
+	int bw = bnote ? (int)strlen(bnote) + 2 : 0;
+	if (bw > 64)
+		bw = 64;
 	/* The command gets what the rest leaves, but at least some of it shows. */
 	uint64_t from = store_memory_from_ns(ui->store);
-	int room = COLS - x - 60 - (ui->paused ? 16 : 0) - (from ? 22 : 0) -
+	int room = COLS - x - 60 - (ui->paused ? 16 : 0) - (from ? 22 : 0) - bw -
 	           (st && st->log_note ? (int)strlen(st->log_note) + 2 : 0);
 	x += ui_put(ui, 0, x, room > 12 ? room : 12, a, line);
 	if (st && st->pid) {
@@ -1870,6 +1968,10 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	if (st && st->log_note) {
 		snprintf(line, sizeof line, "  %s", st->log_note);
 		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
+	if (bnote) {
+		snprintf(line, sizeof line, "  %s", bnote);
+		x += ui_put(ui, 0, x, bw < COLS - x ? bw : COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
 	}
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
@@ -2209,6 +2311,67 @@ static void ui_draw_calls(struct ui *ui, int y, const struct layout_row *row)
 	}
 }
 
+/* CPU-side cost sources the overhead budget reduced in timeline cell c (bit mask, see costview.h). */
+static unsigned ui_cost_reduced_cell(const struct ui *ui, size_t process, int c, uint64_t until)
+{
+	uint64_t t0 = viewport_ns_of(&ui->vp, c), t1 = viewport_ns_of(&ui->vp, c + 1);
+	return costview_reduced_mask(ui->store, process, COSTVIEW_CPU_SOURCES, t0, t1 > t0 ? t1 : t0 + 1,
+	                             until);
+}
+
+/*
+ * A cost row of a process: row 0 the estimated time added to the program's threads (%), row 1 the
+ * collector's CPU (ms per second), each cell against the fullest in view (at least 1 % / 10 ms/s);
+ * cells where the budget reduced a CPU-side source are underlined on row 0. The label gets the value
+ * at the time cursor (or the newest one past it).
+ */
+static void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row, char *label, size_t size)
+{
+	int gx = ui_gutter(), cols = ui->vp.cols, added = row->row == 0;
+	if (cols <= 0)
+		return;
+	xgrow((void **)&ui->cost_cells, &ui->cost_cells_cap, (size_t)cols, sizeof *ui->cost_cells);
+	uint64_t end = viewport_end_ns(&ui->vp), to = ui_data_end(ui, end);
+	if (ui->cost_cells_frame != ui->frames || ui->cost_cells_process != row->process) {
+		costview_cells(ui->store, row->process, ui->vp.start_ns, end, (size_t)cols, ui->cost_cells);
+		ui->cost_cells_frame = ui->frames;
+		ui->cost_cells_process = row->process;
+	}
+	double full = added ? 1.0 : 10.0;
+	for (int c = 0; c < cols; c++) {
+		const struct costview_rate *r = &ui->cost_cells[c];
+		double v = added ? r->added_pct : r->cpu_ms_per_s;
+		if (r->covered_ns && viewport_ns_of(&ui->vp, c) < to && v > full)
+			full = v;
+	}
+	uint64_t until = ui_cost_until(ui, row->process);
+	attr_t a = ui_attr(ui, added ? THEME_UTIL_SM : THEME_UTIL_COPY);
+	for (int c = 0; c < cols; c++) {
+		if (viewport_ns_of(&ui->vp, c) >= to)
+			break;
+		const struct costview_rate *r = &ui->cost_cells[c];
+		double v = added ? r->added_pct : r->cpu_ms_per_s;
+		int lvl = r->covered_ns && v > 0 ? 1 + (int)(v / full * 7.0 + 0.5) : 0;
+		if (lvl > 8)
+			lvl = 8;
+		int reduced = added && ui_cost_reduced_cell(ui, row->process, c, until);
+		if (lvl)
+			ui_put(ui, y, gx + c, 1, a | (reduced ? A_UNDERLINE : 0), ui->g->spark[lvl]);
+		else if (reduced)
+			ui_put(ui, y, gx + c, 1, ui_attr(ui, THEME_MESSAGE), ui->g->reduced);
+	}
+	struct costview_rate at;
+	int have = costview_at(ui->store, row->process, ui_cursor_ns(ui), &at) == 0;
+	if (added && have)
+		snprintf(label, size, " cost +%.1f%% est.", at.added_pct);
+	else if (added)
+		snprintf(label, size, " cost (1st second)");
+	else if (have)
+		snprintf(label, size, "   collector %.1fms/s", at.cpu_ms_per_s);
+	else
+		snprintf(label, size, "   collector");
+}
+
 /* Thread row: its lifetime as a faint line and its marks. */
 static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lane,
                                 const struct store_lane_info *li)
@@ -2223,13 +2386,27 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 		c1 = ui->vp.cols - 1;
 	if (li->first_ns && c1 >= c0)
 		ui_fill(y, gx + (int)c0, (int)(c1 - c0 + 1), ui_attr(ui, THEME_BASELINE), ui->g->baseline);
+	/* Where the overhead budget reduced sampling (or blocking calls, counters) for this process: the
+	 * baseline is marked, and samples there are underlined (they are sparser than asked). */
+	int any_reduced = 0;
+	if (li->first_ns && c1 >= c0 && store_cost_any(ui->store, process)) {
+		uint64_t until = ui_cost_until(ui, process);
+		for (int64_t c = c0; c <= c1; c++) {
+			if (ui_cost_reduced_cell(ui, process, (int)c, until)) {
+				ui_put(ui, y, gx + (int)c, 1, ui_attr(ui, THEME_MESSAGE), ui->g->reduced);
+				any_reduced = 1;
+			}
+		}
+	}
 	/* CPU samples per cell over the baseline: ▁..█ against the fullest cell on screen. */
 	if (ui_lane_density(ui, process, lane)) {
 		attr_t sa = ui_attr(ui, THEME_SAMPLE);
+		uint64_t until = any_reduced ? ui_cost_until(ui, process) : 0;
 		for (int c = 0; c < ui->vp.cols; c++) {
 			int lvl = cpuview_density_level(ui->density[c], ui->density_max);
+			int under = any_reduced && ui_cost_reduced_cell(ui, process, c, until);
 			if (lvl)
-				ui_put(ui, y, gx + c, 1, sa, ui->g->spark[lvl]);
+				ui_put(ui, y, gx + c, 1, sa | (under ? A_UNDERLINE : 0), ui->g->spark[lvl]);
 		}
 	}
 
@@ -2500,6 +2677,10 @@ static void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row,
 		la = ui_attr(ui, THEME_THREAD);
 		ui_draw_gpu_row(ui, y, row->process, row->lane, row->row, 1);
 		break;
+	case LAYOUT_ROW_COST:
+		ui_draw_cost_row(ui, y, row, label, sizeof label);
+		la = ui_attr(ui, THEME_THREAD) | (row->row ? A_DIM : 0);
+		break;
 	case LAYOUT_ROW_ASYNC:
 	default:
 		snprintf(label, sizeof label, row->row == 0 ? " nvtx async" : "");
@@ -2761,7 +2942,7 @@ static void ui_draw_help(struct ui *ui)
 	static char text[64][160];
 	const char *lines[64];
 	int n = 0;
-	for (size_t i = 0; i < sizeof ui_keys / sizeof ui_keys[0] && n < 63; i++) {
+	for (size_t i = 0; i < sizeof ui_keys / sizeof ui_keys[0] && n < 60; i++) {
 		const char *label = ui_keys[i].label;
 		if (!label)
 			continue;
@@ -2776,6 +2957,15 @@ static void ui_draw_help(struct ui *ui)
 		lines[n] = text[n];
 		n++;
 	}
+	/* What the cost rows show (they have no key of their own). */
+	snprintf(text[n++], sizeof text[0],
+	         "cost rows   under a process: est. time the profiler adds to its threads");
+	snprintf(text[n++], sizeof text[0],
+	         "            (%%) and the collector's CPU (ms/s), at the cursor in the label;");
+	snprintf(text[n++], sizeof text[0], "            %s marks time the overhead budget reduced sampling",
+	         ui->g->reduced);
+	for (int i = n - 3; i < n; i++)
+		lines[i] = text[i];
 	ui_draw_box_lines(ui, "cuscope keys  (mouse: wheel zooms, click picks, drag pans)", lines, n,
 	                  "Esc or ? closes this help", 74);
 }
@@ -3001,6 +3191,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	sig.nvml_sum = ui->nvml_sum;
 	ui->last = sig;
 	ui->drawn_once = 1;
+	ui->frames++;
 	if (LINES > axis_y + 1)
 		ui_draw_axis(ui, axis_y);
 	ui_density_scale(ui, ui->layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
@@ -3182,6 +3373,7 @@ void ui_free(struct ui *ui)
 	free(ui->match);
 	free(ui->segs);
 	free(ui->density);
+	free(ui->cost_cells);
 	free(ui);
 }
 

@@ -1,4 +1,4 @@
-"""Writes seed frame streams for fuzz_wire: HELLO, strings, NVTX events and GPU records.
+"""Writes seed frame streams for fuzz_wire: HELLO, strings, NVTX events, GPU records and cost readings.
 
 Each seed starts with an even byte (raw stream: the HELLO is in the seed) or an odd one (the harness
 prepends a HELLO and the seed holds only the frames after it).
@@ -45,14 +45,24 @@ g = b"".join([gpu(7, 0, 0, stream=1), gpu(5, 10**9 + 100, 10**9 + 150, 4, 1), gp
 losses = frame(4, struct.pack("<IIQ", 1, 0, 5) + struct.pack("<IIQ", 7, 0, 2))
 dev = frame(7, struct.pack("<II16sQIIII", 0, 5, b"\x01" * 16, 1 << 30, 80, 9, 0, 0))
 notice = frame(8, struct.pack("<II", 1, 5) + b"hello")
+
+
+def cost(t, source, cpu, added, events, backoffs=0, level=0, flags=0):
+    return struct.pack("<QQQQIIII", t, cpu, added, events, source, backoffs, level, flags)
+
+
+# The collector's own cost: cumulative readings a second apart, sampling reduced by the budget in the second.
+costs = frame(12, cost(10**9 + 100, 4, 1000, 50, 3, 0, 1000) + cost(10**9 + 100, 1, 2000, 0, 9)) + frame(
+    12, cost(2 * 10**9 + 100, 4, 3000, 250, 7, 1, 250, 1) + cost(2 * 10**9 + 100, 9, 1, 1, 1))
 bye = frame(5, struct.pack("<QiI", 10**9 + 1000, 0, 0))
-stream = body + frame(3, evs) + frame(6, g) + losses + dev + notice + bye
+stream = body + frame(3, evs) + frame(6, g) + losses + dev + notice + costs + bye
 seeds = {
     "raw_full": b"\x00" + hello() + stream,
     "hello_only": b"\x00" + hello(),
     "pre_full": b"\x01" + stream,
     "pre_events": b"\x01" + body + frame(3, evs),
     "pre_gpu": b"\x01" + body + frame(6, g),
+    "pre_cost": b"\x01" + costs,
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
