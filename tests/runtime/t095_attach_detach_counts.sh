@@ -79,7 +79,7 @@ wait "$inj"
 [ $? = 3 ] || fail "the injected process did not finish with its own code 3 after the detach"
 
 # --- a process that exits during the attach keeps its end -------------------------------------------
-"$PROGS/attach_target" 2 >"$T/end.app" 2>&1 &
+"$PROGS/attach_target" 4 >"$T/end.app" 2>&1 &
 end=$!
 BG_PIDS+=("$end")
 sleep 0.5
@@ -94,22 +94,22 @@ st=$(status_of "$end" "$T/end.json")
 [ "$st" = complete ] || fail "stats status of the process that exited is '$st', want complete"
 
 # --- a process stopped during the attach cannot answer: bounded wait, said once --------------------
-"$PROGS/attach_target" 8 >"$T/stop.app" 2>&1 &
+"$PROGS/attach_target" 9 >"$T/stop.app" 2>&1 &
 stp=$!
 BG_PIDS+=("$stp")
 sleep 0.5
 start=$(date +%s.%N)
-timeout 30 "$CUSCOPE" attach --record -o "$T/stop.cap" --duration 2 "$stp" >"$T/stop.out" 2>"$T/stop.err" &
+timeout 30 "$CUSCOPE" attach --record -o "$T/stop.cap" --duration 3 "$stp" >"$T/stop.out" 2>"$T/stop.err" &
 att=$!
 BG_PIDS+=("$att")
-sleep 1
+sleep 1.5
 kill -STOP "$stp"
 bg_wait "$att" 30
 took=$("$PYTHON" -c 'import sys, time; print(round(time.time() - float(sys.argv[1]), 1))' "$start")
 kill -CONT "$stp"
 [ "$RC" = 0 ] || fail "the attach to a stopped process exited $RC: $(cat "$T/stop.err")"
-"$PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 6 else 1)' "$took" ||
-	fail "the attach to a process stopped during it took ${took}s (2 s duration + 1 s bound)"
+"$PYTHON" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 7 else 1)' "$took" ||
+	fail "the attach to a process stopped during it took ${took}s (3 s duration + 1 s bound)"
 n=$(grep -c 'incomplete' "$T/stop.err")
 [ "$n" = 1 ] || fail "want one warning that the capture is incomplete, got: $(tr '\n' '|' <"$T/stop.err")"
 "$CUSCOPE" info "$T/stop.cap" >"$T/stop.info" 2>&1 || fail "info failed: $(cat "$T/stop.info")"
