@@ -945,6 +945,10 @@ static void viewer_answer_detach(void)
 {
 	if (atomic_load_explicit(&snd.stop, memory_order_acquire))
 		return; /* exiting: the final flush sends the real end */
+	/* An attached collector stops GPU tracing once the viewer is gone anyway: stopping it now
+	 * delivers the records CUPTI still holds into this answer, before the BYE. */
+	if (collector_config.attached)
+		cupti_detach();
 	drain_rings();
 	queue_notices();
 	queue_losses();
