@@ -59,6 +59,9 @@ struct store_process_info {
 	int exit_signal;   /* terminating signal, 0 if none or unknown */
 	uint64_t events;   /* events ingested for this process */
 	size_t lane_count;
+	/* The viewer detached and the process ran on: its counts are final up to detached_ns. */
+	int detached;
+	uint64_t detached_ns; /* CLOCK_MONOTONIC */
 };
 
 struct store_lane_info {
@@ -141,9 +144,10 @@ void store_source_closed(struct store *store, int source);
 /* Records the exit status of a process the caller launched (the collector cannot know it). */
 void store_process_set_exit(struct store *store, pid_t pid, int exit_code);
 /*
- * How a process's stream ended, for info/stats/UI: "" when complete; otherwise "incomplete: final
- * counts missing" followed by how it ended ("killed by signal 9", "exited (code 3)") or "ended
- * abruptly" when nobody knows. Returns buf.
+ * How a process's stream ended, for info/stats/UI: "" when complete; "detached at +S.SSSs, still
+ * running" (seconds since its collector started) when the viewer left it running with its counts
+ * final up to then; otherwise "incomplete: final counts missing" followed by how it ended ("killed
+ * by signal 9", "exited (code 3)") or "ended abruptly" when nobody knows. Returns buf.
  */
 const char *store_process_end_text(const struct store_process_info *pi, char *buf, size_t size);
 

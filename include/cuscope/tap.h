@@ -42,6 +42,13 @@ void tap_free(struct tap *tap);
  * readable, 0 otherwise.
  */
 int tap_pump(struct tap *tap, int timeout_ms, int extra_fd);
+/*
+ * Leaves processes that run on: asks every connected collector to detach (struct wire_request)
+ * and reads, for up to timeout_ms in all, until each has sent its final counts and a BYE marked
+ * WIRE_BYE_DETACHED (or its connection ended). Call tap_free after it. Returns the connections
+ * that did not answer in time (their counts are incomplete).
+ */
+int tap_detach(struct tap *tap, int timeout_ms);
 /* One last look at the directory: streams that exiting collectors left in PID.final files. */
 void tap_finish(struct tap *tap);
 /* Connections open now. */

@@ -128,6 +128,28 @@ struct wire_bye {
 #define WIRE_BYE_DETACHED 1u
 _Static_assert(sizeof(struct wire_bye) == 16, "wire_bye layout");
 
+/*
+ * ---- Viewer to collector ----
+ * The only bytes a viewer sends: a sequence of these 8-byte requests. The collector reads them
+ * whole (assembling short reads) and ignores any with another magic, type or size; nothing else a
+ * peer writes has any effect.
+ *
+ * WIRE_REQUEST_DETACH: the viewer is leaving while the process runs on. The collector answers on
+ * its sender thread: what its rings hold, notices, LOSSES and a BYE with WIRE_BYE_DETACHED, then
+ * it closes the connection as after a hang-up. A collector whose process is exiting ignores it
+ * (its final BYE follows anyway).
+ */
+#define WIRE_REQUEST_MAGIC 0x51524353u /* "SCRQ" in memory order */
+enum wire_request_type {
+	WIRE_REQUEST_DETACH = 1,
+};
+
+struct wire_request {
+	uint32_t magic; /* WIRE_REQUEST_MAGIC */
+	uint32_t type;  /* enum wire_request_type */
+};
+_Static_assert(sizeof(struct wire_request) == 8, "wire_request layout");
+
 /* Written by the viewer that launched the process (the collector cannot know its own end). */
 struct wire_exit {
 	int32_t pid;

@@ -25,6 +25,7 @@
 
 #define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
 #define LIVE_STOP_KILL_NS 5000000000ull
+#define LIVE_DETACH_MS    1000 /* leaving: how long collectors may take to send final counts */
 
 static volatile sig_atomic_t live_interrupts;    /* Ctrl-C presses to forward */
 static volatile sig_atomic_t live_detach_signal; /* SIGHUP/SIGTERM: leave, the target runs on */
@@ -514,6 +515,11 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			latency_frame_drawn(&lv.latency, clock_mono_ns());
 		}
 	}
+	/* Collectors of processes that run on send their counts up to now before we close (a
+	 * bounded wait; those exiting send their real end instead). */
+	int unanswered = 0;
+	if (tap_connection_count(tap) > 0 && !(launch.attached && lv.refused == launch.pid))
+		unanswered = tap_detach(tap, LIVE_DETACH_MS);
 	/* On a hangup the terminal is gone: restoring it would only block or fail. */
 	if (live_detach_signal != SIGHUP)
 		ui_free(lv.ui);
@@ -546,7 +552,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
 		 * session is its own (or attach.c's to remove). */
 		if (live_detach_signal != SIGHUP && status.target_alive)
-			fprintf(stderr, "cuscope: detached from pid %d; it runs on\n", (int)launch.pid);
+			fprintf(stderr, "cuscope: detached from pid %d; it runs on%s\n", (int)launch.pid,
+			        unanswered ? " (its collector did not answer the detach in time)" : "");
 		exit_code = 0;
 	} else if (detached) {
 		if (live_detach_signal != SIGHUP)

@@ -33,6 +33,9 @@
 #define RECORD_DRAIN_NS 3000000000ull /* after the target exits, wait this long for its data */
 #define RECORD_KILL_NS  5000000000ull /* after forwarding a stop signal, wait this long before SIGKILL */
 
+/* An attach's end: how long collectors may take to send their final counts. */
+#define RECORD_DETACH_MS 1000
+
 static volatile sig_atomic_t record_stop_signal;
 
 static void record_on_signal(int sig)
@@ -61,6 +64,7 @@ struct recorder {
 	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
 	int attached;        /* recording an attached target (its handshake has a deadline) */
 	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
+	int unanswered;      /* collectors that did not answer the detach in time */
 };
 
 /* One recording per process; its callbacks receive it as ctx. */
@@ -154,7 +158,12 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 			ex.exit_code = WEXITSTATUS(launch->status);
 		capture_writer_frame(rec->writer, (uint32_t)launched_source, WIRE_FRAME_EXIT, &ex, sizeof ex);
 	}
-	if (missing)
+	if (missing && rec->unanswered)
+		log_warn("record: %d process%s (pid %d%s) did not send final counts within %d ms of the "
+		         "detach (stopped?): the capture is incomplete and their losses unknown",
+		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "",
+		         RECORD_DETACH_MS);
+	else if (missing)
 		log_warn("record: %d process%s (pid %d%s) ended without final counts: the capture is "
 		         "incomplete and their losses unknown",
 		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "");
@@ -695,6 +704,9 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 			stop_sent_at = now;
 		}
 	}
+	/* Leaving a process that runs on: its collector's counts up to now, or a bounded wait. */
+	if (launch.attached && the_recorder.refused != launch.pid && tap_connection_count(tap) > 0)
+		the_recorder.unanswered = tap_detach(tap, RECORD_DETACH_MS);
 	tap_finish(tap);
 	tap_free(tap);
 	the_recorder.runtime_facts = record_facts_take();

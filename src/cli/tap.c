@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ struct tap_conn {
 	uint64_t start_ticks; /* the process's start time (/proc/PID/stat), 0 when unknown */
 	ino_t inode;
 	int got_hello;
+	int got_bye; /* its collector's BYE arrived (an exit, or the answer to a detach) */
 	struct wire_decoder dec;
 };
 
@@ -298,6 +300,8 @@ static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, s
 			}
 			c->got_hello = 1;
 		}
+		if (type == WIRE_FRAME_BYE)
+			c->got_bye = 1;
 		/* How a process ended is written by the viewer that launched it, into its own capture;
 		 * a peer (socket or PID.final) claiming it is forging its end. */
 		if (type == WIRE_FRAME_EXIT) {
@@ -388,6 +392,51 @@ int tap_pump(struct tap *tap, int timeout_ms, int extra_fd)
 	}
 	free(pfd);
 	return extra_ready;
+}
+
+int tap_detach(struct tap *tap, int timeout_ms)
+{
+	/* Every collector is asked at once, so the wait is one bound, not one per process. */
+	struct wire_request req = {WIRE_REQUEST_MAGIC, WIRE_REQUEST_DETACH};
+	for (size_t i = 0; i < tap->conn_count; i++) {
+		struct tap_conn *c = &tap->conns[i];
+		/* A failed send is not retried, but the connection is still read: a collector that
+		 * closed after its exit may have left its final frames unread in our buffer. */
+		if (!c->got_bye)
+			(void)send(c->fd, &req, sizeof req, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	uint64_t deadline = clock_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+	struct pollfd *pfd = xcalloc(tap->conn_count + 1, sizeof *pfd);
+	for (;;) {
+		/* Connections still owing their answer; answered ones are not read further. */
+		size_t n = 0;
+		for (size_t i = 0; i < tap->conn_count; i++)
+			if (!tap->conns[i].got_bye)
+				pfd[n++] = (struct pollfd){tap->conns[i].fd, POLLIN, 0};
+		uint64_t now = clock_mono_ns();
+		if (!n || now >= deadline)
+			break;
+		uint64_t left_ms = (deadline - now + 999999) / 1000000;
+		if (poll(pfd, n, (int)left_ms) <= 0)
+			continue;
+		/* Backwards, as in tap_pump: closing swaps the last connection into the closed slot. */
+		for (size_t i = tap->conn_count; i-- > 0;) {
+			struct tap_conn *c = &tap->conns[i];
+			if (c->got_bye)
+				continue;
+			short revents = 0;
+			for (size_t k = 0; k < n; k++)
+				if (pfd[k].fd == c->fd)
+					revents = pfd[k].revents;
+			if (revents && tap_conn_read(tap, c) != 0)
+				tap_conn_close(tap, i); /* its process ended meanwhile: its own end is in */
+		}
+	}
+	free(pfd);
+	int unanswered = 0;
+	for (size_t i = 0; i < tap->conn_count; i++)
+		unanswered += !tap->conns[i].got_bye;
+	return unanswered;
 }
 
 int tap_connection_count(const struct tap *tap)

@@ -821,6 +821,8 @@ static void viewer_disconnect(void)
 	}
 }
 
+static void viewer_request_reset(void);
+
 static void accept_viewers(void)
 {
 	for (;;) {
@@ -835,6 +837,7 @@ static void accept_viewers(void)
 		if (collector_fd_own(fd) < 0)
 			continue;
 		snd.viewer_fd = fd;
+		viewer_request_reset();
 		drain_rings();
 		if (!build_intro()) {
 			collector_fd_close(fd);
@@ -873,6 +876,96 @@ static void send_queue(void)
 	}
 }
 
+/* ---- requests from the viewer (see struct wire_request) ---- */
+
+/* How long a detach answer may take to send; the viewer waits 1 s for it. */
+#define DETACH_SEND_NS 800000000ull
+
+/* The part of a request read so far: requests are 8 bytes, read whole across short reads. */
+static struct {
+	uint8_t bytes[sizeof(struct wire_request)];
+	size_t len;
+} viewer_req;
+
+/* A new viewer's requests start from their first byte. */
+static void viewer_request_reset(void)
+{
+	viewer_req.len = 0;
+}
+
+/* Takes bytes the viewer sent; returns 1 when they complete a detach request (others are ignored). */
+static int viewer_request_feed(const uint8_t *buf, size_t n)
+{
+	int detach = 0;
+	while (n) {
+		size_t take = sizeof viewer_req.bytes - viewer_req.len;
+		if (take > n)
+			take = n;
+		memcpy(viewer_req.bytes + viewer_req.len, buf, take);
+		viewer_req.len += take;
+		buf += take;
+		n -= take;
+		if (viewer_req.len < sizeof viewer_req.bytes)
+			break;
+		struct wire_request req;
+		memcpy(&req, viewer_req.bytes, sizeof req);
+		viewer_req.len = 0;
+		if (req.magic == WIRE_REQUEST_MAGIC && req.type == WIRE_REQUEST_DETACH)
+			detach = 1;
+	}
+	return detach;
+}
+
+/* Sends the queue to the viewer until it is empty, the viewer is gone, or max_ns have passed. */
+static void viewer_flush_within(uint64_t max_ns)
+{
+	uint64_t deadline = clock_mono_ns() + max_ns;
+	while (snd.viewer_fd >= 0 && snd.head) {
+		send_queue();
+		if (snd.viewer_fd < 0 || !snd.head ||
+		    (snd.head == snd.tail && snd.head->sent == snd.head->len))
+			return;
+		uint64_t now = clock_mono_ns();
+		if (now >= deadline)
+			return;
+		uint64_t left_ms = (deadline - now) / 1000000 + 1;
+		struct pollfd p = {snd.viewer_fd, POLLOUT, 0};
+		poll(&p, 1, left_ms < 10 ? (int)left_ms : 10);
+	}
+}
+
+/*
+ * Answers a detach request (sender thread only: the program never waits for it): what the rings
+ * hold, notices, the losses so far and a BYE marked detached, sent within DETACH_SEND_NS; then the
+ * viewer is let go as after a hang-up (an attached collector stops, an armed one keeps its flight
+ * recorder). A BYE that could not be sent is taken back out of the queue, so that a later viewer
+ * of an armed process does not read it as the end of the stream.
+ */
+static void viewer_answer_detach(void)
+{
+	if (atomic_load_explicit(&snd.stop, memory_order_acquire))
+		return; /* exiting: the final flush sends the real end */
+	/* An attached collector stops GPU tracing once the viewer is gone anyway: stopping it now
+	 * delivers the records CUPTI still holds into this answer, before the BYE. */
+	if (collector_config.attached)
+		cupti_detach();
+	drain_rings();
+	queue_notices();
+	queue_losses();
+	struct wire_bye bye = {clock_mono_ns(), -1, WIRE_BYE_DETACHED};
+	const size_t bye_size = sizeof(struct wire_frame_header) + sizeof bye;
+	if (queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0) == 0) {
+		viewer_flush_within(DETACH_SEND_NS);
+		/* Nothing was queued since the BYE: if unsent, it is the end of the tail block. */
+		struct out_block *t = snd.tail;
+		if (t && t->len >= bye_size && t->sent <= t->len - bye_size) {
+			t->len -= bye_size;
+			snd.queued_bytes -= bye_size;
+		}
+	}
+	viewer_disconnect();
+}
+
 static void check_viewer_hangup(short revents)
 {
 	if (snd.viewer_fd < 0)
@@ -882,10 +975,12 @@ static void check_viewer_hangup(short revents)
 		return;
 	}
 	if (revents & POLLIN) {
-		char buf[256];
+		uint8_t buf[256];
 		ssize_t n = recv(snd.viewer_fd, buf, sizeof buf, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			viewer_disconnect();
+		else if (n > 0 && viewer_request_feed(buf, (size_t)n))
+			viewer_answer_detach();
 	}
 }
 

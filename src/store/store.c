@@ -441,6 +441,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 	pr->hello = hello;
 	pr->connected = 1;
 	pr->final_counts = 0; /* a new stream (after exec): its own final counts are awaited */
+	pr->detached = 0;
 	src->active = 1;
 	src->had_hello = 1;
 	src->process = index;
@@ -530,8 +531,15 @@ static int store_feed_frame(struct store *st, int source, uint32_t type, const v
 	case WIRE_FRAME_BYE: {
 		struct wire_bye bye;
 		memcpy(&bye, payload, sizeof bye);
-		pr->exited = 1;
 		pr->final_counts = 1;
+		/* A detach is not an end: the process ran on, its counts are final up to time_ns. */
+		if (bye.flags & WIRE_BYE_DETACHED) {
+			pr->detached = 1;
+			pr->detached_ns = bye.time_ns;
+		} else {
+			pr->exited = 1;
+			pr->detached = 0;
+		}
 		if (bye.exit_code >= 0)
 			pr->exit_code = bye.exit_code;
 		if (bye.time_ns > st->last_ns)
@@ -590,6 +598,12 @@ void store_process_set_exit(struct store *st, pid_t pid, int exit_code)
 const char *store_process_end_text(const struct store_process_info *pi, char *buf, size_t size)
 {
 	buf[0] = '\0';
+	if (pi->detached) {
+		/* Signed: a crafted capture may put the detach before the start. */
+		double at = (double)(int64_t)(pi->detached_ns - pi->start_ns) / 1e9;
+		snprintf(buf, size, "detached at %+.3fs, still running", at);
+		return buf;
+	}
 	if (pi->final_counts || pi->connected)
 		return buf;
 	if (pi->end_recorded && pi->exit_signal)
@@ -668,6 +682,8 @@ void store_process_get(const struct store *st, size_t index, struct store_proces
 	out->exited = pr->exited;
 	out->exit_code = pr->exit_code;
 	out->final_counts = pr->final_counts;
+	out->detached = pr->detached;
+	out->detached_ns = pr->detached_ns;
 	out->end_recorded = pr->end_recorded;
 	out->exit_signal = pr->exit_signal;
 	out->events = pr->events;

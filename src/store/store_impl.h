@@ -115,6 +115,9 @@ struct process {
 	int final_counts; /* BYE of the current stream arrived */
 	int end_recorded; /* an EXIT frame from the launcher */
 	int exit_signal;
+	/* Its BYE answered a detach: the process ran on, counts final up to detached_ns. */
+	int detached;
+	uint64_t detached_ns; /* CLOCK_MONOTONIC */
 	uint64_t events;
 	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
 	size_t lane_count, lane_cap;

@@ -155,6 +155,9 @@ int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 		if (pr->exited) {
 			struct wire_bye bye = {.time_ns = 0, .exit_code = pr->exit_code};
 			replay_frame(&r, WIRE_FRAME_BYE, &bye, sizeof bye);
+		} else if (pr->detached) {
+			struct wire_bye bye = {pr->detached_ns, pr->exit_code, WIRE_BYE_DETACHED};
+			replay_frame(&r, WIRE_FRAME_BYE, &bye, sizeof bye);
 		}
 		free(r.local);
 	}

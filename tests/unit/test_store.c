@@ -733,6 +733,52 @@ static void test_exec_reuses_process(void **state)
 	store_free(st);
 }
 
+/* A BYE that answered a detach: counts final, the process runs on (not exited, not incomplete). */
+static void test_bye_detached(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	const char *cause = NULL;
+	char end[128];
+	struct store_process_info pi;
+	feed_hello(st, 0, 900); /* its collector started at 1900 ns */
+	struct wire_bye bye = {1900 + 1234000000ull, -1, WIRE_BYE_DETACHED};
+	assert_int_equal(store_feed(st, 0, WIRE_FRAME_BYE, &bye, sizeof bye, &cause), 0);
+	store_source_closed(st, 0);
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.detached, 1);
+	assert_int_equal(pi.detached_ns, 1900 + 1234000000ull);
+	assert_int_equal(pi.exited, 0);
+	assert_int_equal(pi.final_counts, 1);
+	assert_int_equal(pi.exit_code, -1);
+	assert_string_equal(store_process_end_text(&pi, end, sizeof end),
+	                    "detached at +1.234s, still running");
+	assert_int_equal(store_last_ns(st), 1900 + 1234000000ull);
+	/* A later attach to the same process continues it; its own end is awaited again. */
+	feed_hello(st, 1, 900);
+	assert_int_equal(store_process_count(st), 1);
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.detached, 0);
+	assert_int_equal(pi.connected, 1);
+	assert_string_equal(store_process_end_text(&pi, end, sizeof end), "");
+	/* This time it exits: a BYE of a capture written before the flag existed (flags 0). */
+	struct wire_bye exit_bye = {1900 + 5000000000ull, 0, 0};
+	assert_int_equal(store_feed(st, 1, WIRE_FRAME_BYE, &exit_bye, sizeof exit_bye, &cause), 0);
+	store_source_closed(st, 1);
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.detached, 0);
+	assert_int_equal(pi.exited, 1);
+	assert_int_equal(pi.exit_code, 0);
+	assert_string_equal(store_process_end_text(&pi, end, sizeof end), "");
+	/* A stream that stopped without any BYE is still incomplete. */
+	feed_hello(st, 2, 901);
+	store_source_closed(st, 2);
+	store_process_get(st, 1, &pi);
+	assert_string_equal(store_process_end_text(&pi, end, sizeof end),
+	                    "incomplete: final counts missing; ended abruptly");
+	store_free(st);
+}
+
 static void test_strings_per_source(void **state)
 {
 	(void)state;
@@ -822,6 +868,7 @@ int main(void)
 	    cmocka_unit_test(test_losses_frame),
 	    cmocka_unit_test(test_exec_reuses_process),
 	    cmocka_unit_test(test_hostile_streams_bounded),
+	    cmocka_unit_test(test_bye_detached),
 	    cmocka_unit_test(test_strings_per_source),
 	    cmocka_unit_test(test_many_strings_and_generation),
 	};

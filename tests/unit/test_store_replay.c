@@ -150,11 +150,35 @@ static void test_replay_stops_on_error(void **state)
 	store_free(a);
 }
 
+/* A process the viewer detached from reads as detached (at the same time) after a replay. */
+static void test_replay_keeps_detach(void **state)
+{
+	(void)state;
+	struct store *a = store_new();
+	hello(a, 2, 800);
+	struct wire_bye bye = {T0 + 7, -1, WIRE_BYE_DETACHED};
+	feed(a, 2, WIRE_FRAME_BYE, &bye, sizeof bye);
+	store_source_closed(a, 2);
+	struct store *b = store_new();
+	assert_int_equal(store_replay_identity(a, copy_frame, b), 0);
+	store_source_closed(b, 2);
+	struct store_process_info pi;
+	store_process_get(b, 0, &pi);
+	assert_int_equal(pi.pid, 800);
+	assert_true(pi.detached);
+	assert_false(pi.exited);
+	assert_true(pi.final_counts);
+	assert_int_equal(pi.detached_ns, T0 + 7);
+	store_free(a);
+	store_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_replay_rebuilds_identity),
 	    cmocka_unit_test(test_replay_stops_on_error),
+	    cmocka_unit_test(test_replay_keeps_detach),
 	};
 	return cmocka_run_group_tests_name("store_replay", tests, NULL, NULL);
 }
