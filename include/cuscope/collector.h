@@ -177,6 +177,8 @@ void sender_gpu_context(const struct wire_gpu_event *ev);
 int cupti_start(void);
 /* Attach mode, viewer gone: flush and ask CUPTI to detach (cuptiFinalize at the next API exit). */
 void cupti_detach(void);
+/* Sender thread: hands over what CUPTI completed so far and decodes it; tracing goes on. */
+void cupti_flush(void);
 /* Starts CUPTI in a process whose CUDA is already up (attach): also dumps existing devices,
  * contexts and streams. Call from a collector thread. */
 int cupti_start_late(void);

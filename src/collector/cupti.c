@@ -512,6 +512,15 @@ void cupti_detach(void)
 	}
 }
 
+void cupti_flush(void)
+{
+	if (!cupti_running())
+		return;
+	/* Not forced: records still in flight stay with CUPTI (tracing goes on) and come later. */
+	cu.fn.flush_all(0);
+	cupti_drain();
+}
+
 void cupti_stop(void)
 {
 	if (!atomic_load(&cu.active) || cu.pid != getpid())

@@ -949,6 +949,8 @@ static void viewer_answer_detach(void)
 	 * delivers the records CUPTI still holds into this answer, before the BYE. */
 	if (collector_config.attached)
 		cupti_detach();
+	else
+		cupti_flush(); /* tracing goes on: what CUPTI completed so far belongs to this viewer */
 	drain_rings();
 	queue_notices();
 	queue_losses();
