@@ -129,6 +129,12 @@ run_one()
 	done
 	wait "$pid" 2>/dev/null
 	val=$(sed -n "s/^$key \([0-9.][0-9.]*\).*/\1/p" "$T/run.out" | tail -n 1)
+	# The collector's own estimate of what it added (info's cost line), to set beside the A/B figure.
+	if [ -n "$val" ] && [ -f "$T/b.cuscope" ]; then
+		local est
+		est=$("$CUSCOPE" info "$T/b.cuscope" 2>/dev/null | sed -n 's/.*est\. +\([0-9.]*\) %.*/\1/p' | head -n 1)
+		[ -n "$est" ] && echo "$r $est" >>"$T/vals/$w.$c.est_pct"
+	fi
 	rm -rf "$T/b.cuscope" "$T"/nsys-out*
 	if [ -n "$val" ]; then
 		echo "$r $val" >>"$T/vals/$w.$c"
@@ -245,6 +251,13 @@ for w in works:
             cells.append(cell)
         if any(x != "n/a" for x in cells):
             print("%-12s %-9s %22s %22s %22s" % (w, c, cells[0], cells[1], cells[2]))
+# The live estimate (cost rows / info: added time of the program's threads over the whole run,
+# start-up included; CUPTI's time in the driver not counted) beside the A/B overhead.
+for w in works:
+    for c in cfgs:
+        e = load(w, c + ".est_pct")
+        if e:
+            print("%-12s %-9s collector's own estimate: median +%.1f%% (n=%d)" % (w, c, statistics.median(e.values()), len(e)))
 # Paired per round: the defaults' overhead minus nsys's, in points (negative = cheaper than nsys).
 for w in works:
     base, cu, ns = load(w, "none"), load(w, "cuscope"), load(w, "nsys")
