@@ -35,6 +35,7 @@ _Atomic int collector_running;
 struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
 _Atomic uint32_t collector_wake_word;
+_Atomic uint32_t collector_names_epoch;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -52,13 +53,19 @@ uint64_t collector_now_ns(void)
 	return clock_mono_ns();
 }
 
-uint64_t collector_stamp(uint16_t *flags)
+/* The body of collector_stamp, inlined into the emit paths. */
+static inline uint64_t stamp(uint16_t *flags)
 {
-	if (atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed)) {
+	if (__builtin_expect(atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed), 1)) {
 		*flags |= COLLECTOR_REC_TICKS;
 		return clock_ticks();
 	}
 	return clock_mono_ns();
+}
+
+uint64_t collector_stamp(uint16_t *flags)
+{
+	return stamp(flags);
 }
 
 pid_t collector_gettid(void)
@@ -250,6 +257,33 @@ struct thread_ring *collector_thread_ring_slow(void)
 	return tr;
 }
 
+/*
+ * After a record was committed: takes a sample deferred meanwhile, and wakes the sender once per
+ * half ring so that a burst does not wait for its next timer. The system call keeps errno.
+ */
+static inline void ring_written(struct thread_ring *tr)
+{
+	if (__builtin_expect(sample_pending, 0))
+		flush_pending_sample();
+	size_t half = (tr->ring.mask + 1) / 2;
+	if (__builtin_expect(ring_used_upper_bound(&tr->ring) > half, 0) &&
+	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
+	    ring_refresh_used(&tr->ring) > half) {
+		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
+		int saved_errno = errno;
+		collector_wake_sender();
+		errno = saved_errno;
+	}
+}
+
+/* Reserves need bytes in tr's ring: the inlined common case, else the general one (which pads or
+ * counts a drop). Sets no errno. */
+static inline void *ring_space(struct thread_ring *tr, size_t need, size_t headroom)
+{
+	void *p = ring_try_reserve(&tr->ring, need, headroom);
+	return __builtin_expect(p != NULL, 1) ? p : ring_reserve_bytes(&tr->ring, need, headroom);
+}
+
 /* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
 static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
                       uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
@@ -257,35 +291,39 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 {
 	if (text_len > 4096)
 		text_len = 4096;
-	int saved_errno = errno; /* the program's errno must survive an NVTX call */
+	if (thread_in_collector) {
+		/* A signal handler interrupted the collector on this thread: the ring is mid-write. */
+		collector_count_drop(tr);
+		return 0;
+	}
 	thread_in_collector = 1;
-	struct ring_record *rec = ring_reserve_headroom(&tr->ring, text_len, headroom);
+	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
+	struct ring_record *rec = ring_space(tr, need, headroom);
 	if (!rec) {
 		thread_in_collector = 0;
 		return 0;
 	}
+	rec->size = (uint16_t)need;
 	rec->kind = kind;
+	rec->text_len = (uint16_t)text_len;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
 	rec->reserved = 0;
-	rec->time_ns = collector_stamp(&flags);
+	rec->time_ns = stamp(&flags);
 	rec->flags = flags;
 	rec->value = value;
 	rec->name_ref = name_ref;
 	rec->domain_ref = domain_ref;
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
-	ring_commit(&tr->ring, rec);
+	ring_commit_bytes(&tr->ring, need);
 	thread_in_collector = 0;
-	flush_pending_sample();
-	/* A burst must not wait for the sender's next timer: one wake per half ring. */
-	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
-	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
-	    ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
-		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
-		collector_wake_sender();
-	}
-	errno = saved_errno;
+	ring_written(tr);
 	return 1;
+}
+
+void collector_count_drop(struct thread_ring *tr)
+{
+	atomic_fetch_add_explicit(&tr->ring.dropped, 1, memory_order_relaxed);
 }
 
 void collector_wake_sender(void)
@@ -305,19 +343,213 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
 }
 
+/* ---- NVTX fast path ---- */
+
+/*
+ * Room a push leaves free so that the pops of open ranges still fit in a nearly full ring: 16 KiB
+ * (680 pops with a domain), at most an eighth of the ring so that a small ring takes pushes at all.
+ */
+static inline size_t push_headroom(const struct thread_ring *tr)
+{
+	size_t eighth = (tr->ring.mask + 1) / 8;
+	return eighth < 16384 ? eighth : 16384;
+}
+
+/* Writes a compact push record; slot names the cache slot (or COLLECTOR_NAME_NONE). */
+static inline int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
+                                  const struct collector_string *domain,
+                                  const struct collector_string *name_ref, const char *text, size_t len)
+{
+	size_t fixed = sizeof(struct collector_rec_nvtx) + (category ? 8 : 0) + (domain ? sizeof domain : 0) +
+	               (name_ref ? sizeof name_ref : 0);
+	size_t need = (fixed + len + 7) & ~(size_t)7;
+	uint8_t *p = ring_space(tr, need, push_headroom(tr));
+	if (!p)
+		return 0;
+	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
+	uint16_t flags =
+	    (uint16_t)(slot | (category ? COLLECTOR_REC_CATEGORY : 0) | (domain ? COLLECTOR_REC_DOMAIN : 0) |
+	               (name_ref ? COLLECTOR_REC_NAME_REF : 0));
+	rec->time = stamp(&flags);
+	rec->size = (uint16_t)need;
+	rec->kind = COLLECTOR_REC_NVTX_PUSH;
+	rec->text_len = (uint16_t)len;
+	rec->flags = flags;
+	uint8_t *extra = p + sizeof *rec;
+	if (category) {
+		uint64_t word = category;
+		memcpy(extra, &word, sizeof word);
+		extra += sizeof word;
+	}
+	if (domain) {
+		memcpy(extra, &domain, sizeof domain);
+		extra += sizeof domain;
+	}
+	if (name_ref)
+		memcpy(extra, &name_ref, sizeof name_ref);
+	if (len)
+		memcpy(p + fixed, text, len);
+	ring_commit_bytes(&tr->ring, need);
+	return 1;
+}
+
+/* Loads 8 bytes from p (any alignment). */
+static inline uint64_t load8(const char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/*
+ * 1 if the program's string msg still equals the slot's copy (its len bytes and the NUL after).
+ * Compared in 8-byte words when every word read stays in the page of msg's first byte (readable:
+ * msg is a string there), so reading past a shorter string can never fault; byte by byte else.
+ */
+static inline int name_matches(const struct collector_name_slot *slot, const char *msg)
+{
+	size_t n = (size_t)slot->len + 1;
+	size_t span = n < 8 ? 8 : n;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (((uintptr_t)msg & 4095) + span <= 4096) {
+		if (n < 8) {
+			uint64_t mask = ~0ull >> (64 - 8 * n);
+			return ((load8(msg) ^ load8(slot->text)) & mask) == 0;
+		}
+		size_t i = 0;
+		for (; i + 8 < n; i += 8)
+			if (load8(msg + i) != load8(slot->text + i))
+				return 0;
+		return load8(msg + n - 8) == load8(slot->text + n - 8);
+	}
+#else
+	(void)span;
+#endif
+	for (size_t i = 0; i < n; i++)
+		if (msg[i] != slot->text[i])
+			return 0;
+	return 1;
+}
+
+/* The slot a message pointer caches in (pointers to literals differ in their low bits). */
+static inline unsigned name_slot(const char *msg)
+{
+	return (unsigned)(((uintptr_t)msg * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+_Static_assert(COLLECTOR_NAME_SLOTS == 64, "name_slot yields 6 bits");
+
+int collector_nvtx_push(struct thread_ring *tr, const char *msg, uint32_t category,
+                        const struct collector_string *domain)
+{
+	if (__builtin_expect(thread_in_collector, 0)) {
+		collector_count_drop(tr); /* a signal handler interrupted the collector on this thread */
+		return 0;
+	}
+	thread_in_collector = 1;
+	int ok;
+	if (!msg) {
+		ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
+	} else {
+		unsigned index = name_slot(msg);
+		struct collector_name_slot *slot = &tr->names[index];
+		uint32_t epoch = atomic_load_explicit(&collector_names_epoch, memory_order_relaxed);
+		if (__builtin_expect(slot->ptr == msg && slot->epoch == epoch && name_matches(slot, msg),
+		                     1)) {
+			ok = nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
+		} else {
+			size_t len = strnlen(msg, 4096);
+			if (len > COLLECTOR_NAME_MAX) {
+				ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg,
+				                     len);
+			} else {
+				/* The sender maps the slot to this text from this record on; until the copy
+				 * is complete nothing may match the slot. */
+				slot->ptr = NULL;
+				ok = nvtx_push_write(tr, index, category, domain, NULL, msg, len);
+				if (ok) {
+					memcpy(slot->text, msg, len);
+					slot->text[len] = '\0';
+					slot->len = (uint32_t)len;
+					slot->epoch = epoch;
+					slot->ptr = msg;
+				}
+			}
+		}
+	}
+	thread_in_collector = 0;
+	if (ok)
+		ring_written(tr);
+	return ok;
+}
+
+int collector_nvtx_push_text(struct thread_ring *tr, const char *text, size_t len, uint32_t category,
+                             const struct collector_string *domain, const struct collector_string *name_ref)
+{
+	if (thread_in_collector) {
+		collector_count_drop(tr);
+		return 0;
+	}
+	if (len > 4096)
+		len = 4096;
+	thread_in_collector = 1;
+	int ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, name_ref, text, len);
+	thread_in_collector = 0;
+	if (ok)
+		ring_written(tr);
+	return ok;
+}
+
+int collector_nvtx_pop(struct thread_ring *tr, const struct collector_string *domain)
+{
+	if (__builtin_expect(thread_in_collector, 0)) {
+		collector_count_drop(tr);
+		return 0;
+	}
+	thread_in_collector = 1;
+	size_t need = sizeof(struct collector_rec_nvtx) + (domain ? sizeof domain : 0);
+	uint8_t *p = ring_space(tr, need, 0);
+	if (!p) {
+		thread_in_collector = 0;
+		return 0;
+	}
+	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
+	uint16_t flags = domain ? COLLECTOR_REC_DOMAIN : 0;
+	rec->time = stamp(&flags);
+	rec->size = (uint16_t)need;
+	rec->kind = COLLECTOR_REC_NVTX_POP;
+	rec->text_len = 0;
+	rec->flags = flags;
+	if (domain)
+		memcpy(p + sizeof *rec, &domain, sizeof domain);
+	ring_commit_bytes(&tr->ring, need);
+	thread_in_collector = 0;
+	ring_written(tr);
+	return 1;
+}
+
 int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
                          const struct collector_string *name_ref, const uint64_t *pcs, size_t depth)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	int saved_errno = errno;
+	if (thread_in_collector) {
+		collector_count_drop(tr);
+		return 0;
+	}
 	thread_in_collector = 1;
-	struct ring_record *rec = ring_reserve(&tr->ring, depth * sizeof(uint64_t));
+	size_t text_len = depth * sizeof(uint64_t);
+	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
+	/* ring_reserve_bytes refuses (and counts) what a 16-bit size cannot hold. */
+	struct ring_record *rec =
+	    need <= UINT16_MAX ? ring_space(tr, need, 0) : ring_reserve_bytes(&tr->ring, need, 0);
 	if (!rec) {
 		thread_in_collector = 0;
 		return 0;
 	}
+	rec->size = (uint16_t)need;
+	rec->text_len = (uint16_t)text_len;
 	rec->kind = kind;
 	rec->flags = 0;
 	rec->tid = (uint32_t)tr->tid;
@@ -328,10 +560,9 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	rec->domain_ref = NULL;
 	if (depth)
 		memcpy(rec + 1, pcs, depth * sizeof(uint64_t));
-	ring_commit(&tr->ring, rec);
+	ring_commit_bytes(&tr->ring, need);
 	thread_in_collector = 0;
-	flush_pending_sample();
-	errno = saved_errno;
+	ring_written(tr);
 	return 1;
 }
 
@@ -705,6 +936,8 @@ static int collector_start(void)
 		sampler_stop();
 		return -1;
 	}
+	/* A new string table: names the threads cached for the previous one are sent again. */
+	atomic_fetch_add_explicit(&collector_names_epoch, 1, memory_order_relaxed);
 	atomic_store_explicit(&collector_running, 1, memory_order_release);
 	return 0;
 }
