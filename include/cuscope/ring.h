@@ -68,7 +68,8 @@ static inline void *ring_try_reserve(struct ring *ring, size_t need, size_t head
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	size_t capacity = ring->mask + 1;
 	size_t offset = head & ring->mask;
-	if (__builtin_expect(offset + need > capacity || head + need + headroom - ring->tail_seen > capacity,
+	if (__builtin_expect(need > UINT16_MAX || offset + need > capacity ||
+	                         head + need + headroom - ring->tail_seen > capacity,
 	                     0))
 		return NULL;
 	return ring->data + offset;

@@ -541,9 +541,8 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	thread_in_collector = 1;
 	size_t text_len = depth * sizeof(uint64_t);
 	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
-	/* ring_reserve_bytes refuses (and counts) what a 16-bit size cannot hold. */
-	struct ring_record *rec =
-	    need <= UINT16_MAX ? ring_space(tr, need, 0) : ring_reserve_bytes(&tr->ring, need, 0);
+	/* Refused (and counted) when a 16-bit size cannot hold it. */
+	struct ring_record *rec = ring_space(tr, need, 0);
 	if (!rec) {
 		thread_in_collector = 0;
 		return 0;
