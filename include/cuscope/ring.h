@@ -127,7 +127,10 @@ void ring_batch_end(struct ring *ring, struct ring_batch *batch);
 /* Bytes currently queued. */
 size_t ring_used(struct ring *ring);
 /* Producer side: bytes queued as of the producer's last look at the consumer (an upper bound). */
-size_t ring_used_upper_bound(const struct ring *ring);
+static inline size_t ring_used_upper_bound(const struct ring *ring)
+{
+	return (size_t)(atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->tail_seen);
+}
 /* Producer side: re-reads the consumer's position and returns the bytes queued. */
 size_t ring_refresh_used(struct ring *ring);
 

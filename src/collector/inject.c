@@ -37,6 +37,9 @@ _Atomic uint64_t collector_lost_no_memory;
 _Atomic uint32_t collector_wake_word;
 _Atomic uint32_t collector_names_epoch;
 
+/* The emit paths' helpers: inlined into each caller so that every NVTX call is one function. */
+#define COLLECTOR_INLINE static inline __attribute__((always_inline))
+
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
 COLLECTOR_TLS struct thread_ring *collector_ring_self;
@@ -54,7 +57,7 @@ uint64_t collector_now_ns(void)
 }
 
 /* The body of collector_stamp, inlined into the emit paths. */
-static inline uint64_t stamp(uint16_t *flags)
+COLLECTOR_INLINE uint64_t stamp(uint16_t *flags)
 {
 	if (__builtin_expect(atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed), 1)) {
 		*flags |= COLLECTOR_REC_TICKS;
@@ -261,7 +264,7 @@ struct thread_ring *collector_thread_ring_slow(void)
  * After a record was committed: takes a sample deferred meanwhile, and wakes the sender once per
  * half ring so that a burst does not wait for its next timer. The system call keeps errno.
  */
-static inline void ring_written(struct thread_ring *tr)
+COLLECTOR_INLINE void ring_written(struct thread_ring *tr)
 {
 	if (__builtin_expect(sample_pending, 0))
 		flush_pending_sample();
@@ -278,7 +281,7 @@ static inline void ring_written(struct thread_ring *tr)
 
 /* Reserves need bytes in tr's ring: the inlined common case, else the general one (which pads or
  * counts a drop). Sets no errno. */
-static inline void *ring_space(struct thread_ring *tr, size_t need, size_t headroom)
+COLLECTOR_INLINE void *ring_space(struct thread_ring *tr, size_t need, size_t headroom)
 {
 	void *p = ring_try_reserve(&tr->ring, need, headroom);
 	return __builtin_expect(p != NULL, 1) ? p : ring_reserve_bytes(&tr->ring, need, headroom);
@@ -349,14 +352,14 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
  * Room a push leaves free so that the pops of open ranges still fit in a nearly full ring: 16 KiB
  * (680 pops with a domain), at most an eighth of the ring so that a small ring takes pushes at all.
  */
-static inline size_t push_headroom(const struct thread_ring *tr)
+COLLECTOR_INLINE size_t push_headroom(const struct thread_ring *tr)
 {
 	size_t eighth = (tr->ring.mask + 1) / 8;
 	return eighth < 16384 ? eighth : 16384;
 }
 
 /* Writes a compact push record; slot names the cache slot (or COLLECTOR_NAME_NONE). */
-static inline int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
+COLLECTOR_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
                                   const struct collector_string *domain,
                                   const struct collector_string *name_ref, const char *text, size_t len)
 {
@@ -394,7 +397,7 @@ static inline int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_
 }
 
 /* Loads 8 bytes from p (any alignment). */
-static inline uint64_t load8(const char *p)
+COLLECTOR_INLINE uint64_t load8(const char *p)
 {
 	uint64_t v;
 	memcpy(&v, p, sizeof v);
@@ -406,7 +409,7 @@ static inline uint64_t load8(const char *p)
  * Compared in 8-byte words when every word read stays in the page of msg's first byte (readable:
  * msg is a string there), so reading past a shorter string can never fault; byte by byte else.
  */
-static inline int name_matches(const struct collector_name_slot *slot, const char *msg)
+COLLECTOR_INLINE int name_matches(const struct collector_name_slot *slot, const char *msg)
 {
 	size_t n = (size_t)slot->len + 1;
 	size_t span = n < 8 ? 8 : n;
@@ -432,7 +435,7 @@ static inline int name_matches(const struct collector_name_slot *slot, const cha
 }
 
 /* The slot a message pointer caches in (pointers to literals differ in their low bits). */
-static inline unsigned name_slot(const char *msg)
+COLLECTOR_INLINE unsigned name_slot(const char *msg)
 {
 	return (unsigned)(((uintptr_t)msg * 0x9E3779B97F4A7C15ull) >> 58);
 }

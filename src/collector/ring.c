@@ -111,11 +111,6 @@ size_t ring_used(struct ring *ring)
 	                atomic_load_explicit(&ring->tail, memory_order_acquire));
 }
 
-size_t ring_used_upper_bound(const struct ring *ring)
-{
-	return (size_t)(atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->tail_seen);
-}
-
 size_t ring_refresh_used(struct ring *ring)
 {
 	ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
