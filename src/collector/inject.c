@@ -8,6 +8,7 @@
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
+#include "emit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,15 +38,12 @@ _Atomic uint64_t collector_lost_no_memory;
 _Atomic uint32_t collector_wake_word;
 _Atomic uint32_t collector_names_epoch;
 
-/* The emit paths' helpers: inlined into each caller so that every NVTX call is one function. */
-#define COLLECTOR_INLINE static inline __attribute__((always_inline))
-
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
 COLLECTOR_TLS struct thread_ring *collector_ring_self;
 static COLLECTOR_TLS pid_t thread_tid_self;
-/* Set while this thread is inside the collector's ring code: a sample then must not write. */
-static COLLECTOR_TLS volatile sig_atomic_t thread_in_collector;
+COLLECTOR_TLS volatile sig_atomic_t collector_in_ring;
+
 static pthread_key_t thread_ring_key;
 static pid_t collector_pid;
 /* --follow: a forked copy of this process (the same program) collects too. */
@@ -56,19 +54,9 @@ uint64_t collector_now_ns(void)
 	return clock_mono_ns();
 }
 
-/* The body of collector_stamp, inlined into the emit paths. */
-COLLECTOR_INLINE uint64_t stamp(uint16_t *flags)
-{
-	if (__builtin_expect(atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed), 1)) {
-		*flags |= COLLECTOR_REC_TICKS;
-		return clock_ticks();
-	}
-	return clock_mono_ns();
-}
-
 uint64_t collector_stamp(uint16_t *flags)
 {
-	return stamp(flags);
+	return emit_stamp(flags);
 }
 
 pid_t collector_gettid(void)
@@ -97,8 +85,7 @@ static void thread_ring_release(void *arg)
 }
 
 static COLLECTOR_TLS int thread_is_collector;
-/* A sample arrived while this thread was inside the collector: taken when it leaves. */
-static COLLECTOR_TLS volatile sig_atomic_t sample_pending;
+COLLECTOR_TLS volatile sig_atomic_t collector_sample_pending;
 
 void collector_mark_own_thread(void)
 {
@@ -172,12 +159,12 @@ int collector_thread_exiting(void)
 
 int collector_thread_busy(void)
 {
-	return thread_in_collector || thread_is_collector;
+	return collector_in_ring || thread_is_collector;
 }
 
 void collector_note_pending_sample(void)
 {
-	sample_pending = 1;
+	collector_sample_pending = 1;
 }
 
 /*
@@ -186,14 +173,14 @@ void collector_note_pending_sample(void)
  */
 static void flush_pending_sample(void)
 {
-	if (!sample_pending || thread_in_collector || thread_is_collector)
+	if (!collector_sample_pending || collector_in_ring || thread_is_collector)
 		return;
-	sample_pending = 0;
+	collector_sample_pending = 0;
 	struct thread_ring *tr = collector_ring_self;
 	if (!tr || thread_exiting)
 		return;
 	int saved_errno = errno;
-	thread_in_collector = 1;
+	collector_in_ring = 1;
 	uint64_t pcs[128];
 	int depth = sampler_backtrace(pcs, 128);
 	struct ring_record *rec =
@@ -210,25 +197,25 @@ static void flush_pending_sample(void)
 		memcpy(rec + 1, pcs, (size_t)depth * sizeof(uint64_t));
 		ring_commit(&tr->ring, rec);
 	}
-	thread_in_collector = 0;
+	collector_in_ring = 0;
 	errno = saved_errno;
 }
 
 int collector_thread_enter(void)
 {
-	int was = thread_in_collector;
-	thread_in_collector = 1;
+	int was = collector_in_ring;
+	collector_in_ring = 1;
 	return was;
 }
 
 void collector_thread_restore(int was)
 {
-	thread_in_collector = was;
+	collector_in_ring = was;
 }
 
 void collector_thread_leave(int was)
 {
-	thread_in_collector = was;
+	collector_in_ring = was;
 	if (!was)
 		flush_pending_sample();
 }
@@ -244,9 +231,9 @@ struct thread_ring *collector_thread_ring_slow(void)
 	if (thread_is_collector)
 		return NULL;
 	int saved_errno = errno;
-	thread_in_collector = 1;
+	collector_in_ring = 1;
 	tr = thread_ring_create();
-	thread_in_collector = 0;
+	collector_in_ring = 0;
 	errno = saved_errno;
 	if (!tr)
 		return NULL;
@@ -264,14 +251,11 @@ struct thread_ring *collector_thread_ring_slow(void)
  * After a record was committed: takes a sample deferred meanwhile, and wakes the sender once per
  * half ring so that a burst does not wait for its next timer. The system call keeps errno.
  */
-COLLECTOR_INLINE void ring_written(struct thread_ring *tr)
+/* The rare half of emit_written: wakes a sleeping sender once per half ring. Keeps errno. */
+static __attribute__((noinline)) void ring_wake_sender(struct thread_ring *tr)
 {
-	if (__builtin_expect(sample_pending, 0))
-		flush_pending_sample();
-	size_t half = (tr->ring.mask + 1) / 2;
-	if (__builtin_expect(ring_used_upper_bound(&tr->ring) > half, 0) &&
-	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
-	    ring_refresh_used(&tr->ring) > half) {
+	if (!atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
+	    ring_refresh_used(&tr->ring) > (tr->ring.mask + 1) / 2) {
 		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
 		int saved_errno = errno;
 		collector_wake_sender();
@@ -279,12 +263,12 @@ COLLECTOR_INLINE void ring_written(struct thread_ring *tr)
 	}
 }
 
-/* Reserves need bytes in tr's ring: the inlined common case, else the general one (which pads or
- * counts a drop). Sets no errno. */
-COLLECTOR_INLINE void *ring_space(struct thread_ring *tr, size_t need, size_t headroom)
+void collector_after_write_slow(struct thread_ring *tr)
 {
-	void *p = ring_try_reserve(&tr->ring, need, headroom);
-	return __builtin_expect(p != NULL, 1) ? p : ring_reserve_bytes(&tr->ring, need, headroom);
+	if (collector_sample_pending)
+		flush_pending_sample();
+	if (ring_used_upper_bound(&tr->ring) > (tr->ring.mask + 1) / 2)
+		ring_wake_sender(tr);
 }
 
 /* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
@@ -294,16 +278,16 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 {
 	if (text_len > 4096)
 		text_len = 4096;
-	if (thread_in_collector) {
+	if (collector_in_ring) {
 		/* A signal handler interrupted the collector on this thread: the ring is mid-write. */
 		collector_count_drop(tr);
 		return 0;
 	}
-	thread_in_collector = 1;
+	emit_enter();
 	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
-	struct ring_record *rec = ring_space(tr, need, headroom);
+	struct ring_record *rec = emit_space(tr, need, headroom);
 	if (!rec) {
-		thread_in_collector = 0;
+		emit_leave();
 		return 0;
 	}
 	rec->size = (uint16_t)need;
@@ -311,7 +295,7 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	rec->text_len = (uint16_t)text_len;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
 	rec->reserved = 0;
-	rec->time_ns = stamp(&flags);
+	rec->time_ns = emit_stamp(&flags);
 	rec->flags = flags;
 	rec->value = value;
 	rec->name_ref = name_ref;
@@ -319,8 +303,8 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
 	ring_commit_bytes(&tr->ring, need);
-	thread_in_collector = 0;
-	ring_written(tr);
+	emit_leave();
+	emit_written(tr);
 	return 1;
 }
 
@@ -348,32 +332,22 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 
 /* ---- NVTX fast path ---- */
 
-/*
- * Room a push leaves free so that the pops of open ranges still fit in a nearly full ring: 16 KiB
- * (680 pops with a domain), at most an eighth of the ring so that a small ring takes pushes at all.
- */
-COLLECTOR_INLINE size_t push_headroom(const struct thread_ring *tr)
-{
-	size_t eighth = (tr->ring.mask + 1) / 8;
-	return eighth < 16384 ? eighth : 16384;
-}
-
 /* Writes a compact push record; slot names the cache slot (or COLLECTOR_NAME_NONE). */
-COLLECTOR_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
-                                  const struct collector_string *domain,
-                                  const struct collector_string *name_ref, const char *text, size_t len)
+EMIT_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
+                                const struct collector_string *domain,
+                                const struct collector_string *name_ref, const char *text, size_t len)
 {
 	size_t fixed = sizeof(struct collector_rec_nvtx) + (category ? 8 : 0) + (domain ? sizeof domain : 0) +
 	               (name_ref ? sizeof name_ref : 0);
 	size_t need = (fixed + len + 7) & ~(size_t)7;
-	uint8_t *p = ring_space(tr, need, push_headroom(tr));
+	uint8_t *p = emit_space(tr, need, emit_push_headroom(tr));
 	if (!p)
 		return 0;
 	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
 	uint16_t flags =
 	    (uint16_t)(slot | (category ? COLLECTOR_REC_CATEGORY : 0) | (domain ? COLLECTOR_REC_DOMAIN : 0) |
 	               (name_ref ? COLLECTOR_REC_NAME_REF : 0));
-	rec->time = stamp(&flags);
+	rec->time = emit_stamp(&flags);
 	rec->size = (uint16_t)need;
 	rec->kind = COLLECTOR_REC_NVTX_PUSH;
 	rec->text_len = (uint16_t)len;
@@ -396,129 +370,83 @@ COLLECTOR_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint
 	return 1;
 }
 
-/* Loads 8 bytes from p (any alignment). */
-COLLECTOR_INLINE uint64_t load8(const char *p)
+/* A push of an ASCII message, inside the ring code (collector_in_ring set): the cached case (when
+ * emit_push_cached could not take it: a category, a domain, a look at the consumer needed) and the
+ * rest. */
+static int nvtx_push_general(struct thread_ring *tr, const char *msg, uint32_t category,
+                             const struct collector_string *domain)
 {
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-/*
- * 1 if the program's string msg still equals the slot's copy (its len bytes and the NUL after).
- * Compared in 8-byte words when every word read stays in the page of msg's first byte (readable:
- * msg is a string there), so reading past a shorter string can never fault; byte by byte else.
- */
-COLLECTOR_INLINE int name_matches(const struct collector_name_slot *slot, const char *msg)
-{
-	size_t n = (size_t)slot->len + 1;
-	size_t span = n < 8 ? 8 : n;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (((uintptr_t)msg & 4095) + span <= 4096) {
-		if (n < 8) {
-			uint64_t mask = ~0ull >> (64 - 8 * n);
-			return ((load8(msg) ^ load8(slot->text)) & mask) == 0;
-		}
-		size_t i = 0;
-		for (; i + 8 < n; i += 8)
-			if (load8(msg + i) != load8(slot->text + i))
-				return 0;
-		return load8(msg + n - 8) == load8(slot->text + n - 8);
-	}
-#else
-	(void)span;
-#endif
-	for (size_t i = 0; i < n; i++)
-		if (msg[i] != slot->text[i])
-			return 0;
+	if (!msg)
+		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
+	unsigned index = emit_name_slot(msg);
+	struct collector_name_slot *slot = &tr->names[index];
+	uint32_t epoch = atomic_load_explicit(&collector_names_epoch, memory_order_relaxed);
+	if (slot->ptr == msg && slot->epoch == epoch && emit_name_matches(slot, msg))
+		return nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
+	size_t len = strnlen(msg, 4096);
+	if (len > COLLECTOR_NAME_MAX)
+		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg, len);
+	/* The sender maps the slot to this text from this record on; until the copy is complete
+	 * nothing may match the slot. */
+	slot->ptr = NULL;
+	if (!nvtx_push_write(tr, index, category, domain, NULL, msg, len))
+		return 0;
+	memcpy(slot->text, msg, len);
+	slot->text[len] = '\0';
+	slot->len = (uint32_t)len;
+	slot->epoch = epoch;
+	slot->ptr = msg;
 	return 1;
 }
-
-/* The slot a message pointer caches in (pointers to literals differ in their low bits). */
-COLLECTOR_INLINE unsigned name_slot(const char *msg)
-{
-	return (unsigned)(((uintptr_t)msg * 0x9E3779B97F4A7C15ull) >> 58);
-}
-
-_Static_assert(COLLECTOR_NAME_SLOTS == 64, "name_slot yields 6 bits");
 
 int collector_nvtx_push(struct thread_ring *tr, const char *msg, uint32_t category,
                         const struct collector_string *domain)
 {
-	if (__builtin_expect(thread_in_collector, 0)) {
+	if (collector_in_ring) {
 		collector_count_drop(tr); /* a signal handler interrupted the collector on this thread */
 		return 0;
 	}
-	thread_in_collector = 1;
-	int ok;
-	if (!msg) {
-		ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
-	} else {
-		unsigned index = name_slot(msg);
-		struct collector_name_slot *slot = &tr->names[index];
-		uint32_t epoch = atomic_load_explicit(&collector_names_epoch, memory_order_relaxed);
-		if (__builtin_expect(slot->ptr == msg && slot->epoch == epoch && name_matches(slot, msg),
-		                     1)) {
-			ok = nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
-		} else {
-			size_t len = strnlen(msg, 4096);
-			if (len > COLLECTOR_NAME_MAX) {
-				ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg,
-				                     len);
-			} else {
-				/* The sender maps the slot to this text from this record on; until the copy
-				 * is complete nothing may match the slot. */
-				slot->ptr = NULL;
-				ok = nvtx_push_write(tr, index, category, domain, NULL, msg, len);
-				if (ok) {
-					memcpy(slot->text, msg, len);
-					slot->text[len] = '\0';
-					slot->len = (uint32_t)len;
-					slot->epoch = epoch;
-					slot->ptr = msg;
-				}
-			}
-		}
-	}
-	thread_in_collector = 0;
+	emit_enter();
+	int ok = nvtx_push_general(tr, msg, category, domain);
+	emit_leave();
 	if (ok)
-		ring_written(tr);
+		emit_written(tr);
 	return ok;
 }
 
 int collector_nvtx_push_text(struct thread_ring *tr, const char *text, size_t len, uint32_t category,
                              const struct collector_string *domain, const struct collector_string *name_ref)
 {
-	if (thread_in_collector) {
+	if (collector_in_ring) {
 		collector_count_drop(tr);
 		return 0;
 	}
 	if (len > 4096)
 		len = 4096;
-	thread_in_collector = 1;
+	emit_enter();
 	int ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, name_ref, text, len);
-	thread_in_collector = 0;
+	emit_leave();
 	if (ok)
-		ring_written(tr);
+		emit_written(tr);
 	return ok;
 }
 
 int collector_nvtx_pop(struct thread_ring *tr, const struct collector_string *domain)
 {
-	if (__builtin_expect(thread_in_collector, 0)) {
+	if (__builtin_expect(collector_in_ring, 0)) {
 		collector_count_drop(tr);
 		return 0;
 	}
-	thread_in_collector = 1;
+	emit_enter();
 	size_t need = sizeof(struct collector_rec_nvtx) + (domain ? sizeof domain : 0);
-	uint8_t *p = ring_space(tr, need, 0);
+	uint8_t *p = emit_space(tr, need, 0);
 	if (!p) {
-		thread_in_collector = 0;
+		emit_leave();
 		return 0;
 	}
 	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
 	uint16_t flags = domain ? COLLECTOR_REC_DOMAIN : 0;
-	rec->time = stamp(&flags);
+	rec->time = emit_stamp(&flags);
 	rec->size = (uint16_t)need;
 	rec->kind = COLLECTOR_REC_NVTX_POP;
 	rec->text_len = 0;
@@ -526,8 +454,8 @@ int collector_nvtx_pop(struct thread_ring *tr, const struct collector_string *do
 	if (domain)
 		memcpy(p + sizeof *rec, &domain, sizeof domain);
 	ring_commit_bytes(&tr->ring, need);
-	thread_in_collector = 0;
-	ring_written(tr);
+	emit_leave();
+	emit_written(tr);
 	return 1;
 }
 
@@ -537,17 +465,17 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	if (thread_in_collector) {
+	if (collector_in_ring) {
 		collector_count_drop(tr);
 		return 0;
 	}
-	thread_in_collector = 1;
+	emit_enter();
 	size_t text_len = depth * sizeof(uint64_t);
 	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
 	/* Refused (and counted) when a 16-bit size cannot hold it. */
-	struct ring_record *rec = ring_space(tr, need, 0);
+	struct ring_record *rec = emit_space(tr, need, 0);
 	if (!rec) {
-		thread_in_collector = 0;
+		emit_leave();
 		return 0;
 	}
 	rec->size = (uint16_t)need;
@@ -563,8 +491,8 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	if (depth)
 		memcpy(rec + 1, pcs, depth * sizeof(uint64_t));
 	ring_commit_bytes(&tr->ring, need);
-	thread_in_collector = 0;
-	ring_written(tr);
+	emit_leave();
+	emit_written(tr);
 	return 1;
 }
 

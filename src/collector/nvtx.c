@@ -5,6 +5,7 @@
  */
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "emit.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -126,7 +127,8 @@ static int nvtx_push_attr(const struct collector_string *domain, const nvtxEvent
 		size_t len;
 		switch (attr ? attr->messageType : NVTX_MESSAGE_UNKNOWN) {
 		case NVTX_MESSAGE_TYPE_ASCII:
-			written = collector_nvtx_push(tr, attr->message.ascii, category, domain);
+			written = (!category && !domain && emit_push_cached(tr, attr->message.ascii)) ||
+			          collector_nvtx_push(tr, attr->message.ascii, category, domain);
 			break;
 		case NVTX_MESSAGE_TYPE_UNICODE:
 			len = nvtx_wide_to_utf8(attr->message.unicode, utf8, sizeof utf8);
@@ -155,7 +157,7 @@ static int nvtx_pop(const struct collector_string *domain)
 		if (tr->depth == tr->drop_from)
 			tr->drop_from = 0; /* this pop closes the outermost dropped push */
 		collector_count_drop(tr);
-	} else {
+	} else if (domain || !emit_pop_small(tr)) {
 		collector_nvtx_pop(tr, domain);
 	}
 	if (tr->depth == 0)
@@ -216,6 +218,8 @@ static int nvtx_range_push_a(const char *msg)
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
+	if (__builtin_expect(!tr->drop_from && emit_push_cached(tr, msg), 1))
+		return tr->depth++;
 	return nvtx_push_done(tr, !nvtx_push_dropped(tr) && collector_nvtx_push(tr, msg, 0, NULL));
 }
 
