@@ -148,7 +148,7 @@ static int nvtx_push_attr(const struct collector_string *domain, const nvtxEvent
 }
 
 /* Emits a pop unless it closes or sits inside a dropped push; returns the NVTX depth result. */
-static int nvtx_pop(const struct collector_string *domain)
+static __attribute__((noinline)) int nvtx_pop(const struct collector_string *domain)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
@@ -213,14 +213,24 @@ static int nvtx_range_push_ex(const nvtxEventAttributes_t *attr)
 	return nvtx_push_attr(NULL, attr);
 }
 
-static int nvtx_range_push_a(const char *msg)
+/* nvtxRangePushA beyond its common case (not running yet, a dropped range open, a new message). */
+static __attribute__((noinline)) int nvtx_push_a_general(const char *msg)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	if (__builtin_expect(!tr->drop_from && emit_push_cached(tr, msg), 1))
-		return tr->depth++;
 	return nvtx_push_done(tr, !nvtx_push_dropped(tr) && collector_nvtx_push(tr, msg, 0, NULL));
+}
+
+static int nvtx_range_push_a(const char *msg)
+{
+	struct thread_ring *tr = collector_ring_self;
+	/* The common case calls nothing, so it needs no stack frame of its own. */
+	if (__builtin_expect(tr && atomic_load_explicit(&collector_running, memory_order_acquire) &&
+	                         !tr->drop_from && emit_push_cached(tr, msg),
+	                     1))
+		return tr->depth++;
+	return nvtx_push_a_general(msg);
 }
 
 static int nvtx_range_push_w(const wchar_t *msg)
@@ -239,6 +249,11 @@ static int nvtx_range_push_w(const wchar_t *msg)
 
 static int nvtx_range_pop(void)
 {
+	struct thread_ring *tr = collector_ring_self;
+	if (__builtin_expect(tr && atomic_load_explicit(&collector_running, memory_order_acquire) &&
+	                         !tr->drop_from && tr->depth > 0 && emit_pop_small(tr),
+	                     1))
+		return --tr->depth;
 	return nvtx_pop(NULL);
 }
 
