@@ -28,7 +28,8 @@ for _ in $(seq "$ROUNDS"); do
 	echo "${t% *}" >>"$tmp/traced"
 	echo "${t#* }" >>"$tmp/cpu"
 	awk -v p="$p" -v t="${t% *}" 'BEGIN {printf "%.1f\n", t - p}' >>"$tmp/added"
-	"$CLI" stats --format=csv "$tmp/c.cap" | awk -F, '/^# losses/{l=1;next} l && $2 ~ /^[0-9]+$/ {s+=$2} END{print s+0}' >>"$tmp/lost"
+	# The capture's own total ("losses N events"): every cause, nothing else summed.
+	"$CLI" info "$tmp/c.cap" | awk '/^losses/ {print $2; f=1} END {if (!f) print "?"}' >>"$tmp/lost"
 done
 spread() { sort -g | awk '{v[NR]=$1} END {if (NR) printf "%s..%s", v[1], v[NR]}'; }
 echo "plain:  median $(median <"$tmp/plain") ns/pair, spread $(spread <"$tmp/plain")   (rounds: $(tr '\n' ' ' <"$tmp/plain"))"
@@ -45,15 +46,40 @@ echo "        calls, counters), PACED_ROUNDS=${PACED_ROUNDS:-3} rounds per mode:
 echo "        (a late step catches up at 2x at most). MODE sleep: the thread sleeps between steps; busy: it"
 echo "        spins, keeping its core, so the collector's sender and the recorder share the other one."
 echo "        Reported: pairs and rate achieved, ns/pair of the steps, events in the capture and losses by"
-echo "        cause ('cuscope info'); 'lost' must be 0 for 'no loss'."
+echo "        cause ('cuscope info'); 'lost' must be 0 for 'no loss'. Sender: CPU time of the collector's"
+echo "        cuscope-sender thread (/proc, read every 0.2 s until the program ends) per event drained."
+# sender_cpu PID: the CPU seconds of PID's cuscope-sender thread, read every 0.2 s until PID ends
+# (the last reading, so at most 0.2 s of its work is missed).
+sender_cpu()
+{
+	local last=0 f
+	while kill -0 "$1" 2>/dev/null; do
+		for f in /proc/"$1"/task/*; do
+			[ "$(cat "$f/comm" 2>/dev/null)" = cuscope-sender ] &&
+				last=$(awk '{sub(/^.*\) /, ""); print ($12 + $13) / 100}' "$f/stat" 2>/dev/null)
+		done
+		sleep 0.2
+	done
+	echo "${last:-0}"
+}
 for mode in sleep busy; do
 	for _ in $(seq "${PACED_ROUNDS:-3}"); do
-		out=$("$CLI" record -o "$tmp/p.cap" -- "$PRODUCER" paced 1000000 10 "$mode" 2>/dev/null)
+		"$CLI" record -o "$tmp/p.cap" -- "$PRODUCER" paced 1000000 10 "$mode" >"$tmp/p.out" 2>/dev/null &
+		rec=$!
+		app=
+		for _ in $(seq 50); do
+			app=$(pgrep -P "$rec" -f nvtx_producer | head -1)
+			[ -n "$app" ] && break
+			sleep 0.1
+		done
+		scpu=$( [ -n "$app" ] && sender_cpu "$app" || echo "?")
+		wait "$rec"
+		out=$(cat "$tmp/p.out")
 		"$CLI" info "$tmp/p.cap" >"$tmp/p.info" 2>&1
 		events=$(awk '/^events/ {print $2}' "$tmp/p.info")
 		lost=$(awk '/^losses/ {print $2}' "$tmp/p.info")
 		causes=$(awk '/^losses/ {l=1; next} l && /^  [a-z_]+ +[0-9]+$/ {printf "%s=%s ", $1, $2; next} {l=0}' "$tmp/p.info")
-		echo "$mode: $(echo "$out" | awk '{printf "%s pairs in %s s = %.0f pairs/s, %s ns/pair", $2, $4, $6, $8}'), events $events, lost ${lost:-?} ${causes}"
+		echo "$mode: $(echo "$out" | awk '{printf "%s pairs in %s s = %.0f pairs/s, %s ns/pair", $2, $4, $6, $8}'), events $events, lost ${lost:-?} ${causes}$(awk -v c="$scpu" -v e="$events" 'BEGIN {if (c + 0 > 0 && e > 0) printf "; sender thread %.2f s CPU = %.1f ns/event", c, c * 1e9 / e}')"
 	done
 done
 rm -f "$tmp/p.cap"
