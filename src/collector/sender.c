@@ -688,8 +688,21 @@ static void convert_nvtx(struct thread_ring *tr, const struct collector_rec_nvtx
 		flush_event_batch();
 }
 
-/* Drains all rings; frees rings of ended threads once empty. Returns records drained. */
-static size_t drain_rings(void)
+/* 1 while a connected viewer is so far behind that the batches being filled might not fit under
+ * the queue's bound any more. */
+static int viewer_behind(void)
+{
+	return snd.viewer_fd >= 0 &&
+	       snd.queued_bytes + sizeof snd.events + sizeof snd.stacks > collector_config.buffer_bytes;
+}
+
+/*
+ * Drains the rings; frees rings of ended threads once empty. With `paced`, a ring is left as it
+ * is while a connected viewer is behind (viewer_behind): its records wait in the rings, which hold
+ * a burst far longer than the send queue may grow, instead of being converted only to be dropped
+ * as viewer_slow. Returns records drained.
+ */
+static size_t drain_rings_paced(int paced)
 {
 	tick_map_anchored = 0;
 	size_t drained = 0;
@@ -701,7 +714,8 @@ static size_t drain_rings(void)
 		struct ring_batch batch;
 		const struct ring_record *rec;
 		ring_batch_begin(&tr->ring, &batch);
-		while ((rec = ring_batch_next(&tr->ring, &batch))) {
+		while (!(paced && (drained & 255) == 0 && viewer_behind()) &&
+		       (rec = ring_batch_next(&tr->ring, &batch))) {
 			if (rec->kind == COLLECTOR_REC_NVTX_PUSH || rec->kind == COLLECTOR_REC_NVTX_POP) {
 				convert_nvtx(tr, (const struct collector_rec_nvtx *)rec);
 			} else {
@@ -711,12 +725,13 @@ static size_t drain_rings(void)
 			}
 			drained++;
 		}
+		int emptied = batch.pos == batch.end;
 		ring_batch_end(&tr->ring, &batch);
 		/* Write only when set: the flag shares a cache line with fields the producer updates. */
 		if (atomic_load_explicit(&tr->wake_sent, memory_order_relaxed))
 			atomic_store_explicit(&tr->wake_sent, 0, memory_order_relaxed);
 		struct thread_ring *next = tr->next;
-		if (dead) {
+		if (dead && emptied) {
 			snd.ring_drops_freed += atomic_load(&tr->ring.dropped);
 			if (prev) {
 				prev->next = next;
@@ -742,6 +757,22 @@ static size_t drain_rings(void)
 	drained += cupti_drain();
 	flush_gpu_batch();
 	return drained;
+}
+
+/* Drains every ring completely (what the queue's bound refuses is counted as viewer_slow). */
+static size_t drain_rings(void)
+{
+	return drain_rings_paced(0);
+}
+
+/* 1 if a ring holds records not drained yet. */
+static int rings_pending(void)
+{
+	for (struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire); tr;
+	     tr = tr->next)
+		if (ring_used(&tr->ring))
+			return 1;
+	return 0;
 }
 
 /*
@@ -1177,6 +1208,36 @@ static int write_final_file(void)
  * launcher's viewer has not connected yet, goes to PID.final for it. With no viewer expected
  * (armed, never attached; or the viewer left), the process exits at once.
  */
+/* Bytes of the send queue the viewer has not taken yet. */
+static size_t queue_unsent(void)
+{
+	return snd.queued_bytes - (snd.head ? snd.head->sent : 0);
+}
+
+/*
+ * At exit: a connected viewer takes the rings' backlog as fast as it reads, for half the final
+ * send time at most (from start_ns), so a burst just before exit is not converted at once only to
+ * be dropped beyond the queue's bound; then the rest is drained whole, as before.
+ */
+static void drain_final_backlog(uint64_t start_ns)
+{
+	uint64_t deadline = start_ns + atomic_load(&final_send_ns) / 2;
+	uint64_t progress_ns = clock_mono_ns();
+	while (snd.viewer_fd >= 0 && rings_pending()) {
+		size_t unsent = queue_unsent();
+		size_t drained = drain_rings_paced(1);
+		send_queue();
+		uint64_t t = clock_mono_ns();
+		if (drained || queue_unsent() < unsent)
+			progress_ns = t;
+		if (t >= deadline || t - progress_ns >= 100000000ull)
+			break; /* the viewer stalled: what it has not taken goes to PID.final */
+		if (viewer_behind())
+			poll_once(5);
+	}
+	drain_rings();
+}
+
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
@@ -1184,7 +1245,7 @@ static void sender_final_flush(void)
 	sampler_stop();
 	scan_threads(now);
 	counters_poll(0);
-	drain_rings();
+	drain_final_backlog(now);
 	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
 	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
 		return; /* nobody to hand anything to */
@@ -1323,7 +1384,7 @@ static void *sender_main(void *arg)
 			sender_detach();
 			return NULL;
 		}
-		size_t drained = drain_rings();
+		size_t drained = drain_rings_paced(1);
 		uint64_t now = clock_mono_ns();
 		periodic_work(now);
 		flush_event_batch();

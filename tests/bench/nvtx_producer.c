@@ -2,10 +2,11 @@
  * Benchmark producer, two modes.
  *
  * Burst mode: PAIRS push/pop pairs on THREADS threads, in batches of BATCH pairs with a 1 ms pause
- * between batches (excluded from timing) so the collector's sender can drain the ring. Prints the
- * mean app-thread cost per push+pop pair in ns: wall time, then the thread's own CPU time (which
- * leaves out time the thread sat preempted on a busy machine).
- *   nvtx_producer PAIRS BATCH THREADS
+ * between batches (excluded from timing) so the collector's sender can drain the ring, after
+ * DELAY_MS (default 0) of sleep. Prints the mean app-thread cost per push+pop pair in ns: wall
+ * time, then the thread's own CPU time (which leaves out time the thread sat preempted on a busy
+ * machine).
+ *   nvtx_producer PAIRS BATCH THREADS [DELAY_MS]
  *
  * Paced mode: RATE push/pop pairs per second on one thread for SECONDS, in steps of 1 ms, each
  * making one step's pairs. A thread that was preempted catches up at twice the rate at most (steps
@@ -112,8 +113,12 @@ int main(int argc, char **argv)
 	long pairs = argc > 1 ? atol(argv[1]) : 1000000;
 	batch = argc > 2 ? atol(argv[2]) : 4000;
 	int threads = argc > 3 ? atoi(argv[3]) : 1;
-	if (pairs <= 0 || batch <= 0 || threads <= 0 || threads > 64)
+	long delay_ms = argc > 4 ? atol(argv[4]) : 0;
+	if (pairs <= 0 || batch <= 0 || threads <= 0 || threads > 64 || delay_ms < 0)
 		return 2;
+	struct timespec delay = {(time_t)(delay_ms / 1000), (delay_ms % 1000) * 1000000L};
+	while (delay_ms && nanosleep(&delay, &delay) != 0)
+		;
 	pairs_per_thread = pairs / threads;
 	pthread_t th[64];
 	static uint64_t busy[64];
