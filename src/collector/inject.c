@@ -823,8 +823,11 @@ static _Atomic int attach_notice_given;
 /* Reads the configuration (environment or rendezvous) that every start shares. */
 static void collector_configure(void)
 {
+	/* 2 MiB: 65 ms of NVTX pairs at 1 M/s (16 bytes a record), the time the sender may be kept off
+	 * a CPU on a loaded machine before pushes are refused; pages are touched only as the ring
+	 * fills, so threads that record little cost little. */
 	collector_config.ring_bytes =
-	    round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
+	    round_pow2(env_size("CUSCOPE_RING_KB", 2048 * 1024, 1024, 4096, 1u << 28));
 	collector_config.buffer_bytes =
 	    env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
 	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);

@@ -777,7 +777,7 @@ static int rings_pending(void)
 
 /*
  * How long the sender may wait before its next drain, given the records the last one found: 2 ms
- * while rings are busy (a 1 MiB ring then holds 26 ms of NVTX pairs at 1 M/s: the slack for the
+ * while rings are busy (a default 2 MiB ring holds 65 ms of NVTX pairs at 1 M/s: the slack for the
  * scheduler), 10 ms when idle. A drain that found little because the previous one was moments ago
  * does not make a busy program wait 10 ms: the short period holds for 100 ms after the last busy
  * drain.

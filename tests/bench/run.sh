@@ -41,7 +41,7 @@ awk -v a="$a" -v s="$(spread <"$tmp/added")" 'BEGIN {printf "added cost: median 
 
 echo
 echo "== 1b. NVTX at 1 M ranges/s for 10 s on one thread, default settings: losses =="
-echo "method: 'cuscope record -- $PRODUCER paced 1000000 10 MODE' (defaults: 1 MiB rings, sampling, blocking"
+echo "method: 'cuscope record -- $PRODUCER paced 1000000 10 MODE' (defaults: 2 MiB rings, sampling, blocking"
 echo "        calls, counters), PACED_ROUNDS=${PACED_ROUNDS:-3} rounds per mode: 1000 push/pop pairs every 1 ms"
 echo "        (a late step catches up at 2x at most). MODE sleep: the thread sleeps between steps; busy: it"
 echo "        spins, keeping its core, so the collector's sender and the recorder share the other one."
