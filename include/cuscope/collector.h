@@ -23,6 +23,22 @@ struct collector_string {
 	uint32_t reserved;
 };
 
+/*
+ * One entry of a thread's cache of NVTX message pointers (owner thread only). A push whose pointer
+ * is in its slot and whose bytes still equal the copy kept there sends only the slot number; the
+ * sender maps the slot to the string it interned from the push that filled it. The bytes are
+ * compared on every push, so a program that rewrites a buffer in place still gets each name right.
+ */
+#define COLLECTOR_NAME_SLOTS 64
+#define COLLECTOR_NAME_MAX   115 /* longest message a slot keeps (bytes without the NUL) */
+#define COLLECTOR_NAME_NONE  0xffu
+struct collector_name_slot {
+	const char *ptr;                       /* the program's pointer, NULL = empty */
+	uint32_t len;                          /* bytes of text without the NUL */
+	uint32_t epoch;                        /* collector_names_epoch when filled */
+	char text[COLLECTOR_NAME_MAX + 1 + 8]; /* NUL-terminated copy; 8 spare bytes for word reads */
+};
+
 /* A thread's ring, linked into the global list the sender walks. */
 struct thread_ring {
 	struct ring ring;
@@ -30,9 +46,16 @@ struct thread_ring {
 	pid_t tid;
 	_Atomic int dead;      /* the thread ended; the sender frees the ring once drained */
 	int depth;             /* NVTX push/pop nesting depth, owner thread only */
-	int dropped_depth;     /* pushes dropped for lack of room whose pops must be dropped too */
+	int drop_from;         /* 1 + depth of the outermost push not recorded (0 = none): it and every
+	                        * push and pop nested inside it are dropped, so recorded nesting stays
+	                        * exact. Owner thread only. */
 	_Atomic int wake_sent; /* the sender was woken for this ring and has not drained it yet */
+	struct collector_name_slot names[COLLECTOR_NAME_SLOTS]; /* owner thread only */
+	uint32_t name_ids[COLLECTOR_NAME_SLOTS]; /* sender only: interned id of each slot's string */
 };
+
+/* Bumped before each start of the collector (a new string table): cached names are re-sent. */
+extern _Atomic uint32_t collector_names_epoch;
 
 struct collector_config {
 	char session_dir[4096];
@@ -123,6 +146,40 @@ int collector_is_own_tid(pid_t tid);
 #define COLLECTOR_REC_TICKS 0x8000u
 /* A timestamp for a ring record on an application thread: ticks where usable (a few ns), else ns. */
 uint64_t collector_stamp(uint16_t *flags);
+
+/*
+ * Compact ring records for NVTX push and pop, the hottest events: a pair is 32 bytes instead of
+ * 2 x 48 + text. Both are the 8 bytes of a ring_record's header and a timestamp; the tid is the
+ * ring owner's. A push's low flag byte is its name slot (COLLECTOR_NAME_NONE: none); after the
+ * timestamp come, each only when its flag is set, the category (8 bytes), the domain pointer, the
+ * registered string's pointer, then text_len bytes of message when the message is new to its
+ * slot (or not cacheable). A pop may carry the domain pointer.
+ */
+#define COLLECTOR_REC_NVTX_PUSH 201
+#define COLLECTOR_REC_NVTX_POP  202
+#define COLLECTOR_REC_DOMAIN    0x4000u /* flag: a domain pointer follows */
+#define COLLECTOR_REC_NAME_REF  0x2000u /* flag: a registered string's pointer follows */
+#define COLLECTOR_REC_CATEGORY  0x1000u /* flag: the category follows (uint32 and 4 zero bytes) */
+#define COLLECTOR_REC_SLOT_MASK 0x00ffu /* push: the name slot */
+struct collector_rec_nvtx {
+	uint16_t size, kind, text_len, flags;
+	uint64_t time; /* ticks (COLLECTOR_REC_TICKS) or CLOCK_MONOTONIC ns */
+};
+_Static_assert(sizeof(struct collector_rec_nvtx) == 16, "collector_rec_nvtx layout");
+
+/*
+ * NVTX fast path on the owner thread's ring tr (from collector_thread_ring): a push of an ASCII
+ * message (NULL = none), cached by pointer; a push of text already converted or of a registered
+ * string (never cached); a pop. Never block, keep errno; return 1 if written, 0 if dropped
+ * (counted).
+ */
+int collector_nvtx_push(struct thread_ring *tr, const char *msg, uint32_t category,
+                        const struct collector_string *domain);
+int collector_nvtx_push_text(struct thread_ring *tr, const char *text, size_t len, uint32_t category,
+                             const struct collector_string *domain, const struct collector_string *name_ref);
+int collector_nvtx_pop(struct thread_ring *tr, const struct collector_string *domain);
+/* Counts one record dropped on purpose (a pop whose push was dropped). */
+void collector_count_drop(struct thread_ring *tr);
 /*
  * Emits a range record [start_ns, end_ns) of `kind` named by name_ref, with an optional stack
  * (return addresses, caller first) as its inline text. Returns 1 if written.

@@ -8,6 +8,7 @@
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
+#include "emit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,13 +36,14 @@ _Atomic int collector_running;
 struct thread_ring *_Atomic collector_rings;
 _Atomic uint64_t collector_lost_no_memory;
 _Atomic uint32_t collector_wake_word;
+_Atomic uint32_t collector_names_epoch;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
 #define COLLECTOR_TLS __thread __attribute__((tls_model("initial-exec")))
 COLLECTOR_TLS struct thread_ring *collector_ring_self;
 static COLLECTOR_TLS pid_t thread_tid_self;
-/* Set while this thread is inside the collector's ring code: a sample then must not write. */
-static COLLECTOR_TLS volatile sig_atomic_t thread_in_collector;
+COLLECTOR_TLS volatile sig_atomic_t collector_in_ring;
+
 static pthread_key_t thread_ring_key;
 static pid_t collector_pid;
 /* --follow: a forked copy of this process (the same program) collects too. */
@@ -54,11 +56,7 @@ uint64_t collector_now_ns(void)
 
 uint64_t collector_stamp(uint16_t *flags)
 {
-	if (atomic_load_explicit(&collector_config.use_ticks, memory_order_relaxed)) {
-		*flags |= COLLECTOR_REC_TICKS;
-		return clock_ticks();
-	}
-	return clock_mono_ns();
+	return emit_stamp(flags);
 }
 
 pid_t collector_gettid(void)
@@ -87,8 +85,7 @@ static void thread_ring_release(void *arg)
 }
 
 static COLLECTOR_TLS int thread_is_collector;
-/* A sample arrived while this thread was inside the collector: taken when it leaves. */
-static COLLECTOR_TLS volatile sig_atomic_t sample_pending;
+COLLECTOR_TLS volatile sig_atomic_t collector_sample_pending;
 
 void collector_mark_own_thread(void)
 {
@@ -162,12 +159,12 @@ int collector_thread_exiting(void)
 
 int collector_thread_busy(void)
 {
-	return thread_in_collector || thread_is_collector;
+	return collector_in_ring || thread_is_collector;
 }
 
 void collector_note_pending_sample(void)
 {
-	sample_pending = 1;
+	collector_sample_pending = 1;
 }
 
 /*
@@ -176,14 +173,14 @@ void collector_note_pending_sample(void)
  */
 static void flush_pending_sample(void)
 {
-	if (!sample_pending || thread_in_collector || thread_is_collector)
+	if (!collector_sample_pending || collector_in_ring || thread_is_collector)
 		return;
-	sample_pending = 0;
+	collector_sample_pending = 0;
 	struct thread_ring *tr = collector_ring_self;
 	if (!tr || thread_exiting)
 		return;
 	int saved_errno = errno;
-	thread_in_collector = 1;
+	collector_in_ring = 1;
 	uint64_t pcs[128];
 	int depth = sampler_backtrace(pcs, 128);
 	struct ring_record *rec =
@@ -200,25 +197,25 @@ static void flush_pending_sample(void)
 		memcpy(rec + 1, pcs, (size_t)depth * sizeof(uint64_t));
 		ring_commit(&tr->ring, rec);
 	}
-	thread_in_collector = 0;
+	collector_in_ring = 0;
 	errno = saved_errno;
 }
 
 int collector_thread_enter(void)
 {
-	int was = thread_in_collector;
-	thread_in_collector = 1;
+	int was = collector_in_ring;
+	collector_in_ring = 1;
 	return was;
 }
 
 void collector_thread_restore(int was)
 {
-	thread_in_collector = was;
+	collector_in_ring = was;
 }
 
 void collector_thread_leave(int was)
 {
-	thread_in_collector = was;
+	collector_in_ring = was;
 	if (!was)
 		flush_pending_sample();
 }
@@ -234,9 +231,9 @@ struct thread_ring *collector_thread_ring_slow(void)
 	if (thread_is_collector)
 		return NULL;
 	int saved_errno = errno;
-	thread_in_collector = 1;
+	collector_in_ring = 1;
 	tr = thread_ring_create();
-	thread_in_collector = 0;
+	collector_in_ring = 0;
 	errno = saved_errno;
 	if (!tr)
 		return NULL;
@@ -250,6 +247,30 @@ struct thread_ring *collector_thread_ring_slow(void)
 	return tr;
 }
 
+/*
+ * After a record was committed: takes a sample deferred meanwhile, and wakes the sender once per
+ * half ring so that a burst does not wait for its next timer. The system call keeps errno.
+ */
+/* The rare half of emit_written: wakes a sleeping sender once per half ring. Keeps errno. */
+static __attribute__((noinline)) void ring_wake_sender(struct thread_ring *tr)
+{
+	if (!atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
+	    ring_refresh_used(&tr->ring) > (tr->ring.mask + 1) / 2) {
+		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
+		int saved_errno = errno;
+		collector_wake_sender();
+		errno = saved_errno;
+	}
+}
+
+void collector_after_write_slow(struct thread_ring *tr)
+{
+	if (collector_sample_pending)
+		flush_pending_sample();
+	if (ring_used_upper_bound(&tr->ring) > (tr->ring.mask + 1) / 2)
+		ring_wake_sender(tr);
+}
+
 /* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
 static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
                       uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
@@ -257,35 +278,39 @@ static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, ui
 {
 	if (text_len > 4096)
 		text_len = 4096;
-	int saved_errno = errno; /* the program's errno must survive an NVTX call */
-	thread_in_collector = 1;
-	struct ring_record *rec = ring_reserve_headroom(&tr->ring, text_len, headroom);
-	if (!rec) {
-		thread_in_collector = 0;
+	if (collector_in_ring) {
+		/* A signal handler interrupted the collector on this thread: the ring is mid-write. */
+		collector_count_drop(tr);
 		return 0;
 	}
+	emit_enter();
+	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
+	struct ring_record *rec = emit_space(tr, need, headroom);
+	if (!rec) {
+		emit_leave();
+		return 0;
+	}
+	rec->size = (uint16_t)need;
 	rec->kind = kind;
+	rec->text_len = (uint16_t)text_len;
 	rec->tid = subject_tid ? subject_tid : (uint32_t)tr->tid;
 	rec->reserved = 0;
-	rec->time_ns = collector_stamp(&flags);
+	rec->time_ns = emit_stamp(&flags);
 	rec->flags = flags;
 	rec->value = value;
 	rec->name_ref = name_ref;
 	rec->domain_ref = domain_ref;
 	if (text_len)
 		memcpy(rec + 1, text, text_len);
-	ring_commit(&tr->ring, rec);
-	thread_in_collector = 0;
-	flush_pending_sample();
-	/* A burst must not wait for the sender's next timer: one wake per half ring. */
-	if (ring_used_upper_bound(&tr->ring) > collector_config.ring_bytes / 2 &&
-	    !atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
-	    ring_refresh_used(&tr->ring) > collector_config.ring_bytes / 2) {
-		atomic_store_explicit(&tr->wake_sent, 1, memory_order_relaxed);
-		collector_wake_sender();
-	}
-	errno = saved_errno;
+	ring_commit_bytes(&tr->ring, need);
+	emit_leave();
+	emit_written(tr);
 	return 1;
+}
+
+void collector_count_drop(struct thread_ring *tr)
+{
+	atomic_fetch_add_explicit(&tr->ring.dropped, 1, memory_order_relaxed);
 }
 
 void collector_wake_sender(void)
@@ -305,19 +330,156 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
 }
 
+/* ---- NVTX fast path ---- */
+
+/* Writes a compact push record; slot names the cache slot (or COLLECTOR_NAME_NONE). */
+EMIT_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
+                                const struct collector_string *domain,
+                                const struct collector_string *name_ref, const char *text, size_t len)
+{
+	size_t fixed = sizeof(struct collector_rec_nvtx) + (category ? 8 : 0) + (domain ? sizeof domain : 0) +
+	               (name_ref ? sizeof name_ref : 0);
+	size_t need = (fixed + len + 7) & ~(size_t)7;
+	uint8_t *p = emit_space(tr, need, emit_push_headroom(tr));
+	if (!p)
+		return 0;
+	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
+	uint16_t flags =
+	    (uint16_t)(slot | (category ? COLLECTOR_REC_CATEGORY : 0) | (domain ? COLLECTOR_REC_DOMAIN : 0) |
+	               (name_ref ? COLLECTOR_REC_NAME_REF : 0));
+	rec->time = emit_stamp(&flags);
+	rec->size = (uint16_t)need;
+	rec->kind = COLLECTOR_REC_NVTX_PUSH;
+	rec->text_len = (uint16_t)len;
+	rec->flags = flags;
+	uint8_t *extra = p + sizeof *rec;
+	if (category) {
+		uint64_t word = category;
+		memcpy(extra, &word, sizeof word);
+		extra += sizeof word;
+	}
+	if (domain) {
+		memcpy(extra, &domain, sizeof domain);
+		extra += sizeof domain;
+	}
+	if (name_ref)
+		memcpy(extra, &name_ref, sizeof name_ref);
+	if (len)
+		memcpy(p + fixed, text, len);
+	ring_commit_bytes(&tr->ring, need);
+	return 1;
+}
+
+/* A push of an ASCII message, inside the ring code (collector_in_ring set): the cached case (when
+ * emit_push_cached could not take it: a category, a domain, a look at the consumer needed) and the
+ * rest. */
+static int nvtx_push_general(struct thread_ring *tr, const char *msg, uint32_t category,
+                             const struct collector_string *domain)
+{
+	if (!msg)
+		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
+	unsigned index = emit_name_slot(msg);
+	struct collector_name_slot *slot = &tr->names[index];
+	uint32_t epoch = atomic_load_explicit(&collector_names_epoch, memory_order_relaxed);
+	if (slot->ptr == msg && slot->epoch == epoch && emit_name_matches(slot, msg))
+		return nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
+	size_t len = strnlen(msg, 4096);
+	if (len > COLLECTOR_NAME_MAX)
+		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg, len);
+	/* The sender maps the slot to this text from this record on; until the copy is complete
+	 * nothing may match the slot. */
+	slot->ptr = NULL;
+	if (!nvtx_push_write(tr, index, category, domain, NULL, msg, len))
+		return 0;
+	memcpy(slot->text, msg, len);
+	slot->text[len] = '\0';
+	slot->len = (uint32_t)len;
+	slot->epoch = epoch;
+	slot->ptr = msg;
+	return 1;
+}
+
+int collector_nvtx_push(struct thread_ring *tr, const char *msg, uint32_t category,
+                        const struct collector_string *domain)
+{
+	if (collector_in_ring) {
+		collector_count_drop(tr); /* a signal handler interrupted the collector on this thread */
+		return 0;
+	}
+	emit_enter();
+	int ok = nvtx_push_general(tr, msg, category, domain);
+	emit_leave();
+	if (ok)
+		emit_written(tr);
+	return ok;
+}
+
+int collector_nvtx_push_text(struct thread_ring *tr, const char *text, size_t len, uint32_t category,
+                             const struct collector_string *domain, const struct collector_string *name_ref)
+{
+	if (collector_in_ring) {
+		collector_count_drop(tr);
+		return 0;
+	}
+	if (len > 4096)
+		len = 4096;
+	emit_enter();
+	int ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, name_ref, text, len);
+	emit_leave();
+	if (ok)
+		emit_written(tr);
+	return ok;
+}
+
+int collector_nvtx_pop(struct thread_ring *tr, const struct collector_string *domain)
+{
+	if (__builtin_expect(collector_in_ring, 0)) {
+		collector_count_drop(tr);
+		return 0;
+	}
+	emit_enter();
+	size_t need = sizeof(struct collector_rec_nvtx) + (domain ? sizeof domain : 0);
+	uint8_t *p = emit_space(tr, need, 0);
+	if (!p) {
+		emit_leave();
+		return 0;
+	}
+	struct collector_rec_nvtx *rec = (struct collector_rec_nvtx *)p;
+	uint16_t flags = domain ? COLLECTOR_REC_DOMAIN : 0;
+	rec->time = emit_stamp(&flags);
+	rec->size = (uint16_t)need;
+	rec->kind = COLLECTOR_REC_NVTX_POP;
+	rec->text_len = 0;
+	rec->flags = flags;
+	if (domain)
+		memcpy(p + sizeof *rec, &domain, sizeof domain);
+	ring_commit_bytes(&tr->ring, need);
+	emit_leave();
+	emit_written(tr);
+	return 1;
+}
+
 int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
                          const struct collector_string *name_ref, const uint64_t *pcs, size_t depth)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	int saved_errno = errno;
-	thread_in_collector = 1;
-	struct ring_record *rec = ring_reserve(&tr->ring, depth * sizeof(uint64_t));
-	if (!rec) {
-		thread_in_collector = 0;
+	if (collector_in_ring) {
+		collector_count_drop(tr);
 		return 0;
 	}
+	emit_enter();
+	size_t text_len = depth * sizeof(uint64_t);
+	size_t need = (sizeof(struct ring_record) + text_len + 7) & ~(size_t)7;
+	/* Refused (and counted) when a 16-bit size cannot hold it. */
+	struct ring_record *rec = emit_space(tr, need, 0);
+	if (!rec) {
+		emit_leave();
+		return 0;
+	}
+	rec->size = (uint16_t)need;
+	rec->text_len = (uint16_t)text_len;
 	rec->kind = kind;
 	rec->flags = 0;
 	rec->tid = (uint32_t)tr->tid;
@@ -328,10 +490,9 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	rec->domain_ref = NULL;
 	if (depth)
 		memcpy(rec + 1, pcs, depth * sizeof(uint64_t));
-	ring_commit(&tr->ring, rec);
-	thread_in_collector = 0;
-	flush_pending_sample();
-	errno = saved_errno;
+	ring_commit_bytes(&tr->ring, need);
+	emit_leave();
+	emit_written(tr);
 	return 1;
 }
 
@@ -662,8 +823,11 @@ static _Atomic int attach_notice_given;
 /* Reads the configuration (environment or rendezvous) that every start shares. */
 static void collector_configure(void)
 {
+	/* 2 MiB: 65 ms of NVTX pairs at 1 M/s (16 bytes a record), the time the sender may be kept off
+	 * a CPU on a loaded machine before pushes are refused; pages are touched only as the ring
+	 * fills, so threads that record little cost little. */
 	collector_config.ring_bytes =
-	    round_pow2(env_size("CUSCOPE_RING_KB", 1024 * 1024, 1024, 4096, 1u << 28));
+	    round_pow2(env_size("CUSCOPE_RING_KB", 2048 * 1024, 1024, 4096, 1u << 28));
 	collector_config.buffer_bytes =
 	    env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
 	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
@@ -705,6 +869,8 @@ static int collector_start(void)
 		sampler_stop();
 		return -1;
 	}
+	/* A new string table: names the threads cached for the previous one are sent again. */
+	atomic_fetch_add_explicit(&collector_names_epoch, 1, memory_order_relaxed);
 	atomic_store_explicit(&collector_running, 1, memory_order_release);
 	return 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "emit.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,9 +16,6 @@
 #include <nvtx3/nvToolsExt.h>
 
 static _Atomic uint64_t nvtx_next_range_id = 1;
-
-/* Room a push leaves free so that the pops of open ranges still fit in a nearly full ring. */
-#define NVTX_POP_HEADROOM (16u * 1024)
 
 /* Encodes a wide string (UTF-32 on Linux) as UTF-8 into out; returns bytes written. */
 static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
@@ -56,72 +54,111 @@ static size_t nvtx_wide_to_utf8(const wchar_t *in, char *out, size_t cap)
 	return n;
 }
 
-/* Emits an event whose message is an ASCII C string. */
+/* Emits an event (not a push or pop) whose message is an ASCII C string. */
 static int nvtx_emit_ascii(uint16_t kind, uint64_t value, const struct collector_string *domain,
                            const char *msg)
 {
-	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
-	return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
+	return collector_emit(kind, 0, value, NULL, domain, msg, msg ? strlen(msg) : 0);
 }
 
-/* Emits an event whose message is a wide string (converted to UTF-8 on this thread). */
+/* Emits an event (not a push or pop) whose message is a wide string, converted to UTF-8 here. */
 static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_string *domain,
                           const wchar_t *msg)
 {
 	char utf8[1024];
 	size_t len = nvtx_wide_to_utf8(msg, utf8, sizeof utf8);
-	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
-	return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, utf8, len);
+	return collector_emit(kind, 0, value, NULL, domain, utf8, len);
 }
 
-/* Emits an event described by NVTX event attributes (ASCII, Unicode or registered message). */
+/* Emits an event (not a push or pop) described by NVTX event attributes. */
 static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
                           const nvtxEventAttributes_t *attr)
 {
-	size_t headroom = kind == WIRE_EV_NVTX_PUSH ? NVTX_POP_HEADROOM : 0;
 	if (!attr)
-		return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, NULL, 0);
-	uint64_t category = attr->category;
-	/* Range ids travel in value for start events; category only for push and mark. */
-	if (kind == WIRE_EV_NVTX_PUSH || kind == WIRE_EV_NVTX_MARK)
-		value = category;
+		return collector_emit(kind, 0, value, NULL, domain, NULL, 0);
+	/* Range ids travel in value for start events; category only for marks. */
+	if (kind == WIRE_EV_NVTX_MARK)
+		value = attr->category;
 	switch (attr->messageType) {
 	case NVTX_MESSAGE_TYPE_ASCII:
 		return nvtx_emit_ascii(kind, value, domain, attr->message.ascii);
 	case NVTX_MESSAGE_TYPE_UNICODE:
 		return nvtx_emit_wide(kind, value, domain, attr->message.unicode);
 	case NVTX_MESSAGE_TYPE_REGISTERED:
-		return collector_emit_reserved(headroom, kind, 0, value,
-		                               (const struct collector_string *)attr->message.registered,
-		                               domain, NULL, 0);
+		return collector_emit(kind, 0, value,
+		                      (const struct collector_string *)attr->message.registered, domain, NULL,
+		                      0);
 	default:
-		return collector_emit_reserved(headroom, kind, 0, value, NULL, domain, NULL, 0);
+		return collector_emit(kind, 0, value, NULL, domain, NULL, 0);
 	}
 }
 
-/* Records a push whose event was written (or not): a dropped push drops its pop too. */
-static int nvtx_push_depth(int written)
+/*
+ * Pushes and pops keep the recorded nesting exact: once a push is not recorded (ring full), every
+ * push nested inside it and the pops closing them are dropped too, each counted, so no recorded
+ * pop can close the wrong range. Returns 1 if the push must be dropped without trying.
+ */
+static inline int nvtx_push_dropped(struct thread_ring *tr)
+{
+	if (!tr->drop_from)
+		return 0;
+	collector_count_drop(tr);
+	return 1;
+}
+
+/* Completes a push that was written (or not); returns the NVTX result (the range's depth). */
+static inline int nvtx_push_done(struct thread_ring *tr, int written)
+{
+	if (!written && !tr->drop_from)
+		tr->drop_from = tr->depth + 1;
+	return tr->depth++;
+}
+
+/* Pushes a range described by NVTX event attributes. */
+static int nvtx_push_attr(const struct collector_string *domain, const nvtxEventAttributes_t *attr)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	if (!written)
-		tr->dropped_depth++;
-	return tr->depth++;
+	int written = 0;
+	if (!nvtx_push_dropped(tr)) {
+		uint32_t category = attr ? attr->category : 0;
+		char utf8[1024];
+		size_t len;
+		switch (attr ? attr->messageType : NVTX_MESSAGE_UNKNOWN) {
+		case NVTX_MESSAGE_TYPE_ASCII:
+			written = (!category && !domain && emit_push_cached(tr, attr->message.ascii)) ||
+			          collector_nvtx_push(tr, attr->message.ascii, category, domain);
+			break;
+		case NVTX_MESSAGE_TYPE_UNICODE:
+			len = nvtx_wide_to_utf8(attr->message.unicode, utf8, sizeof utf8);
+			written = collector_nvtx_push_text(tr, utf8, len, category, domain, NULL);
+			break;
+		case NVTX_MESSAGE_TYPE_REGISTERED:
+			written = collector_nvtx_push_text(
+			    tr, NULL, 0, category, domain,
+			    (const struct collector_string *)attr->message.registered);
+			break;
+		default:
+			written = collector_nvtx_push(tr, NULL, category, domain);
+			break;
+		}
+	}
+	return nvtx_push_done(tr, written);
 }
 
-/* Emits a pop unless it closes a dropped push; returns the NVTX depth result. */
-static int nvtx_pop(const struct collector_string *domain)
+/* Emits a pop unless it closes or sits inside a dropped push; returns the NVTX depth result. */
+static __attribute__((noinline)) int nvtx_pop(const struct collector_string *domain)
 {
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return -1;
-	if (tr->dropped_depth > 0) {
-		/* Its push was never recorded: keep the nesting whole by dropping the pop as well. */
-		tr->dropped_depth--;
-		atomic_fetch_add_explicit(&tr->ring.dropped, 1, memory_order_relaxed);
-	} else {
-		collector_emit(WIRE_EV_NVTX_POP, 0, 0, NULL, domain, NULL, 0);
+	if (tr->drop_from && tr->depth >= tr->drop_from) {
+		if (tr->depth == tr->drop_from)
+			tr->drop_from = 0; /* this pop closes the outermost dropped push */
+		collector_count_drop(tr);
+	} else if (domain || !emit_pop_small(tr)) {
+		collector_nvtx_pop(tr, domain);
 	}
 	if (tr->depth == 0)
 		return -1;
@@ -173,21 +210,50 @@ static void nvtx_range_end(nvtxRangeId_t id)
 
 static int nvtx_range_push_ex(const nvtxEventAttributes_t *attr)
 {
-	return nvtx_push_depth(nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, NULL, attr));
+	return nvtx_push_attr(NULL, attr);
+}
+
+/* nvtxRangePushA beyond its common case (not running yet, a dropped range open, a new message). */
+static __attribute__((noinline)) int nvtx_push_a_general(const char *msg)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr)
+		return 0;
+	return nvtx_push_done(tr, !nvtx_push_dropped(tr) && collector_nvtx_push(tr, msg, 0, NULL));
 }
 
 static int nvtx_range_push_a(const char *msg)
 {
-	return nvtx_push_depth(nvtx_emit_ascii(WIRE_EV_NVTX_PUSH, 0, NULL, msg));
+	struct thread_ring *tr = collector_ring_self;
+	/* The common case calls nothing, so it needs no stack frame of its own. */
+	if (__builtin_expect(tr && atomic_load_explicit(&collector_running, memory_order_acquire) &&
+	                         !tr->drop_from && emit_push_cached(tr, msg),
+	                     1))
+		return tr->depth++;
+	return nvtx_push_a_general(msg);
 }
 
 static int nvtx_range_push_w(const wchar_t *msg)
 {
-	return nvtx_push_depth(nvtx_emit_wide(WIRE_EV_NVTX_PUSH, 0, NULL, msg));
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr)
+		return 0;
+	int written = 0;
+	if (!nvtx_push_dropped(tr)) {
+		char utf8[1024];
+		size_t len = nvtx_wide_to_utf8(msg, utf8, sizeof utf8);
+		written = collector_nvtx_push_text(tr, utf8, len, 0, NULL, NULL);
+	}
+	return nvtx_push_done(tr, written);
 }
 
 static int nvtx_range_pop(void)
 {
+	struct thread_ring *tr = collector_ring_self;
+	if (__builtin_expect(tr && atomic_load_explicit(&collector_running, memory_order_acquire) &&
+	                         !tr->drop_from && tr->depth > 0 && emit_pop_small(tr),
+	                     1))
+		return --tr->depth;
 	return nvtx_pop(NULL);
 }
 
@@ -239,7 +305,7 @@ static void nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 
 static int nvtx_domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *attr)
 {
-	return nvtx_push_depth(nvtx_emit_attr(WIRE_EV_NVTX_PUSH, 0, nvtx_domain(domain), attr));
+	return nvtx_push_attr(nvtx_domain(domain), attr);
 }
 
 static int nvtx_domain_range_pop(nvtxDomainHandle_t domain)

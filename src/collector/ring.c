@@ -22,6 +22,16 @@ struct ring_record *ring_reserve(struct ring *ring, size_t text_len)
 struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, size_t headroom)
 {
 	size_t need = ring_record_size(text_len);
+	struct ring_record *record = ring_reserve_bytes(ring, need, headroom);
+	if (record) {
+		record->size = (uint16_t)need;
+		record->text_len = (uint16_t)text_len;
+	}
+	return record;
+}
+
+void *ring_reserve_bytes(struct ring *ring, size_t need, size_t headroom)
+{
 	if (need > UINT16_MAX) {
 		/* The size field is 16 bits: a larger record can never be represented. */
 		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
@@ -42,17 +52,14 @@ struct ring_record *ring_reserve_headroom(struct ring *ring, size_t text_len, si
 		}
 	}
 	if (need > to_end) {
-		struct ring_record *pad = (struct ring_record *)(ring->data + offset);
 		/* A padding record needs only its size field; to_end is at least 8 by alignment. */
-		pad->size = 0;
+		uint16_t zero = 0;
+		memcpy(ring->data + offset, &zero, sizeof zero);
 		head += to_end;
 		atomic_store_explicit(&ring->head, head, memory_order_release);
 		offset = 0;
 	}
-	struct ring_record *record = (struct ring_record *)(ring->data + offset);
-	record->size = (uint16_t)need;
-	record->text_len = (uint16_t)text_len;
-	return record;
+	return ring->data + offset;
 }
 
 void ring_commit(struct ring *ring, struct ring_record *record)
@@ -84,15 +91,24 @@ void ring_release(struct ring *ring, const struct ring_record *record)
 	atomic_store_explicit(&ring->tail, tail + record->size, memory_order_release);
 }
 
+void ring_batch_begin(struct ring *ring, struct ring_batch *batch)
+{
+	batch->pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+	batch->released = batch->pos;
+	batch->end = atomic_load_explicit(&ring->head, memory_order_acquire);
+}
+
+void ring_batch_end(struct ring *ring, struct ring_batch *batch)
+{
+	if (batch->pos != batch->released)
+		atomic_store_explicit(&ring->tail, batch->pos, memory_order_release);
+	batch->released = batch->pos;
+}
+
 size_t ring_used(struct ring *ring)
 {
 	return (size_t)(atomic_load_explicit(&ring->head, memory_order_acquire) -
 	                atomic_load_explicit(&ring->tail, memory_order_acquire));
-}
-
-size_t ring_used_upper_bound(const struct ring *ring)
-{
-	return (size_t)(atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->tail_seen);
 }
 
 size_t ring_refresh_used(struct ring *ring)

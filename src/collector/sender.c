@@ -600,31 +600,109 @@ static void convert_record(const struct ring_record *rec)
 	push_event(&ev);
 }
 
-/* Drains all rings; frees rings of ended threads once empty. Returns records drained. */
 /* Application threads stamp ticks; every record leaves the collector in MONOTONIC ns. */
 static struct clock_tick_map tick_map;
 /* An anchor was taken in this drain (taken lazily: a process that never stamps ticks, such as a
  * short-lived child, never pays for the first rate measurement). */
 static int tick_map_anchored;
 
-/*
- * Converts a record stamped with ticks to ns in place: the ring slot is the consumer's until
- * ring_release, so writing it here is safe.
- */
-static void record_ticks_to_ns(struct ring_record *rec)
+/* A record's time in MONOTONIC ns: ticks (COLLECTOR_REC_TICKS) converted, else as written. */
+static inline uint64_t record_time_ns(uint16_t flags, uint64_t time)
 {
-	if (!tick_map_anchored) {
+	if (!(flags & COLLECTOR_REC_TICKS))
+		return time;
+	if (__builtin_expect(!tick_map_anchored, 0)) {
 		clock_tick_map_update(&tick_map);
 		tick_map_anchored = 1;
 	}
-	rec->time_ns = clock_tick_map_ns(&tick_map, rec->time_ns);
+	return clock_tick_map_ns(&tick_map, time);
+}
+
+/*
+ * Converts a record stamped with ticks to ns in place: the ring slot is the consumer's until
+ * it is released, so writing it here is safe.
+ */
+static void record_ticks_to_ns(struct ring_record *rec)
+{
+	rec->time_ns = record_time_ns(rec->flags, rec->time_ns);
 	/* Blocking-call ranges carry their end in value. */
 	if (rec->kind == WIRE_EV_OSRT)
 		rec->value = clock_tick_map_ns(&tick_map, rec->value);
 	rec->flags &= (uint16_t)~COLLECTOR_REC_TICKS;
 }
 
-static size_t drain_rings(void)
+/* The id of a push's name: a registered string, the text it carries (which also fills its slot of
+ * tr's name cache), or the string its slot holds. */
+static uint32_t push_name_id(struct thread_ring *tr, const struct collector_rec_nvtx *rec,
+                             const struct collector_string *name_ref, const char *text)
+{
+	unsigned slot = rec->flags & COLLECTOR_REC_SLOT_MASK;
+	if (name_ref)
+		return intern_ref(name_ref);
+	if (rec->text_len) {
+		uint32_t id = intern(text, rec->text_len);
+		if (slot < COLLECTOR_NAME_SLOTS)
+			tr->name_ids[slot] = id;
+		return id;
+	}
+	if (slot >= COLLECTOR_NAME_SLOTS)
+		return 0;
+	uint32_t id = tr->name_ids[slot];
+	/* Every use of a name the full table refused is a loss, as when its text is sent. */
+	if (id == STRTAB_OVERFLOW_ID)
+		snd.lost[WIRE_LOSS_STRING_CAP]++;
+	return id;
+}
+
+/* Converts a compact NVTX push or pop record of tr's ring into a wire event. */
+static void convert_nvtx(struct thread_ring *tr, const struct collector_rec_nvtx *rec)
+{
+	int push = rec->kind == COLLECTOR_REC_NVTX_PUSH;
+	const uint8_t *extra = (const uint8_t *)(rec + 1);
+	const struct collector_string *domain = NULL, *name_ref = NULL;
+	uint64_t category = 0;
+	if (push && (rec->flags & COLLECTOR_REC_CATEGORY)) {
+		memcpy(&category, extra, sizeof category);
+		extra += sizeof category;
+	}
+	if (rec->flags & COLLECTOR_REC_DOMAIN) {
+		memcpy(&domain, extra, sizeof domain);
+		extra += sizeof domain;
+	}
+	if (push && (rec->flags & COLLECTOR_REC_NAME_REF)) {
+		memcpy(&name_ref, extra, sizeof name_ref);
+		extra += sizeof name_ref;
+	}
+	/* Ids first: a new string is announced before the batch that refers to it (a flush). */
+	uint32_t domain_id = domain ? intern_ref(domain) : 0;
+	uint32_t name_id = push ? push_name_id(tr, rec, name_ref, (const char *)extra) : 0;
+	snd.events[snd.event_count] = (struct wire_event){
+	    .time_ns = record_time_ns(rec->flags, rec->time),
+	    .value = category,
+	    .tid = (uint32_t)tr->tid,
+	    .name_id = name_id,
+	    .domain_id = domain_id,
+	    .kind = push ? WIRE_EV_NVTX_PUSH : WIRE_EV_NVTX_POP,
+	};
+	if (++snd.event_count == EVENTS_PER_FRAME)
+		flush_event_batch();
+}
+
+/* 1 while a connected viewer is so far behind that the batches being filled might not fit under
+ * the queue's bound any more. */
+static int viewer_behind(void)
+{
+	return snd.viewer_fd >= 0 &&
+	       snd.queued_bytes + sizeof snd.events + sizeof snd.stacks > collector_config.buffer_bytes;
+}
+
+/*
+ * Drains the rings; frees rings of ended threads once empty. With `paced`, a ring is left as it
+ * is while a connected viewer is behind (viewer_behind): its records wait in the rings, which hold
+ * a burst far longer than the send queue may grow, instead of being converted only to be dropped
+ * as viewer_slow. Returns records drained.
+ */
+static size_t drain_rings_paced(int paced)
 {
 	tick_map_anchored = 0;
 	size_t drained = 0;
@@ -633,19 +711,27 @@ static size_t drain_rings(void)
 	while (tr) {
 		/* Read dead before draining: a ring found dead and then empty will never be written again. */
 		int dead = atomic_load_explicit(&tr->dead, memory_order_acquire);
+		struct ring_batch batch;
 		const struct ring_record *rec;
-		while ((rec = ring_peek(&tr->ring))) {
-			if (rec->flags & COLLECTOR_REC_TICKS)
-				record_ticks_to_ns((struct ring_record *)rec);
-			convert_record(rec);
-			ring_release(&tr->ring, rec);
+		ring_batch_begin(&tr->ring, &batch);
+		while (!(paced && (drained & 255) == 0 && viewer_behind()) &&
+		       (rec = ring_batch_next(&tr->ring, &batch))) {
+			if (rec->kind == COLLECTOR_REC_NVTX_PUSH || rec->kind == COLLECTOR_REC_NVTX_POP) {
+				convert_nvtx(tr, (const struct collector_rec_nvtx *)rec);
+			} else {
+				if (rec->flags & COLLECTOR_REC_TICKS)
+					record_ticks_to_ns((struct ring_record *)rec);
+				convert_record(rec);
+			}
 			drained++;
 		}
+		int emptied = batch.pos == batch.end;
+		ring_batch_end(&tr->ring, &batch);
 		/* Write only when set: the flag shares a cache line with fields the producer updates. */
 		if (atomic_load_explicit(&tr->wake_sent, memory_order_relaxed))
 			atomic_store_explicit(&tr->wake_sent, 0, memory_order_relaxed);
 		struct thread_ring *next = tr->next;
-		if (dead) {
+		if (dead && emptied) {
 			snd.ring_drops_freed += atomic_load(&tr->ring.dropped);
 			if (prev) {
 				prev->next = next;
@@ -671,6 +757,38 @@ static size_t drain_rings(void)
 	drained += cupti_drain();
 	flush_gpu_batch();
 	return drained;
+}
+
+/* Drains every ring completely (what the queue's bound refuses is counted as viewer_slow). */
+static size_t drain_rings(void)
+{
+	return drain_rings_paced(0);
+}
+
+/* 1 if a ring holds records not drained yet. */
+static int rings_pending(void)
+{
+	for (struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire); tr;
+	     tr = tr->next)
+		if (ring_used(&tr->ring))
+			return 1;
+	return 0;
+}
+
+/*
+ * How long the sender may wait before its next drain, given the records the last one found: 2 ms
+ * while rings are busy (a default 2 MiB ring holds 65 ms of NVTX pairs at 1 M/s: the slack for the
+ * scheduler), 10 ms when idle. A drain that found little because the previous one was moments ago
+ * does not make a busy program wait 10 ms: the short period holds for 100 ms after the last busy
+ * drain.
+ */
+static int drain_period_ms(size_t drained)
+{
+	static uint64_t busy_until_ns;
+	uint64_t now = clock_mono_ns();
+	if (drained > 256)
+		busy_until_ns = now + 100000000ull;
+	return now < busy_until_ns ? 2 : 10;
 }
 
 /* ---- losses ---- */
@@ -1187,6 +1305,36 @@ static int write_final_file(void)
  * launcher's viewer has not connected yet, goes to PID.final for it. With no viewer expected
  * (armed, never attached; or the viewer left), the process exits at once.
  */
+/* Bytes of the send queue the viewer has not taken yet. */
+static size_t queue_unsent(void)
+{
+	return snd.queued_bytes - (snd.head ? snd.head->sent : 0);
+}
+
+/*
+ * At exit: a connected viewer takes the rings' backlog as fast as it reads, for half the final
+ * send time at most (from start_ns), so a burst just before exit is not converted at once only to
+ * be dropped beyond the queue's bound; then the rest is drained whole, as before.
+ */
+static void drain_final_backlog(uint64_t start_ns)
+{
+	uint64_t deadline = start_ns + atomic_load(&final_send_ns) / 2;
+	uint64_t progress_ns = clock_mono_ns();
+	while (snd.viewer_fd >= 0 && rings_pending()) {
+		size_t unsent = queue_unsent();
+		size_t drained = drain_rings_paced(1);
+		send_queue();
+		uint64_t t = clock_mono_ns();
+		if (drained || queue_unsent() < unsent)
+			progress_ns = t;
+		if (t >= deadline || t - progress_ns >= 100000000ull)
+			break; /* the viewer stalled: what it has not taken goes to PID.final */
+		if (viewer_behind())
+			poll_once(5);
+	}
+	drain_rings();
+}
+
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
@@ -1194,7 +1342,7 @@ static void sender_final_flush(void)
 	sampler_stop();
 	scan_threads(now);
 	counters_poll(0);
-	drain_rings();
+	drain_final_backlog(now);
 	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
 	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
 		return; /* nobody to hand anything to */
@@ -1333,13 +1481,12 @@ static void *sender_main(void *arg)
 			sender_detach();
 			return NULL;
 		}
-		size_t drained = drain_rings();
+		size_t drained = drain_rings_paced(1);
 		uint64_t now = clock_mono_ns();
 		periodic_work(now);
 		flush_event_batch();
 		send_queue();
-		/* Busy rings are drained every 2 ms so that a 1 MiB ring holds ~20 ms at 1 M events/s. */
-		poll_once(drained > 256 ? 2 : 10);
+		poll_once(drain_period_ms(drained));
 	}
 	sender_final_flush();
 	if (snd.viewer_fd >= 0)

@@ -15,18 +15,74 @@ trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "n/a"}'; }
 
 echo "== 1. NVTX push+pop cost on the application thread =="
-echo "method: $PRODUCER, 1M push/pop pairs in batches of 4000 with 1 ms pauses (pauses not timed),"
-echo "        $ROUNDS interleaved rounds each: plain (NVTX without a tool = no-op) and under cuscope record."
-: >"$tmp/plain"; : >"$tmp/traced"; : >"$tmp/lost"
-for r in $(seq "$ROUNDS"); do
-	"$PRODUCER" 1000000 4000 1 | awk '{print $4}' >>"$tmp/plain"
-	"$CLI" record -o "$tmp/c.cap" -- "$PRODUCER" 1000000 4000 1 | awk '{print $4}' >>"$tmp/traced"
-	"$CLI" stats --format=csv "$tmp/c.cap" | awk -F, '/^# losses/{l=1;next} l && $2 ~ /^[0-9]+$/ {s+=$2} END{print s+0}' >>"$tmp/lost"
+echo "method: $PRODUCER, 1M push/pop pairs (nvtxRangePushA of one literal + nvtxRangePop) in batches of"
+echo "        4000 with 1 ms pauses (pauses not timed), $ROUNDS interleaved rounds: plain (NVTX without a"
+echo "        tool = no-op) then under 'cuscope record' (defaults). ns/pair = wall time of the batches / pairs;"
+echo "        cpu = the thread's own CPU time / pairs (leaves out time it sat preempted). Added cost per"
+echo "        round = traced - plain of that round; median and spread (min..max) over the rounds."
+: >"$tmp/plain"; : >"$tmp/traced"; : >"$tmp/lost"; : >"$tmp/added"; : >"$tmp/cpu"
+for _ in $(seq "$ROUNDS"); do
+	p=$("$PRODUCER" 1000000 4000 1 | awk '{print $4}')
+	t=$("$CLI" record -o "$tmp/c.cap" -- "$PRODUCER" 1000000 4000 1 | awk '{print $4, $6}')
+	echo "$p" >>"$tmp/plain"
+	echo "${t% *}" >>"$tmp/traced"
+	echo "${t#* }" >>"$tmp/cpu"
+	awk -v p="$p" -v t="${t% *}" 'BEGIN {printf "%.1f\n", t - p}' >>"$tmp/added"
+	# The capture's own total ("losses N events"): every cause, nothing else summed.
+	"$CLI" info "$tmp/c.cap" | awk '/^losses/ {print $2; f=1} END {if (!f) print "?"}' >>"$tmp/lost"
 done
-p=$(median <"$tmp/plain"); t=$(median <"$tmp/traced")
-echo "plain:  median $p ns/pair   (rounds: $(tr '\n' ' ' <"$tmp/plain"))"
-echo "traced: median $t ns/pair   (rounds: $(tr '\n' ' ' <"$tmp/traced"))  events lost per round: $(tr '\n' ' ' <"$tmp/lost")"
-awk -v p="$p" -v t="$t" 'BEGIN {printf "added cost: %.1f ns per push+pop pair (%.1f ns per NVTX call)\n", t - p, (t - p) / 2}'
+spread() { sort -g | awk '{v[NR]=$1} END {if (NR) printf "%s..%s", v[1], v[NR]}'; }
+echo "plain:  median $(median <"$tmp/plain") ns/pair, spread $(spread <"$tmp/plain")   (rounds: $(tr '\n' ' ' <"$tmp/plain"))"
+echo "traced: median $(median <"$tmp/traced") ns/pair, spread $(spread <"$tmp/traced")   (rounds: $(tr '\n' ' ' <"$tmp/traced"))"
+echo "traced, thread CPU time: median $(median <"$tmp/cpu") ns/pair, spread $(spread <"$tmp/cpu")"
+echo "events lost per round: $(tr '\n' ' ' <"$tmp/lost")"
+a=$(median <"$tmp/added")
+awk -v a="$a" -v s="$(spread <"$tmp/added")" 'BEGIN {printf "added cost: median %.1f ns per push+pop pair (%.1f ns per NVTX call), spread %s\n", a, a / 2, s}'
+
+echo
+echo "== 1b. NVTX at 1 M ranges/s for 10 s on one thread, default settings: losses =="
+echo "method: 'cuscope record -- $PRODUCER paced 1000000 10 MODE' (defaults: 2 MiB rings, sampling, blocking"
+echo "        calls, counters), PACED_ROUNDS=${PACED_ROUNDS:-3} rounds per mode: 1000 push/pop pairs every 1 ms"
+echo "        (a late step catches up at 2x at most). MODE sleep: the thread sleeps between steps; busy: it"
+echo "        spins, keeping its core, so the collector's sender and the recorder share the other one."
+echo "        Reported: pairs and rate achieved, ns/pair of the steps, events in the capture and losses by"
+echo "        cause ('cuscope info'); 'lost' must be 0 for 'no loss'. Sender: CPU time of the collector's"
+echo "        cuscope-sender thread (/proc, read every 0.2 s until the program ends) per event drained."
+# sender_cpu PID: the CPU seconds of PID's cuscope-sender thread, read every 0.2 s until PID ends
+# (the last reading, so at most 0.2 s of its work is missed).
+sender_cpu()
+{
+	local last=0 f
+	while kill -0 "$1" 2>/dev/null; do
+		for f in /proc/"$1"/task/*; do
+			[ "$(cat "$f/comm" 2>/dev/null)" = cuscope-sender ] &&
+				last=$(awk '{sub(/^.*\) /, ""); print ($12 + $13) / 100}' "$f/stat" 2>/dev/null)
+		done
+		sleep 0.2
+	done
+	echo "${last:-0}"
+}
+for mode in sleep busy; do
+	for _ in $(seq "${PACED_ROUNDS:-3}"); do
+		"$CLI" record -o "$tmp/p.cap" -- "$PRODUCER" paced 1000000 10 "$mode" >"$tmp/p.out" 2>/dev/null &
+		rec=$!
+		app=
+		for _ in $(seq 50); do
+			app=$(pgrep -P "$rec" -f nvtx_producer | head -1)
+			[ -n "$app" ] && break
+			sleep 0.1
+		done
+		scpu=$( [ -n "$app" ] && sender_cpu "$app" || echo "?")
+		wait "$rec"
+		out=$(cat "$tmp/p.out")
+		"$CLI" info "$tmp/p.cap" >"$tmp/p.info" 2>&1
+		events=$(awk '/^events/ {print $2}' "$tmp/p.info")
+		lost=$(awk '/^losses/ {print $2}' "$tmp/p.info")
+		causes=$(awk '/^losses/ {l=1; next} l && /^  [a-z_]+ +[0-9]+$/ {printf "%s=%s ", $1, $2; next} {l=0}' "$tmp/p.info")
+		echo "$mode: $(echo "$out" | awk '{printf "%s pairs in %s s = %.0f pairs/s, %s ns/pair", $2, $4, $6, $8}'), events $events, lost ${lost:-?} ${causes}$(awk -v c="$scpu" -v e="$events" 'BEGIN {if (c + 0 > 0 && e > 0) printf "; sender thread %.2f s CPU = %.1f ns/event", c, c * 1e9 / e}')"
+	done
+done
+rm -f "$tmp/p.cap"
 
 echo
 echo "== 2. Collector -> Unix socket -> store throughput on one core =="

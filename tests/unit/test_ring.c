@@ -376,6 +376,176 @@ static void test_oversized_record_refused(void **state)
 	assert_int_equal(atomic_load(&ring.dropped), 1);
 }
 
+/* ---- byte records and the batch consumer ---- */
+
+/* A record of another layout: only the leading 16-bit size is the ring's. */
+struct byte_rec {
+	uint16_t size;
+	uint16_t len;
+	uint32_t pad;
+	uint64_t seq;
+};
+
+/* Writes byte record seq with len bytes of text through the inline fast path, else the general
+ * one; returns 1 or 0 when dropped. */
+static int produce_bytes(struct ring *ring, uint64_t seq, size_t len, size_t headroom)
+{
+	size_t need = (sizeof(struct byte_rec) + len + 7) & ~(size_t)7;
+	void *p = ring_try_reserve(ring, need, headroom);
+	if (!p)
+		p = ring_reserve_bytes(ring, need, headroom);
+	if (!p)
+		return 0;
+	struct byte_rec *r = p;
+	r->size = (uint16_t)need;
+	r->len = (uint16_t)len;
+	r->seq = seq;
+	fill_text((char *)(r + 1), seq, len);
+	ring_commit_bytes(ring, need);
+	return 1;
+}
+
+static void test_try_reserve_leaves_edges_to_the_slow_path(void **state)
+{
+	(void)state;
+	size_t cap = 256 * 1024;
+	void *storage = aligned_alloc(64, cap);
+	assert_non_null(storage);
+	struct ring ring;
+	ring_init(&ring, storage, cap);
+	/* Oversized: never from the fast path (a 16-bit size cannot hold it), refused and counted. */
+	int fast = ring_try_reserve(&ring, 70000, 0) != NULL;
+	int slow = ring_reserve_bytes(&ring, 70000, 0) != NULL;
+	assert_false(fast);
+	assert_false(slow);
+	assert_int_equal(atomic_load(&ring.dropped), 1);
+	/* Near the end of the buffer the fast path declines; the slow path pads and wraps. */
+	uint64_t seq = 0;
+	while (ring.mask + 1 - (atomic_load(&ring.head) & ring.mask) > 64)
+		assert_int_equal(produce_bytes(&ring, seq++, 8, 0), 1);
+	size_t left = ring.mask + 1 - (atomic_load(&ring.head) & ring.mask);
+	assert_null(ring_try_reserve(&ring, left + 8, 0));
+	struct ring_batch batch;
+	ring_batch_begin(&ring, &batch);
+	uint64_t got = 0;
+	const struct byte_rec *r;
+	while ((r = ring_batch_next(&ring, &batch)) != NULL)
+		assert_int_equal(r->seq, got++);
+	ring_batch_end(&ring, &batch);
+	assert_int_equal(got, seq);
+	/* Needs more than is left before the end: padding, then the record at offset 0. */
+	assert_int_equal(produce_bytes(&ring, seq, left, 0), 1);
+	ring_batch_begin(&ring, &batch);
+	r = ring_batch_next(&ring, &batch);
+	assert_non_null(r);
+	assert_ptr_equal((const void *)r, storage);
+	assert_int_equal(r->seq, seq);
+	assert_true(text_matches((const char *)(r + 1), seq, left));
+	assert_null(ring_batch_next(&ring, &batch));
+	ring_batch_end(&ring, &batch);
+	assert_int_equal(ring_used(&ring), 0);
+	assert_int_equal(atomic_load(&ring.dropped), 1);
+	free(storage);
+}
+
+static void test_batch_releases_as_it_goes(void **state)
+{
+	(void)state;
+	uint64_t storage[8192 / 8];
+	struct ring ring;
+	ring_init(&ring, storage, sizeof storage);
+	uint64_t n = 0;
+	while (produce_bytes(&ring, n, 8, 0))
+		n++;
+	assert_int_equal(n, 8192 / 24);
+	struct ring_batch batch;
+	ring_batch_begin(&ring, &batch);
+	const struct byte_rec *r;
+	uint64_t got = 0;
+	while ((r = ring_batch_next(&ring, &batch)) != NULL) {
+		assert_int_equal(r->seq, got);
+		got++;
+		if (got == n / 2) {
+			/* Mid-batch, more than an eighth was handed back: the producer has room, and
+			 * what it writes now belongs to the next batch. */
+			assert_true(atomic_load(&ring.tail) >= 8192 / 8);
+			assert_int_equal(produce_bytes(&ring, n, 8, 0), 1);
+		}
+	}
+	assert_int_equal(got, n);
+	ring_batch_end(&ring, &batch);
+	ring_batch_begin(&ring, &batch);
+	r = ring_batch_next(&ring, &batch);
+	assert_non_null(r);
+	assert_int_equal(r->seq, n);
+	assert_null(ring_batch_next(&ring, &batch));
+	ring_batch_end(&ring, &batch);
+	assert_int_equal(ring_used(&ring), 0);
+}
+
+struct batch_stress {
+	struct ring ring;
+	uint64_t total;
+	atomic_int done;
+	uint64_t produced_ok;
+};
+
+static void *batch_producer_main(void *arg)
+{
+	struct batch_stress *s = arg;
+	for (uint64_t seq = 0; seq < s->total; seq++)
+		s->produced_ok +=
+		    (uint64_t)produce_bytes(&s->ring, seq, (size_t)(seq * 7 % 97), seq % 3 ? 0 : 256);
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+static void test_batch_two_thread_stress(void **state)
+{
+	(void)state;
+	struct batch_stress *s = calloc(1, sizeof *s);
+	assert_non_null(s);
+	void *storage = aligned_alloc(64, 8192);
+	assert_non_null(storage);
+	ring_init(&s->ring, storage, 8192);
+	s->total = 2000000;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, batch_producer_main, s), 0);
+	uint64_t received = 0, gaps = 0;
+	int64_t last = -1;
+	int bad = 0;
+	for (;;) {
+		int finished = atomic_load(&s->done);
+		struct ring_batch batch;
+		const struct byte_rec *r;
+		ring_batch_begin(&s->ring, &batch);
+		while ((r = ring_batch_next(&s->ring, &batch)) != NULL) {
+			/* Order is kept; a gap is only ever a dropped record. */
+			if ((int64_t)r->seq <= last)
+				fail_msg("record %llu after %lld", (unsigned long long)r->seq,
+				         (long long)last);
+			gaps += r->seq - (uint64_t)(last + 1);
+			last = (int64_t)r->seq;
+			size_t len = (size_t)(r->seq * 7 % 97);
+			if (r->len != len || r->size != ((sizeof *r + len + 7) & ~(size_t)7) ||
+			    !text_matches((const char *)(r + 1), r->seq, len))
+				bad++;
+			received++;
+		}
+		ring_batch_end(&s->ring, &batch);
+		if (finished && ring_used(&s->ring) == 0)
+			break;
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(bad, 0);
+	gaps += s->total - (uint64_t)(last + 1);
+	assert_int_equal(received, s->produced_ok);
+	assert_int_equal(received + atomic_load(&s->ring.dropped), s->total);
+	assert_int_equal(gaps, atomic_load(&s->ring.dropped));
+	free(storage);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +556,9 @@ int main(void)
 	    cmocka_unit_test(test_wrap_many_times),
 	    cmocka_unit_test(test_two_thread_stress),
 	    cmocka_unit_test(test_oversized_record_refused),
+	    cmocka_unit_test(test_try_reserve_leaves_edges_to_the_slow_path),
+	    cmocka_unit_test(test_batch_releases_as_it_goes),
+	    cmocka_unit_test(test_batch_two_thread_stress),
 	};
 	return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }
