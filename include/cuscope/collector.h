@@ -52,6 +52,11 @@ struct thread_ring {
 	_Atomic int wake_sent; /* the sender was woken for this ring and has not drained it yet */
 	struct collector_name_slot names[COLLECTOR_NAME_SLOTS]; /* owner thread only */
 	uint32_t name_ids[COLLECTOR_NAME_SLOTS]; /* sender only: interned id of each slot's string */
+	/* Sender only: the last NVTX time sent for this thread. Ticks are converted with a map
+	 * re-anchored at each drain (and a process switches from clock_gettime to ticks once), so a
+	 * pop converted after its push could come out a few ns before it; a thread's NVTX calls are
+	 * in time order, and so are their converted times. */
+	uint64_t last_nvtx_ns;
 };
 
 /* Bumped before each start of the collector (a new string table): cached names are re-sent. */

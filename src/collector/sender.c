@@ -676,8 +676,12 @@ static void convert_nvtx(struct thread_ring *tr, const struct collector_rec_nvtx
 	/* Ids first: a new string is announced before the batch that refers to it (a flush). */
 	uint32_t domain_id = domain ? intern_ref(domain) : 0;
 	uint32_t name_id = push ? push_name_id(tr, rec, name_ref, (const char *)extra) : 0;
+	uint64_t time_ns = record_time_ns(rec->flags, rec->time);
+	if (time_ns < tr->last_nvtx_ns)
+		time_ns = tr->last_nvtx_ns;
+	tr->last_nvtx_ns = time_ns;
 	snd.events[snd.event_count] = (struct wire_event){
-	    .time_ns = record_time_ns(rec->flags, rec->time),
+	    .time_ns = time_ns,
 	    .value = category,
 	    .tid = (uint32_t)tr->tid,
 	    .name_id = name_id,
