@@ -9,6 +9,7 @@
 #include "cuscope/session.h"
 #include "cuscope/strtab.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -472,18 +473,15 @@ static void scan_threads(uint64_t now)
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			t->seen = 1;
 			t->sampled = snd.tracking;
-			if (snd.tracking) {
-				sampler_thread_added(tid);
-				counters_thread_added(tid);
-			}
+			if (snd.tracking)
+				source_each_thread_added(tid);
 			emit_thread_name(t);
 			continue;
 		}
 		if (!t->sampled && snd.tracking) {
 			/* Known from its own records before the scan saw it. */
 			t->sampled = 1;
-			sampler_thread_added(tid);
-			counters_thread_added(tid);
+			source_each_thread_added(tid);
 		}
 		t->seen = 1;
 		if (t->exited)
@@ -510,10 +508,8 @@ static void scan_threads(uint64_t now)
 			push_event(&ev);
 		}
 		pid_t gone = snd.threads[i].tid;
-		if (snd.threads[i].sampled) {
-			sampler_thread_removed(gone);
-			counters_thread_removed(gone);
-		}
+		if (snd.threads[i].sampled)
+			source_each_thread_removed(gone);
 		/* Rings made in a signal handler have no exit destructor: retire them here. */
 		for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
 			if (tr->tid == gone)
@@ -668,7 +664,7 @@ static size_t drain_rings(void)
 	}
 	flush_event_batch();
 	flush_stack_batch();
-	drained += cupti_drain();
+	drained += source_each_drain();
 	flush_gpu_batch();
 	return drained;
 }
@@ -687,8 +683,7 @@ static uint64_t loss_total(void)
 {
 	uint64_t total = atomic_load(&collector_lost_no_memory);
 	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
-		total += snd.lost[i] + cupti_loss((uint32_t)i);
-	total += sampler_skipped();
+		total += snd.lost[i] + source_each_lost((uint32_t)i);
 	return total;
 }
 
@@ -700,9 +695,7 @@ static size_t build_losses(struct wire_loss *out)
 	for (uint32_t cause = 1; cause < WIRE_LOSS_CAUSE_MAX; cause++) {
 		if (cause == WIRE_LOSS_UNMATCHED_POP)
 			continue; /* counted by the viewer */
-		uint64_t count = snd.lost[cause] + cupti_loss(cause);
-		if (cause == WIRE_LOSS_SAMPLE_BUSY)
-			count += sampler_skipped();
+		uint64_t count = snd.lost[cause] + source_each_lost(cause);
 		if (cause == WIRE_LOSS_NO_MEMORY)
 			count += atomic_load(&collector_lost_no_memory);
 		out[n++] = (struct wire_loss){cause, 0, count};
@@ -1020,8 +1013,7 @@ static void periodic_work(uint64_t now)
 	}
 	if (snd.viewer_fd >= 0)
 		queue_notices();
-	counters_poll(now);
-	sampler_poll(now);
+	source_each_poll(now);
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -1093,10 +1085,9 @@ static int write_final_file(void)
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
-	sampler_poll(0);
-	sampler_stop();
+	source_each_stop();
 	scan_threads(now);
-	counters_poll(0);
+	source_each_poll(0);
 	drain_rings();
 	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
 	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
@@ -1135,9 +1126,7 @@ static void sender_final_flush(void)
 static void sender_detach(void)
 {
 	drain_rings();
-	sampler_stop();
-	counters_forget_after_fork(); /* closes this process's counter fds */
-	cupti_detach();
+	source_each_detach();
 	if (snd.viewer_fd >= 0)
 		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
@@ -1437,8 +1426,6 @@ void sender_forget_after_fork(void)
 	spare_count = 0;
 	snd.stacks_len = 0;
 	snd.stacks_count = 0;
-	sampler_forget_after_fork();
-	counters_forget_after_fork();
 	symbolize_forget();
 	snd.gpu_event_count = 0;
 	snd.device_count = snd.context_count = 0;
