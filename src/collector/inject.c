@@ -689,6 +689,18 @@ static void collector_configure(void)
 	    lazy && *lazy && strcmp(lazy, "0") == 0
 	        ? 0
 	        : (uint64_t)env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	/* The overhead budget: a percentage (one decimal) or "off"; the CLI checked it. */
+	const char *budget = config_value("CUSCOPE_OVERHEAD_BUDGET");
+	collector_config.overhead_budget_permille = 30;
+	if (budget && strcmp(budget, "off") == 0) {
+		collector_config.overhead_budget_permille = 0;
+	} else if (budget && *budget) {
+		char *end;
+		double pct = strtod(budget, &end);
+		if (*end == '\0' && pct > 0 && pct <= 100)
+			collector_config.overhead_budget_permille =
+			    pct < 0.1 ? 1 : (unsigned)(pct * 10 + 0.5);
+	}
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
 }

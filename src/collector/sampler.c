@@ -9,9 +9,10 @@
  * The handler unwinds with libunwind from the signal context and stores raw return addresses in
  * the thread's ring; symbolisation happens later on the sender thread.
  *
- * Cost control: the handler times itself; the sender lowers the rate when samples would take more
- * than SAMPLER_BUDGET of a CPU-bound thread's time (one notice), and reports the requested, set
- * and achieved rates as process counters.
+ * Cost control: the handler times itself and the signal's delivery is measured once on the
+ * sender; sampler_cost hands both to the overhead budget (source.c), which sets the rate
+ * (sampler_set_rate: lower, back up, or paused). The sender reports the requested, set and
+ * achieved rates as process counters.
  *
  * Signals: the signal is one the program does not handle when sampling starts. Once our handler
  * holds a signal it stays ours at the kernel: a program that later installs a handler for it (seen
@@ -40,6 +41,7 @@
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -69,11 +71,9 @@
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
 
 #define MAX_SAMPLED_THREADS 4096
-/* Samples may take at most this share of a CPU-bound thread's time (per mille). */
-#define SAMPLER_BUDGET_PERMILLE 50
 /* How often the sender looks at the cost, the signal and the perf fds. */
 #define SAMPLER_POLL_NS 100000000ull
-/* Cost assumed for an unwind until samples are measured (the first SAMPLER_POLL_NS). */
+/* Cost assumed for an unwind until samples are measured (the overhead budget's first window). */
 #define SAMPLER_PRIOR_UNWIND_NS 20000
 /* Perf fds the handler may re-arm are those below this number (a larger one is not used). */
 #define SAMPLER_FD_MAX 65536
@@ -257,6 +257,7 @@ static void sampler_fault(int sig, siginfo_t *info, void *context)
 	sampler_real_sigaction(sig, program, NULL);
 }
 static _Atomic long sampler_period_ns; /* the period set now (may be longer than asked) */
+static _Atomic int sampler_paused;     /* rate 0 (the overhead budget): every timer disarmed */
 static long requested_period_ns;
 static unsigned requested_hz;
 static _Atomic int sampler_on;
@@ -686,11 +687,9 @@ int sampler_begin(void)
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
 		return -1;
 	}
-	/* Until samples are measured, a rate that a typical unwind keeps within the budget (the
-	 * delivery cost is measured on the sender's first poll). */
-	uint64_t delivery = delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS;
-	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery) * 1000 / SAMPLER_BUDGET_PERMILLE);
-	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
+	/* The rate asked; the overhead budget may lower it before the first thread is armed. */
+	atomic_store(&sampler_period_ns, requested_period_ns);
+	atomic_store(&sampler_paused, 0);
 	atomic_store(&sampler_on, 1);
 	return 0;
 }
@@ -703,7 +702,7 @@ int sampler_begin(void)
  */
 static void sampler_arm(struct sampled_thread *t, int on)
 {
-	on = on && !t->blocked;
+	on = on && !t->blocked && !atomic_load(&sampler_paused);
 	if (t->fd >= 0) {
 		if (!sampler_fd_same(t))
 			return;
@@ -758,7 +757,7 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
 	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
 	 * thread blocks the signal. */
-	arm = arm && !t->blocked && !atomic_load(&exec_pending);
+	arm = arm && !t->blocked && !atomic_load(&exec_pending) && !atomic_load(&sampler_paused);
 	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
 	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
@@ -948,22 +947,65 @@ uint64_t sampler_skipped(void)
 	return atomic_load(&samples_skipped);
 }
 
-/* Applies a new period to every sampled thread (a disarmed timer stays disarmed). */
-static void sampler_set_period(long period)
+/*
+ * Sets the rate of every sampled thread: hz samples per thread CPU-second, or 0 to pause (every
+ * timer and perf event disarmed; threads found meanwhile are not armed). A thread that blocks the
+ * signal stays disarmed; during an exec nothing is armed (sampler_exec_end arms what may be).
+ */
+void sampler_set_rate(unsigned hz)
 {
 	pthread_mutex_lock(&sampler_lock);
+	int was_paused = atomic_load(&sampler_paused);
+	long period = hz ? 1000000000L / (long)hz : atomic_load(&sampler_period_ns);
 	atomic_store(&sampler_period_ns, period);
+	atomic_store(&sampler_paused, hz == 0);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
 		if (t->fd >= 0) {
 			uint64_t p = (uint64_t)period;
-			if (sampler_fd_same(t))
+			if (hz && sampler_fd_same(t))
 				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
+			/* A perf event armed twice would signal twice per refresh: only on a change. */
+			if ((hz == 0) != was_paused && !atomic_load(&exec_pending))
+				sampler_arm(t, hz != 0);
 		} else if (!atomic_load(&exec_pending)) {
 			sampler_arm(t, 1);
 		}
 	}
 	pthread_mutex_unlock(&sampler_lock);
+}
+
+unsigned sampler_rate(void)
+{
+	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused))
+		return 0;
+	return (unsigned)(1000000000L / atomic_load(&sampler_period_ns));
+}
+
+unsigned sampler_requested_rate(void)
+{
+	return atomic_load(&sampler_on) ? requested_hz : 0;
+}
+
+uint64_t sampler_prior_cost_ns(void)
+{
+	return SAMPLER_PRIOR_UNWIND_NS + (delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS);
+}
+
+/*
+ * What sampling added to the program's threads so far: the handlers' own time (each times
+ * itself) plus one measured signal delivery for every signal of ours a thread took, sample or
+ * not (deferred, skipped, paused).
+ */
+void sampler_cost(struct wire_cost *cost)
+{
+	uint64_t seen = atomic_load(&samples_seen);
+	cost->added_ns = atomic_load(&handler_ns) + seen * delivery_ns;
+	cost->events = atomic_load(&handler_count);
+	/* The level set, also once stopped at exit (the final counts). */
+	cost->level = requested_hz && !atomic_load(&sampler_paused)
+	                  ? (uint32_t)(1000000000L / atomic_load(&sampler_period_ns))
+	                  : 0;
 }
 
 /* Sends every sampled thread's signals to sig instead. */
@@ -1083,8 +1125,7 @@ static uint64_t sampler_program_cpu_ns(void)
 
 void sampler_poll(uint64_t now_ns)
 {
-	static uint64_t last_ns, last_handler_ns, last_handler_count, cpu_at_start;
-	static int lowered_said;
+	static uint64_t last_ns, cpu_at_start;
 	if (!atomic_load(&sampler_on))
 		return;
 	if (!cpu_at_start)
@@ -1107,38 +1148,12 @@ void sampler_poll(uint64_t now_ns)
 	if (sampler_mode == SAMPLER_PERF)
 		sampler_check_fds();
 	sampler_check_masks();
-	/* Cost per sample, and the period that keeps it within the budget. */
-	uint64_t hns = atomic_load(&handler_ns), hcount = atomic_load(&handler_count);
-	uint64_t dn = hns - last_handler_ns, dc = hcount - last_handler_count;
-	if (dc >= 8) {
-		last_handler_ns = hns;
-		last_handler_count = hcount;
-		uint64_t cost = dn / dc + delivery_ns;
-		long need = (long)(cost * 1000 / SAMPLER_BUDGET_PERMILLE);
-		long period = atomic_load(&sampler_period_ns);
-		/* Round up to a whole number of microseconds, with headroom against noise. */
-		long next = (need + need / 4 + 999) / 1000 * 1000;
-		if (next < requested_period_ns)
-			next = requested_period_ns;
-		if (need > period) {
-			sampler_set_period(next);
-			if (!lowered_said++)
-				collector_notice(
-				    WIRE_NOTICE_INFO,
-				    "CPU sampling lowered to %ld Hz (asked %u Hz): a sample costs "
-				    "%.1f us in this program",
-				    1000000000L / next, requested_hz, (double)cost / 1000.0);
-		} else if (period > requested_period_ns && next < period / 2) {
-			sampler_set_period(next); /* cheaper now: step back up towards the asked rate */
-		}
-	}
 	/* Requested, set and achieved rates, process-wide (tid = pid). */
 	pid_t pid = getpid();
 	uint64_t cpu = sampler_program_cpu_ns() - (cpu_at_start - 1);
 	uint64_t seen = atomic_load(&samples_seen);
 	sender_counter(last_ns, pid, "sampling-requested-hz", requested_hz);
-	sender_counter(last_ns, pid, "sampling-hz",
-	               (uint64_t)(1000000000L / atomic_load(&sampler_period_ns)));
+	sender_counter(last_ns, pid, "sampling-hz", sampler_rate());
 	if (cpu >= 10000000ull)
 		sender_counter(last_ns, pid, "sampling-achieved-hz",
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));

@@ -38,6 +38,7 @@
 #define EVENTS_PER_FRAME     2048
 #define THREAD_SCAN_NS       200000000ull
 #define LOSS_REPORT_NS       250000000ull
+#define COST_REPORT_NS       1000000000ull
 /*
  * Start-up is lazy: the sender thread sleeps until the process has lived
  * collector_config.lazy_start_ns or made its first ring (an event), and only then makes its
@@ -107,7 +108,7 @@ static struct sender {
 	uint64_t lost[WIRE_LOSS_CAUSE_MAX];
 	uint64_t ring_drops_freed; /* drops of rings already freed */
 	uint64_t last_loss_total;
-	uint64_t last_scan_ns, last_loss_ns;
+	uint64_t last_scan_ns, last_loss_ns, last_cost_ns;
 	uint64_t start_mono_ns;
 	int tracking; /* the sampler and counters follow the threads scans find */
 } snd = {.listen_fd = -1, .viewer_fd = -1};
@@ -314,6 +315,9 @@ uint32_t sender_string_generation(void)
 
 static void push_event(const struct wire_event *ev)
 {
+	/* NVTX calls are priced per event (the NVTX cost entry). */
+	if (ev->kind >= WIRE_EV_NVTX_PUSH && ev->kind <= WIRE_EV_NVTX_CATEGORY)
+		source_count_nvtx(1);
 	snd.events[snd.event_count++] = *ev;
 	if (snd.event_count == EVENTS_PER_FRAME)
 		flush_event_batch();
@@ -703,6 +707,16 @@ static size_t build_losses(struct wire_loss *out)
 	return n * sizeof *out;
 }
 
+/* Queues the collector's cost per source (cumulative; also the final counts). */
+static void queue_cost(uint64_t now)
+{
+	struct wire_cost cost[WIRE_COST_SOURCE_MAX];
+	size_t n = source_cost_build(cost, now);
+	flush_event_batch();
+	if (queue_append(WIRE_FRAME_COST, cost, n * sizeof cost[0], NULL, 0, 0) != 0)
+		snd.lost[WIRE_LOSS_NO_MEMORY]++;
+}
+
 static void queue_losses(void)
 {
 	struct wire_loss losses[WIRE_LOSS_CAUSE_MAX];
@@ -1014,6 +1028,11 @@ static void periodic_work(uint64_t now)
 	if (snd.viewer_fd >= 0)
 		queue_notices();
 	source_each_poll(now);
+	source_budget_poll(now);
+	if (snd.viewer_fd >= 0 && now - snd.last_cost_ns >= COST_REPORT_NS) {
+		snd.last_cost_ns = now;
+		queue_cost(now);
+	}
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -1088,7 +1107,7 @@ static void sender_final_flush(void)
 	source_each_stop();
 	scan_threads(now);
 	source_each_poll(0);
-	drain_rings();
+	source_count_sender(drain_rings());
 	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
 	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
 		return; /* nobody to hand anything to */
@@ -1100,6 +1119,7 @@ static void sender_final_flush(void)
 	}
 	queue_notices();
 	queue_losses();
+	queue_cost(clock_mono_ns());
 	queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
 	uint64_t deadline = now + atomic_load(&final_send_ns), last_progress = clock_mono_ns();
 	while (snd.viewer_fd >= 0 && snd.head) {
@@ -1226,6 +1246,7 @@ static void *sender_main(void *arg)
 			return NULL;
 		}
 		size_t drained = drain_rings();
+		source_count_sender(drained);
 		uint64_t now = clock_mono_ns();
 		periodic_work(now);
 		flush_event_batch();
