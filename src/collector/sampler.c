@@ -977,9 +977,10 @@ void sampler_set_rate(unsigned hz)
 
 unsigned sampler_rate(void)
 {
-	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused))
+	long period = atomic_load(&sampler_period_ns);
+	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused) || period <= 0)
 		return 0;
-	return (unsigned)(1000000000L / atomic_load(&sampler_period_ns));
+	return (unsigned)(1000000000L / period);
 }
 
 unsigned sampler_requested_rate(void)
@@ -1002,9 +1003,10 @@ void sampler_cost(struct wire_cost *cost)
 	uint64_t seen = atomic_load(&samples_seen);
 	cost->added_ns = atomic_load(&handler_ns) + seen * delivery_ns;
 	cost->events = atomic_load(&handler_count);
-	/* The level set, also once stopped at exit (the final counts). */
-	cost->level = requested_hz && !atomic_load(&sampler_paused)
-	                  ? (uint32_t)(1000000000L / atomic_load(&sampler_period_ns))
+	/* The level set, also once stopped at exit (the final counts); none before sampling began. */
+	long period = atomic_load(&sampler_period_ns);
+	cost->level = requested_hz && period > 0 && !atomic_load(&sampler_paused)
+	                  ? (uint32_t)(1000000000L / period)
 	                  : 0;
 }
 

@@ -14,6 +14,78 @@ trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "n/a"}'; }
 
+# The overhead budget (`tests/bench/run.sh budget` runs this section alone).
+budget_section()
+{
+	local work=$B/tests/bench/cpu_work cost=$B/tests/cost_frames rounds=${BUDGET_ROUNDS:-7}
+	local pp_units=${BUDGET_PINGPONG_UNITS:-400000} cpu_units=${BUDGET_CPU_UNITS:-3000}
+	echo "== Overhead budget: where a program made expensive to sample settles, A/B, and the live estimate =="
+	echo "method: $work, pinned with taskset -c $CPU_PIN (program, collector threads and recorder share one CPU)."
+	echo "        'block $pp_units' (2-thread pipe ping-pong) under: none; cuscope record --no-gpu --sample-hz 10000"
+	echo "        (budget 3%, the default); the same with --overhead-budget off. 'cpu $cpu_units' (2 computing threads)"
+	echo "        under none and record --no-gpu (defaults). $rounds rounds, each config once per round in a new"
+	echo "        random order; per round overhead = (traced - none) / none of the program's own timing of its"
+	echo "        work; median and interquartile range. Live estimate (the capture's final cost frames, read with"
+	echo "        $cost): added = sum of added_ns of sampling, blocking calls, counters (and NVTX);"
+	echo "        own = sum of own_cpu_ns (the collector's threads, which share the pinned CPU here);"
+	echo "        est(added) = added / (work seconds - added), est(all) = (added + own) / (work seconds - added - own);"
+	echo "        medians over the rounds."
+	if [ ! -x "$work" ] || [ ! -x "$cost" ]; then
+		echo "cannot run: $work or $cost not built (make tests-build bench)"
+		return
+	fi
+	local cfgs="none budget off cpunone cpudef" cfg
+	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; done
+	for _ in $(seq "$rounds"); do
+		# shellcheck disable=SC2086 # one config per word
+		for cfg in $(printf '%s\n' $cfgs | shuf); do
+			local rec="$CLI record --no-gpu -o $tmp/b.$cfg.cap"
+			case $cfg in
+			none) taskset -c "$CPU_PIN" "$work" block "$pp_units" ;;
+			budget) taskset -c "$CPU_PIN" $rec --sample-hz 10000 -- "$work" block "$pp_units" 2>/dev/null ;;
+			off) taskset -c "$CPU_PIN" $rec --sample-hz 10000 --overhead-budget off -- "$work" block "$pp_units" 2>/dev/null ;;
+			cpunone) taskset -c "$CPU_PIN" "$work" cpu "$cpu_units" ;;
+			cpudef) taskset -c "$CPU_PIN" $rec -- "$work" cpu "$cpu_units" 2>/dev/null ;;
+			esac | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+			[ -f "$tmp/b.$cfg.cap" ] || continue
+			"$cost" "$tmp/b.$cfg.cap" | awk -v s="$(cat "$tmp/round.$cfg")" '
+				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				  last_added[f["source"]] = f["added_ns"]; last_own[f["source"]] = f["own_cpu_ns"] }
+				END { a = 0; o = 0
+				      for (k in last_added) { if (k != "sender" && k != "gpu") a += last_added[k]; o += last_own[k] }
+				      a /= 1e9; o /= 1e9
+				      if (s > a + o) printf "%.2f %.2f\n", a / (s - a) * 100, (a + o) / (s - a - o) * 100 }' >>"$tmp/b.$cfg.est"
+			rm -f "$tmp/b.$cfg.cap"
+		done
+		for cfg in $cfgs; do
+			[ -s "$tmp/round.$cfg" ] && cat "$tmp/round.$cfg" >>"$tmp/b.$cfg"
+		done
+		local pair base
+		for pair in budget:none off:none cpudef:cpunone; do
+			cfg=${pair%%:*}
+			base=$(cat "$tmp/round.${pair##*:}" 2>/dev/null)
+			[ -s "$tmp/round.$cfg" ] && [ -n "$base" ] &&
+				awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/b.$cfg.over"
+		done
+		rm -f "$tmp"/round.*
+	done
+	local what
+	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
+		cfg=${pair%%:*}
+		what=${pair#*:}
+		printf '  %-40s median %s s (rounds: %s)\n' "$what" "$(median <"$tmp/b.$cfg")" "$(tr '\n' ' ' <"$tmp/b.$cfg")"
+		[ -s "$tmp/b.$cfg.over" ] && sort -g "$tmp/b.$cfg.over" | awk '{v[NR] = $1}
+			function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
+			END { printf "  %40s A/B overhead median %+.1f%%  IQR %+.1f%% .. %+.1f%%\n", "", q(0.5), q(0.25), q(0.75) }'
+		[ -s "$tmp/b.$cfg.est" ] && printf '  %40s live estimate median: est(added) %.2f%%, est(all) %.2f%%\n' "" \
+			"$(awk '{print $1}' "$tmp/b.$cfg.est" | median)" "$(awk '{print $2}' "$tmp/b.$cfg.est" | median)"
+	done
+}
+if [ "${1:-}" = budget ]; then
+	budget_section
+	exit 0
+fi
+
 echo "== 1. NVTX push+pop cost on the application thread =="
 echo "method: $PRODUCER, 1M push/pop pairs in batches of 4000 with 1 ms pauses (pauses not timed),"
 echo "        $ROUNDS interleaved rounds each: plain (NVTX without a tool = no-op) and under cuscope record."
@@ -204,3 +276,6 @@ awk -v p="$(median <"$tmp/rss.plain")" -v t="$(median <"$tmp/rss.traced")" \
 awk -v p="$(median <"$tmp/true.plain")" -v t="$(median <"$tmp/true.traced")" \
 	'BEGIN {printf "short-lived children: 200 x /bin/true plain %.0f ms, under record %.0f ms: %.2f ms per child\n", p, t, (t - p) / 200}'
 echo "recorder CPU (user+sys) while recording the loader: median $(awk '{print $1}' "$tmp/viewer" | median) s, $(awk '{print $2}' "$tmp/viewer" | median)% of the run's wall time (rounds: $(awk '{printf "%s s ", $1}' "$tmp/viewer"))"
+
+echo
+budget_section
