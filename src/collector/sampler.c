@@ -71,7 +71,7 @@
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
 
 #define MAX_SAMPLED_THREADS 4096
-/* How often the sender looks at the cost, the signal and the perf fds. */
+/* How often the sender looks at the signal, the masks and the perf fds and reports the rates. */
 #define SAMPLER_POLL_NS 100000000ull
 /* Cost assumed for an unwind until samples are measured (the overhead budget's first window). */
 #define SAMPLER_PRIOR_UNWIND_NS 20000

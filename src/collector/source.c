@@ -44,7 +44,7 @@
 #define BUDGET_UP_WAIT_MAX    64
 #define BUDGET_MEMORY_NS      30000000000ull /* a level's measured cost is trusted this long */
 #define BUDGET_NOTICE_GAP_NS  2000000000ull
-#define BUDGET_NOTICES_MAX    4
+#define BUDGET_NOTICES_MAX    5
 #define BUDGET_STEPS_MAX      16
 #define SAMPLING_FLOOR_HZ     50
 #define OSRT_THRESHOLD_MAX_US 10000u /* 10 ms: past it the wrappers themselves are what costs */
@@ -276,6 +276,10 @@ static struct source_state {
 	uint64_t raised_ns;                     /* last step up (a back-off soon after doubles up_wait) */
 	uint32_t permille_at[BUDGET_STEPS_MAX]; /* measured cost share at each step, +1 (0 = unknown) */
 	uint64_t measured_ns[BUDGET_STEPS_MAX]; /* when */
+	/* Notices: the level last said, whether a change is still to be said, and when. */
+	uint32_t announced;
+	int announced_set, pending;
+	uint64_t pending_estimate, noticed_ns;
 } state[SOURCE_COUNT];
 
 /* Calls hook on every source that has it, charging each the sender CPU time it took. */
@@ -363,6 +367,8 @@ void source_each_exit(void)
 void source_each_detach(void)
 {
 	SOURCE_EACH_MEASURED(detach);
+	/* A later attach starts every source at what it asks for: the budget starts over too. */
+	source_cost_reset();
 }
 
 void source_each_after_fork(void)
@@ -370,7 +376,7 @@ void source_each_after_fork(void)
 	for (size_t i = 0; i < SOURCE_COUNT; i++)
 		if (sources[i].after_fork)
 			sources[i].after_fork();
-	source_cost_after_fork();
+	source_cost_reset();
 }
 
 uint64_t source_each_lost(uint32_t cause)
@@ -425,7 +431,6 @@ static struct {
 	uint64_t start_added[SOURCE_COUNT];
 	unsigned calm; /* windows in a row with room for a step up */
 	unsigned notices;
-	uint64_t last_notice_ns;
 } budget;
 
 /* CPU time of the program's threads: the process's minus the collector's own threads'. Sender. */
@@ -465,24 +470,29 @@ static void budget_percent(char *buf, size_t size, uint64_t permille)
 		snprintf(buf, size, "%llu%%", (unsigned long long)(permille / 10));
 }
 
-/* Moves source i to step, with one notice (rate-limited) saying what changed and why. */
-static void budget_set_step(size_t i, unsigned step, uint64_t estimate_permille, uint64_t now_ns)
+/*
+ * Says what changed for source i since its last notice: at most one notice per source every
+ * BUDGET_NOTICE_GAP_NS, BUDGET_NOTICES_MAX in all (the collector keeps only a few notices per
+ * process); changes made meanwhile are said together in the next one (the cost records have each).
+ */
+static void budget_announce(size_t i, uint64_t now_ns)
 {
+	struct source_state *st = &state[i];
 	const struct source *src = &sources[i];
-	uint32_t from = src->level_at(state[i].step), to = src->level_at(step);
-	int lower = step > state[i].step;
-	state[i].step = step;
-	src->apply(to);
-	if (lower)
-		state[i].backoffs++;
-	if (budget.notices >= BUDGET_NOTICES_MAX ||
-	    (budget.notices && now_ns - budget.last_notice_ns < BUDGET_NOTICE_GAP_NS))
-		return; /* the cost records still say it */
+	if (!st->pending || budget.notices >= BUDGET_NOTICES_MAX ||
+	    (st->noticed_ns && now_ns - st->noticed_ns < BUDGET_NOTICE_GAP_NS))
+		return;
+	uint32_t from = st->announced_set ? st->announced : src->level_at(0), to = src->level_at(st->step);
+	st->pending = 0;
+	st->announced = to;
+	st->announced_set = 1;
+	if (from == to)
+		return; /* down and back up meanwhile: nothing to say */
 	budget.notices++;
-	budget.last_notice_ns = now_ns;
+	st->noticed_ns = now_ns;
 	char limit[48], cost[48], a[32], b[48];
 	budget_percent(limit, sizeof limit, collector_config.overhead_budget_permille);
-	budget_percent(cost, sizeof cost, estimate_permille);
+	budget_percent(cost, sizeof cost, st->pending_estimate);
 	if (from)
 		snprintf(a, sizeof a, "%u", (unsigned)from);
 	else
@@ -493,6 +503,19 @@ static void budget_set_step(size_t i, unsigned step, uint64_t estimate_permille,
 		snprintf(b, sizeof b, "off");
 	collector_notice(WIRE_NOTICE_INFO, "overhead budget %s: %s %s%s%s -> %s (estimated cost %s)", limit,
 	                 src->what, a, from && !to ? " " : "", from && !to ? src->unit : "", b, cost);
+}
+
+/* Moves source i to step; the estimate that moved it goes into the notice. */
+static void budget_set_step(size_t i, unsigned step, uint64_t estimate_permille, uint64_t now_ns)
+{
+	const struct source *src = &sources[i];
+	if (step > state[i].step)
+		state[i].backoffs++;
+	state[i].step = step;
+	src->apply(src->level_at(step));
+	state[i].pending = 1;
+	state[i].pending_estimate = estimate_permille;
+	budget_announce(i, now_ns);
 }
 
 /*
@@ -519,6 +542,9 @@ static void budget_prior(void)
 
 void source_budget_poll(uint64_t now_ns)
 {
+	for (size_t i = 0; i < SOURCE_COUNT; i++)
+		if (state[i].pending)
+			budget_announce(i, now_ns);
 	if (!budget.start_ns) {
 		budget_window_start(now_ns);
 		return;
@@ -604,7 +630,7 @@ void source_budget_poll(uint64_t now_ns)
 	budget_set_step(up, higher, estimate, now_ns);
 }
 
-void source_cost_after_fork(void)
+void source_cost_reset(void)
 {
 	memset(state, 0, sizeof state);
 	memset(&budget, 0, sizeof budget);

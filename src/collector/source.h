@@ -85,8 +85,9 @@ size_t source_cost_build(struct wire_cost *out, uint64_t now_ns);
  * (the NVTX entry's events, priced at a per-call cost calibrated once on the sender). */
 void source_count_sender(uint64_t records);
 void source_count_nvtx(uint64_t events);
-/* Forked child: costs, steps and the budget window start again. */
-void source_cost_after_fork(void);
+/* Forked child, or a detach (a later attach starts over): costs, steps and the budget window
+ * start again. */
+void source_cost_reset(void);
 
 /* ---- What each source offers the table for cost and budget (defined in the source's file) ---- */
 /* Sampling: samples/s now (0 = paused), the rate asked, and cost (handlers' self-timing plus

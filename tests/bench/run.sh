@@ -24,59 +24,67 @@ budget_section()
 	echo "        'block $pp_units' (2-thread pipe ping-pong) under: none; cuscope record --no-gpu --sample-hz 10000"
 	echo "        (budget 3%, the default); the same with --overhead-budget off. 'cpu $cpu_units' (2 computing threads)"
 	echo "        under none and record --no-gpu (defaults). $rounds rounds, each config once per round in a new"
-	echo "        random order; per round overhead = (traced - none) / none of the program's own timing of its"
-	echo "        work; median and interquartile range. Live estimate (the capture's final cost frames, read with"
-	echo "        $cost): added = sum of added_ns of sampling, blocking calls, counters (and NVTX);"
-	echo "        own = sum of own_cpu_ns (the collector's threads, which share the pinned CPU here);"
-	echo "        est(added) = added / (work seconds - added), est(all) = (added + own) / (work seconds - added - own);"
-	echo "        medians over the rounds."
+	echo "        random order; per round overhead = (traced - none) / none, of wall = the program's own timing of"
+	echo "        its work, and of cpu = user+sys of the program's process (/usr/bin/time inside the recording: the"
+	echo "        collector's threads included, other load on the machine not); median and interquartile range."
+	echo "        Live estimate (the capture's final cost frames, read with $cost): added = sum of added_ns"
+	echo "        of sampling, blocking calls, counters and NVTX; own = sum of own_cpu_ns (the collector's threads);"
+	echo "        est(added) = added / (process cpu - added - own), est(all) = (added + own) / (process cpu - added - own);"
+	echo "        medians over the rounds. est(all) is what the cpu A/B measures; est(added) is what the budget keeps."
 	if [ ! -x "$work" ] || [ ! -x "$cost" ]; then
 		echo "cannot run: $work or $cost not built (make tests-build bench)"
 		return
 	fi
-	local cfgs="none budget off cpunone cpudef" cfg
+	local cfgs="none budget off cpunone cpudef" cfg pair base
 	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; done
 	for _ in $(seq "$rounds"); do
 		# shellcheck disable=SC2086 # one config per word
 		for cfg in $(printf '%s\n' $cfgs | shuf); do
-			local rec="$CLI record --no-gpu -o $tmp/b.$cfg.cap"
+			local rec="$CLI record --no-gpu -o $tmp/b.$cfg.cap" timed="/usr/bin/time -f %U_%S -o $tmp/b.time"
 			case $cfg in
-			none) taskset -c "$CPU_PIN" "$work" block "$pp_units" ;;
-			budget) taskset -c "$CPU_PIN" $rec --sample-hz 10000 -- "$work" block "$pp_units" 2>/dev/null ;;
-			off) taskset -c "$CPU_PIN" $rec --sample-hz 10000 --overhead-budget off -- "$work" block "$pp_units" 2>/dev/null ;;
-			cpunone) taskset -c "$CPU_PIN" "$work" cpu "$cpu_units" ;;
-			cpudef) taskset -c "$CPU_PIN" $rec -- "$work" cpu "$cpu_units" 2>/dev/null ;;
-			esac | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+			none) taskset -c "$CPU_PIN" $timed "$work" block "$pp_units" ;;
+			budget) taskset -c "$CPU_PIN" $rec --sample-hz 10000 -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			off) taskset -c "$CPU_PIN" $rec --sample-hz 10000 --overhead-budget off -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			cpunone) taskset -c "$CPU_PIN" $timed "$work" cpu "$cpu_units" ;;
+			cpudef) taskset -c "$CPU_PIN" $rec -- $timed "$work" cpu "$cpu_units" 2>/dev/null ;;
+			esac | awk -v t="$(cat "$tmp/b.time" 2>/dev/null)" '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+			# wall and cpu seconds on one line
+			tr '_' ' ' <"$tmp/b.time" | awk -v w="$(cat "$tmp/round.$cfg")" 'NF == 2 && w != "" {print w, $1 + $2}' >"$tmp/round.$cfg.wc"
+			mv "$tmp/round.$cfg.wc" "$tmp/round.$cfg"
+			rm -f "$tmp/b.time"
 			[ -f "$tmp/b.$cfg.cap" ] || continue
-			"$cost" "$tmp/b.$cfg.cap" | awk -v s="$(cat "$tmp/round.$cfg")" '
+			"$cost" "$tmp/b.$cfg.cap" | awk -v c="$(awk '{print $2}' "$tmp/round.$cfg")" '
 				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 				  last_added[f["source"]] = f["added_ns"]; last_own[f["source"]] = f["own_cpu_ns"] }
 				END { a = 0; o = 0
 				      for (k in last_added) { if (k != "sender" && k != "gpu") a += last_added[k]; o += last_own[k] }
 				      a /= 1e9; o /= 1e9
-				      if (s > a + o) printf "%.2f %.2f\n", a / (s - a) * 100, (a + o) / (s - a - o) * 100 }' >>"$tmp/b.$cfg.est"
+				      if (c > a + o) printf "%.2f %.2f\n", a / (c - a - o) * 100, (a + o) / (c - a - o) * 100 }' >>"$tmp/b.$cfg.est"
 			rm -f "$tmp/b.$cfg.cap"
 		done
 		for cfg in $cfgs; do
 			[ -s "$tmp/round.$cfg" ] && cat "$tmp/round.$cfg" >>"$tmp/b.$cfg"
 		done
-		local pair base
 		for pair in budget:none off:none cpudef:cpunone; do
 			cfg=${pair%%:*}
 			base=$(cat "$tmp/round.${pair##*:}" 2>/dev/null)
 			[ -s "$tmp/round.$cfg" ] && [ -n "$base" ] &&
-				awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/b.$cfg.over"
+				awk -v b="$base" '{split(b, x, " "); printf "%.2f %.2f\n", ($1 - x[1]) / x[1] * 100, ($2 - x[2]) / x[2] * 100}' \
+					"$tmp/round.$cfg" >>"$tmp/b.$cfg.over"
 		done
 		rm -f "$tmp"/round.*
 	done
-	local what
+	local what col
 	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
 		cfg=${pair%%:*}
 		what=${pair#*:}
-		printf '  %-40s median %s s (rounds: %s)\n' "$what" "$(median <"$tmp/b.$cfg")" "$(tr '\n' ' ' <"$tmp/b.$cfg")"
-		[ -s "$tmp/b.$cfg.over" ] && sort -g "$tmp/b.$cfg.over" | awk '{v[NR] = $1}
-			function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
-			END { printf "  %40s A/B overhead median %+.1f%%  IQR %+.1f%% .. %+.1f%%\n", "", q(0.5), q(0.25), q(0.75) }'
+		printf '  %-40s median wall %s s, cpu %s s (rounds, wall/cpu: %s)\n' "$what" "$(awk '{print $1}' "$tmp/b.$cfg" | median)" \
+			"$(awk '{print $2}' "$tmp/b.$cfg" | median)" "$(awk '{printf "%s/%s ", $1, $2}' "$tmp/b.$cfg")"
+		for col in 1:wall 2:cpu; do
+			[ -s "$tmp/b.$cfg.over" ] && awk -v c="${col%%:*}" '{print $c}' "$tmp/b.$cfg.over" | sort -g | awk -v n="${col#*:}" '{v[NR] = $1}
+				function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
+				END { printf "  %40s A/B %-4s overhead median %+.1f%%  IQR %+.1f%% .. %+.1f%%\n", "", n, q(0.5), q(0.25), q(0.75) }'
+		done
 		[ -s "$tmp/b.$cfg.est" ] && printf '  %40s live estimate median: est(added) %.2f%%, est(all) %.2f%%\n' "" \
 			"$(awk '{print $1}' "$tmp/b.$cfg.est" | median)" "$(awk '{print $2}' "$tmp/b.$cfg.est" | median)"
 	done
