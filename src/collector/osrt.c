@@ -33,15 +33,18 @@
 #include <libunwind.h>
 
 #define OSRT_STACK_DEPTH 64
-/* One call in this many (per thread, a power of two) times the wrapper itself. */
-#define OSRT_COST_EVERY 64u
+/* One call in this many (per thread) times the wrapper itself: a prime, so that a thread that
+ * alternates a few calls (write, read, ...) has each of them timed. */
+#define OSRT_COST_EVERY 61u
 
 /* Set by the sender (start-up, overhead budget), read by every wrapper. */
 static _Atomic uint64_t osrt_threshold_ns = 100000;
 static _Atomic int osrt_enabled;
 static _Atomic uint64_t osrt_added_ns; /* estimated time the wrappers added to the program */
 static _Atomic uint64_t osrt_records;  /* calls recorded (over the threshold) */
-static __thread unsigned osrt_calls;   /* this thread's wrapped calls, for 1-in-N timing */
+/* This thread's wrapped calls, for 1-in-N timing. initial-exec: a global-dynamic access would
+ * call __tls_get_addr on every wrapped call. */
+static __thread __attribute__((tls_model("initial-exec"))) unsigned osrt_calls;
 
 void osrt_init(uint64_t threshold_ns, int enabled)
 {
@@ -68,14 +71,20 @@ void osrt_cost(struct wire_cost *cost)
 
 static inline int osrt_active(void)
 {
-	return atomic_load_explicit(&osrt_enabled, memory_order_relaxed) &&
-	       atomic_load_explicit(&collector_running, memory_order_relaxed) && !collector_thread_busy();
+	return atomic_load_explicit(&collector_running, memory_order_relaxed) && !collector_thread_busy();
 }
 
-/* Start of a wrapped call: a clock reading on the calls that time the wrapper, else 0. */
+/* Start of a wrapped call while tracing is on: a clock reading on the calls that time the wrapper
+ * (before the remaining checks, so that the timed span has them), else 0. */
 static inline uint64_t osrt_cost_start(void)
 {
-	return (++osrt_calls & (OSRT_COST_EVERY - 1)) == 0 ? clock_mono_ns() : 0;
+	return osrt_calls++ % OSRT_COST_EVERY == 0 ? clock_mono_ns() : 0;
+}
+
+/* Tracing is on (one load: the whole cost of a wrapper while it is off). */
+static inline int osrt_on(void)
+{
+	return atomic_load_explicit(&osrt_enabled, memory_order_relaxed);
 }
 
 /* Records one blocking call that took [start, end) with the caller's stack. */
@@ -122,9 +131,11 @@ static void osrt_finish(const struct collector_string *name, uint64_t cost_start
 /* Times a call expression; records it when it blocked long enough. */
 #define OSRT_TIMED(fn, rettype, call)                                                                        \
 	do {                                                                                                 \
-		if (!osrt_active())                                                                          \
+		if (!osrt_on())                                                                              \
 			return call;                                                                         \
 		uint64_t tc = osrt_cost_start();                                                             \
+		if (!osrt_active())                                                                          \
+			return call;                                                                         \
 		uint64_t t0 = clock_mono_ns();                                                               \
 		rettype rc = call;                                                                           \
 		int saved = errno;                                                                           \
@@ -344,7 +355,7 @@ COLLECTOR_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 	if (!real_lock)
 		return ENOSYS;
 	/* Only contended locks are worth a clock read: try first. */
-	if (!osrt_active() || !real_trylock)
+	if (!osrt_on() || !osrt_active() || !real_trylock)
 		return real_lock(mutex);
 	int rc = real_trylock(mutex);
 	if (rc != EBUSY)
@@ -370,9 +381,11 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_cond_wait");
 	if (!real)
 		return ENOSYS;
+	if (!osrt_on())
+		return real(cond, mutex);
+	uint64_t tc = osrt_cost_start(); /* before the check: the timed span includes it */
 	if (!osrt_active())
 		return real(cond, mutex);
-	uint64_t tc = osrt_cost_start();
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex);
 	int saved = errno;
@@ -394,9 +407,11 @@ COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_
 		    RTLD_NEXT, "pthread_cond_timedwait");
 	if (!real)
 		return ENOSYS;
+	if (!osrt_on())
+		return real(cond, mutex, abstime);
+	uint64_t tc = osrt_cost_start(); /* before the check: the timed span includes it */
 	if (!osrt_active())
 		return real(cond, mutex, abstime);
-	uint64_t tc = osrt_cost_start();
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex, abstime);
 	int saved = errno;

@@ -17,9 +17,9 @@
  * thread CPU-second), and for threads that block it overstates the share of wall time (an
  * estimate that errs on the side of the program). Over budget, one source steps down per
  * window, in rank order (sampling, then counters, then the blocking-call threshold), skipping
- * sources that account for under a quarter of the added time; a window whose estimate with one
- * step back up stays under BUDGET_UP_PERMILLE of the budget for `up_wait` windows in a row
- * steps the most recently lowered rank back up. The estimate one step up is what that level
+ * sources that account for under a quarter of the added time. Under budget, the last lowered
+ * rank whose estimate one step back up stays under BUDGET_UP_PERMILLE of the budget steps up,
+ * once that held for `up_wait` windows in a row. The estimate one step up is what that level
  * measured before (for BUDGET_MEMORY_NS), else twice the source's share now; a source lowered
  * again soon after a step up waits twice as long before the next. GPU activity, launch records
  * and NVTX are never lowered. Each step: one notice (rate-limited) and the source's cost entry
@@ -592,42 +592,41 @@ void source_budget_poll(uint64_t now_ns)
 		if (pick == SOURCE_COUNT)
 			return;
 		if (state[pick].raised_ns &&
-		    now_ns - state[pick].raised_ns < BUDGET_UP_WAIT * BUDGET_WINDOW_NS * 2)
-			state[pick].up_wait = state[pick].up_wait * 2 > BUDGET_UP_WAIT_MAX
-			                          ? BUDGET_UP_WAIT_MAX
-			                          : state[pick].up_wait * 2;
+		    now_ns - state[pick].raised_ns < BUDGET_UP_WAIT * BUDGET_WINDOW_NS * 2) {
+			/* Lowered again soon after a step up: wait longer before the next one. */
+			unsigned wait = state[pick].up_wait ? state[pick].up_wait : BUDGET_UP_WAIT;
+			state[pick].up_wait = wait * 2 > BUDGET_UP_WAIT_MAX ? BUDGET_UP_WAIT_MAX : wait * 2;
+		}
 		budget_set_step(pick, state[pick].step + 1, estimate, now_ns);
 		return;
 	}
-	/* Under budget: the most recently lowered rank (the last in order) goes back up first. */
+	/* Under budget: the last lowered rank whose step back up would still fit goes up first. */
 	size_t up = SOURCE_COUNT;
 	for (int rank = 3; rank >= 1 && up == SOURCE_COUNT; rank--)
-		for (size_t i = 0; i < SOURCE_COUNT; i++)
-			if (sources[i].budget_rank == rank && state[i].step) {
+		for (size_t i = 0; i < SOURCE_COUNT && up == SOURCE_COUNT; i++) {
+			struct source_state *st = &state[i];
+			if (sources[i].budget_rank != rank || !st->step)
+				continue;
+			/* One step up costs what it measured there (recently), else twice the share now. */
+			uint64_t share = added[i] * 1000 / base, above = 2 * share;
+			unsigned higher = st->step - 1;
+			if (st->permille_at[higher] && now_ns - st->measured_ns[higher] < BUDGET_MEMORY_NS)
+				above = st->permille_at[higher] - 1;
+			if ((estimate - share + above) * 1000 <= (uint64_t)permille * BUDGET_UP_PERMILLE)
 				up = i;
-				break;
-			}
+		}
 	if (up == SOURCE_COUNT) {
 		budget.calm = 0;
 		return;
 	}
 	struct source_state *st = &state[up];
-	uint64_t share = added[up] * 1000 / base, above = 2 * share;
-	unsigned higher = st->step - 1;
-	if (st->permille_at[higher] && now_ns - st->measured_ns[higher] < BUDGET_MEMORY_NS)
-		above = st->permille_at[higher] - 1;
-	uint64_t predicted = estimate - share + above;
-	if (predicted * 1000 > (uint64_t)permille * BUDGET_UP_PERMILLE) {
-		budget.calm = 0;
-		return;
-	}
 	if (!st->up_wait)
 		st->up_wait = BUDGET_UP_WAIT;
 	if (++budget.calm < st->up_wait)
 		return;
 	budget.calm = 0;
 	st->raised_ns = now_ns;
-	budget_set_step(up, higher, estimate, now_ns);
+	budget_set_step(up, st->step - 1, estimate, now_ns);
 }
 
 void source_cost_reset(void)
