@@ -22,7 +22,9 @@ budget_section()
 	echo "== Overhead budget: where a program made expensive to sample settles, A/B, and the live estimate =="
 	echo "method: $work, pinned with taskset -c $CPU_PIN (program, collector threads and recorder share one CPU)."
 	echo "        'block $pp_units' (2-thread pipe ping-pong) under: none; cuscope record --no-gpu --sample-hz 10000"
-	echo "        (budget 3%, the default); the same with --overhead-budget off. 'cpu $cpu_units' (2 computing threads)"
+	echo "        (budget 3%, the default); the same with --overhead-budget off; and 'lite' = --sample-hz 0"
+	echo "        --osrt-threshold-us off --counters none (the collector running, no CPU-side source: what being"
+	echo "        there costs, which no source's estimate holds). 'cpu $cpu_units' (2 computing threads)"
 	echo "        under none and record --no-gpu (defaults). $rounds rounds, each config once per round in a new"
 	echo "        random order; per round overhead = (traced - none) / none, of wall = the program's own timing of"
 	echo "        its work, and of cpu = user+sys of the program's process (/usr/bin/time inside the recording: the"
@@ -35,7 +37,7 @@ budget_section()
 		echo "cannot run: $work or $cost not built (make tests-build bench)"
 		return
 	fi
-	local cfgs="none budget off cpunone cpudef" cfg pair base
+	local cfgs="none budget off lite cpunone cpudef" cfg pair base
 	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; done
 	for _ in $(seq "$rounds"); do
 		# shellcheck disable=SC2086 # one config per word
@@ -45,6 +47,7 @@ budget_section()
 			none) taskset -c "$CPU_PIN" $timed "$work" block "$pp_units" ;;
 			budget) taskset -c "$CPU_PIN" $rec --sample-hz 10000 -- $timed "$work" block "$pp_units" 2>/dev/null ;;
 			off) taskset -c "$CPU_PIN" $rec --sample-hz 10000 --overhead-budget off -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			lite) taskset -c "$CPU_PIN" $rec --sample-hz 0 --osrt-threshold-us off --counters none -- $timed "$work" block "$pp_units" 2>/dev/null ;;
 			cpunone) taskset -c "$CPU_PIN" $timed "$work" cpu "$cpu_units" ;;
 			cpudef) taskset -c "$CPU_PIN" $rec -- $timed "$work" cpu "$cpu_units" 2>/dev/null ;;
 			esac | awk -v t="$(cat "$tmp/b.time" 2>/dev/null)" '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
@@ -65,7 +68,7 @@ budget_section()
 		for cfg in $cfgs; do
 			[ -s "$tmp/round.$cfg" ] && cat "$tmp/round.$cfg" >>"$tmp/b.$cfg"
 		done
-		for pair in budget:none off:none cpudef:cpunone; do
+		for pair in budget:none off:none lite:none cpudef:cpunone; do
 			cfg=${pair%%:*}
 			base=$(cat "$tmp/round.${pair##*:}" 2>/dev/null)
 			[ -s "$tmp/round.$cfg" ] && [ -n "$base" ] &&
@@ -75,7 +78,7 @@ budget_section()
 		rm -f "$tmp"/round.*
 	done
 	local what col
-	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
+	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "lite:pingpong, lite (no CPU-side source)" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
 		cfg=${pair%%:*}
 		what=${pair#*:}
 		printf '  %-40s median wall %s s, cpu %s s (rounds, wall/cpu: %s)\n' "$what" "$(awk '{print $1}' "$tmp/b.$cfg" | median)" \
