@@ -32,8 +32,10 @@
 #include "cuscope/ring.h"
 #include "cuscope/wire.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define BUDGET_WINDOW_NS      500000000ull
@@ -97,36 +99,58 @@ static uint64_t thread_cpu_ns(void)
 static uint64_t nvtx_events, nvtx_call_ns, sender_records;
 
 /*
- * What one NVTX call does on the application thread after the dispatch: a timestamp and one
- * record written into a ring (reserve, fill, commit), timed on the sender thread over a ring of
- * its own. Best of 8 rounds of 256 (the least disturbed).
+ * What one NVTX call does on the application thread after the dispatch, done on the sender over a
+ * ring of its own of the programs' size: a message's length and copy, errno kept, a timestamp, a
+ * record reserved with the pushes' headroom, filled, committed, the half-full check. The ring is
+ * cycled through several times (drained between timed batches, untimed) so that its memory is
+ * as cold as a program's ring. Not in it: cache lines the sender takes from the writer's core.
  */
 static uint64_t nvtx_calibrate(void)
 {
-	static _Alignas(64) uint8_t storage[64 * 1024];
+	enum { BATCH = 512, HEADROOM = 16 * 1024 };
+	size_t bytes = collector_config.ring_bytes;
+	if (bytes < 64 * 1024 || bytes > (4u << 20))
+		bytes = bytes < 64 * 1024 ? 64 * 1024 : 4u << 20;
+	void *storage = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (storage == MAP_FAILED)
+		return 0;
+	memset(storage, 0, bytes); /* page faults are not what a call costs */
 	struct ring ring;
-	uint64_t best = UINT64_MAX;
-	for (int round = 0; round < 8; round++) {
-		ring_init(&ring, storage, sizeof storage);
+	ring_init(&ring, storage, bytes);
+	static const char *const message = "calibrate-range";
+	uint64_t spent = 0, calls = 0;
+	size_t total = 4 * bytes / (sizeof(struct ring_record) + 16);
+	while (calls < total) {
 		uint64_t t0 = clock_mono_ns();
-		for (int i = 0; i < 256; i++) {
-			uint16_t flags = 0;
-			uint64_t stamp = collector_stamp(&flags);
-			struct ring_record *rec = ring_reserve(&ring, 0);
+		for (int i = 0; i < BATCH; i++) {
+			int saved_errno = errno;
+			size_t len = strlen(message);
+			struct ring_record *rec = ring_reserve_headroom(&ring, len, HEADROOM);
 			if (!rec)
 				break;
-			memset(rec, 0, sizeof *rec);
-			rec->size = sizeof *rec;
+			uint16_t flags = 0;
 			rec->kind = WIRE_EV_NVTX_PUSH;
+			rec->tid = 1;
+			rec->reserved = 0;
+			rec->time_ns = collector_stamp(&flags);
 			rec->flags = flags;
-			rec->time_ns = stamp;
+			rec->value = 0;
+			rec->name_ref = NULL;
+			rec->domain_ref = NULL;
+			memcpy(rec + 1, message, len);
 			ring_commit(&ring, rec);
+			if (ring_used_upper_bound(&ring) > bytes / 2)
+				ring_refresh_used(&ring);
+			errno = saved_errno;
 		}
-		uint64_t t = (clock_mono_ns() - t0) / 256;
-		if (t < best)
-			best = t;
+		spent += clock_mono_ns() - t0;
+		calls += BATCH;
+		const struct ring_record *rec;
+		while ((rec = ring_peek(&ring)))
+			ring_release(&ring, rec);
 	}
-	return best == UINT64_MAX ? 0 : best;
+	munmap(storage, bytes);
+	return calls ? spent / calls : 0;
 }
 
 static void nvtx_cost(struct wire_cost *cost)
