@@ -58,9 +58,11 @@ budget_section()
 			[ -f "$tmp/b.$cfg.cap" ] || continue
 			"$cost" "$tmp/b.$cfg.cap" | awk -v c="$(awk '{print $2}' "$tmp/round.$cfg")" '
 				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-				  last_added[f["source"]] = f["added_ns"]; last_own[f["source"]] = f["own_cpu_ns"] }
+				  k = f["pid"] SUBSEP f["source"]; src[k] = f["source"]
+				  last_added[k] = f["added_ns"]; last_own[k] = f["own_cpu_ns"] }
+				# the last (cumulative) entry of each source of each traced process (/usr/bin/time is one)
 				END { a = 0; o = 0
-				      for (k in last_added) { if (k != "sender" && k != "gpu") a += last_added[k]; o += last_own[k] }
+				      for (k in last_added) { if (src[k] != "sender" && src[k] != "gpu") a += last_added[k]; o += last_own[k] }
 				      a /= 1e9; o /= 1e9
 				      if (c > a + o) printf "%.2f %.2f\n", a / (c - a - o) * 100, (a + o) / (c - a - o) * 100 }' >>"$tmp/b.$cfg.est"
 			rm -f "$tmp/b.$cfg.cap"

@@ -46,12 +46,13 @@ field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" <<<"$1"; }
 rec b3 --sample-hz 10000 --overhead-budget 3
 grep -qE "overhead budget 3%: CPU sampling 10000 -> [0-9]+ samples/s \(estimated cost [0-9.]+%\)" "$T/b3.info" ||
 	fail "no sampling back-off notice at budget 3: $(grep -i 'budget\|sampling' "$T/b3.info" | head -3)"
-s=$(last b3 sampling)
-[ -n "$s" ] || fail "no sampling cost entry: $(head -3 "$T/b3.cost")"
-[ "$(field "$s" reduced)" = 1 ] || fail "sampling not marked reduced: $s"
-[ "$(field "$s" backoffs)" -ge 1 ] || fail "sampling backoffs not counted: $s"
+# Lowered while it was costly: a cost entry says so (later ones may show it back up, measured
+# cheap: timer samples come at most once a tick).
+s=$(grep 'source=sampling .*reduced=1' "$T/b3.cost" | head -1)
+[ -n "$s" ] || fail "no sampling cost entry marked reduced: $(grep 'source=sampling' "$T/b3.cost" | head -3 | tr '\n' '|')"
 lvl=$(field "$s" level)
 { [ "$lvl" -gt 0 ] && [ "$lvl" -lt 10000 ]; } || fail "sampling level $lvl, want under 10000 and on: $s"
+[ "$(field "$(last b3 sampling)" backoffs)" -ge 1 ] || fail "sampling backoffs not counted: $(last b3 sampling)"
 
 rec b1 --sample-hz 0 --overhead-budget 1
 grep -qE "overhead budget 1%: blocking calls over 100 -> 1000 us \(estimated cost [0-9.]+%\)" "$T/b1.info" ||
