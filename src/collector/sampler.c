@@ -490,6 +490,66 @@ static void sampler_rearm(const siginfo_t *info)
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
+/*
+ * While the sender unblocks the sampling signal to calibrate, a signal of the program's own on
+ * that number (process-directed) may be delivered to the sender. It is kept, the handler blocks
+ * the signal on the sender from its return on (the interrupted context's mask) so that no more
+ * land there, the calibration is abandoned, and the kept ones are sent to the process again once
+ * it ends (then a program thread takes them, e.g. its sigwait).
+ */
+#define SAMPLER_STASH_MAX 8
+static _Atomic pid_t calibrating_tid;
+static siginfo_t stashed[SAMPLER_STASH_MAX];
+static _Atomic unsigned stashed_count;
+static _Atomic int calibration_interrupted;
+
+/* Handler side: 1 if info was kept for later (the caller is the calibrating sender). */
+static int sampler_calibration_stash(const siginfo_t *info, void *context)
+{
+	if (atomic_load(&calibrating_tid) != collector_gettid())
+		return 0;
+	unsigned slot = atomic_load(&stashed_count);
+	if (slot >= SAMPLER_STASH_MAX)
+		return 0; /* cannot happen with the signal blocked after the first: as before */
+	stashed[slot] = *info;
+	atomic_store(&stashed_count, slot + 1);
+	atomic_store(&calibration_interrupted, 1);
+	if (context)
+		sigaddset(&((ucontext_t *)context)->uc_sigmask, info->si_signo);
+	return 1;
+}
+
+/* Sender: unblocks sig on this thread for a calibration; saved gets the mask to restore. */
+static void sampler_calibration_begin(int sig, sigset_t *saved)
+{
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	atomic_store(&stashed_count, 0);
+	atomic_store(&calibration_interrupted, 0);
+	atomic_store(&calibrating_tid, collector_gettid());
+	pthread_sigmask(SIG_UNBLOCK, &one, saved);
+}
+
+/* Sender: blocks the signal again and hands the program's signals taken meanwhile back to it.
+ * Returns 0, or -1 when one came (the measurement is not to be used). */
+static int sampler_calibration_end(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+	atomic_store(&calibrating_tid, 0);
+	unsigned n = atomic_load(&stashed_count);
+	for (unsigned i = 0; i < n; i++) {
+		/* A kill() is sent again as one (the kernel lets only the main thread queue a
+		 * kill-like siginfo); a sigqueue() with its value. */
+		if (stashed[i].si_code == SI_USER)
+			kill(getpid(), stashed[i].si_signo);
+		else
+			syscall(SYS_rt_sigqueueinfo, getpid(), stashed[i].si_signo, &stashed[i]);
+	}
+	atomic_store(&stashed_count, 0);
+	return atomic_load(&calibration_interrupted) ? -1 : 0;
+}
+
 static void sampler_handler(int sig, siginfo_t *info, void *context)
 {
 	int saved_errno = errno;
@@ -499,7 +559,8 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 		return;
 	}
 	if (!sampler_signal_is_ours(info)) {
-		sampler_forward(sig, info, context);
+		if (!sampler_calibration_stash(info, context))
+			sampler_forward(sig, info, context);
 		errno = saved_errno;
 		return;
 	}
@@ -625,10 +686,8 @@ static void sampler_calibrate(int sig)
 	enum { ROUNDS = 16 };
 	uint64_t best = UINT64_MAX;
 	pid_t pid = getpid(), tid = collector_gettid();
-	sigset_t one, saved;
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	pthread_sigmask(SIG_UNBLOCK, &one, &saved);
+	sigset_t saved;
+	sampler_calibration_begin(sig, &saved);
 	for (int i = 0; i < ROUNDS; i++) {
 		siginfo_t si;
 		memset(&si, 0, sizeof si);
@@ -644,8 +703,8 @@ static void sampler_calibrate(int sig)
 		if (t < best)
 			best = t;
 	}
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	delivery_ns = best == UINT64_MAX ? SAMPLER_DELIVERY_FALLBACK_NS : best;
+	int interrupted = sampler_calibration_end(&saved) != 0;
+	delivery_ns = best == UINT64_MAX || interrupted ? SAMPLER_DELIVERY_FALLBACK_NS : best;
 }
 
 /* CPU time of the calling thread, ns. */
@@ -692,10 +751,8 @@ static void sampler_calibrate_timer(int sig)
 	uint64_t one = sampler_self_cpu_ns() - t0;
 	if (one > 0 && one < 5000000)
 		rounds = rounds * 5000000 / one;
-	sigset_t mask, saved;
-	sigemptyset(&mask);
-	sigaddset(&mask, sig);
-	pthread_sigmask(SIG_UNBLOCK, &mask, &saved);
+	sigset_t saved;
+	sampler_calibration_begin(sig, &saved);
 	uint64_t plain = UINT64_MAX, per_signal = UINT64_MAX;
 	for (int i = 0; i < 3; i++) {
 		t0 = sampler_self_cpu_ns();
@@ -719,7 +776,8 @@ static void sampler_calibrate_timer(int sig)
 	}
 	(void)sink;
 	timer_delete(timer);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (sampler_calibration_end(&saved) != 0)
+		return; /* the program's signals came in between: the figure is not this */
 	if (per_signal != UINT64_MAX && per_signal > delivery_ns)
 		delivery_ns = per_signal;
 }
