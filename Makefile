@@ -158,7 +158,12 @@ $(BUILD)/tests/stack_grep: tests/gpu/stack_grep.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS) -ldl
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep tests-gpu-build
+# Prints a capture's cost frames (the overhead-budget test and benchmark).
+$(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
+
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

@@ -75,7 +75,13 @@ struct collector_config {
 	 * thread once it has checked the TSC; each record carries its own flag, so the switch can
 	 * happen while application threads write. */
 	_Atomic int use_ticks;
-	unsigned sample_hz;     /* CPU samples per thread CPU-second, 0 = off */
+	unsigned sample_hz;         /* CPU samples per thread CPU-second, 0 = off */
+	uint64_t osrt_threshold_ns; /* blocking calls at least this long are recorded */
+	int osrt_enabled;           /* CUSCOPE_OSRT_THRESHOLD_US is not "off" */
+	char counters[512];         /* CUSCOPE_COUNTERS: "none", a list, or "" for the default set */
+	/* CUSCOPE_OVERHEAD_BUDGET: the CPU-side overhead the collector keeps to, per mille of the
+	 * program's own CPU time; 0 = off (what was asked is kept) */
+	unsigned overhead_budget_permille;
 	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
 };
 

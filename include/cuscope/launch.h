@@ -17,6 +17,7 @@ struct launch_options {
 	int no_gpu;                    /* do not trace GPU activity */
 	const char *follow;            /* descendants traced: "all", "none" or EXE,... (NULL = all) */
 	unsigned log_mb;               /* output log cap in MiB (log_output), 0 = LAUNCH_LOG_MB_DEFAULT */
+	const char *overhead_budget;   /* CPU-side overhead the collector keeps to: "PCT" or "off" */
 };
 
 #define LAUNCH_LOG_MB_DEFAULT 64u
@@ -41,8 +42,9 @@ struct launch_log_stats {
 	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
 	    {"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4},                                       \
 	    {"log-mb", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5},                                 \
+	    {"follow", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 6},                                 \
 	{                                                                                                    \
-		"follow", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 6                                \
+		"overhead-budget", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 7                       \
 	}
 /* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
 int launch_parse_option(struct launch_options *options, int opt, const char *arg);

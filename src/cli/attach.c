@@ -302,6 +302,9 @@ static int attach_write_rendezvous(int base, const char *name, uid_t uid, const 
 	                 o->counters ? "\n" : "");
 	if (o->buffer_mb)
 		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_BUFFER_MB=%u\n", o->buffer_mb);
+	if (o->overhead_budget)
+		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_OVERHEAD_BUDGET=%s\n",
+		              o->overhead_budget);
 	/* A fresh file in the verified directory, never through a link. */
 	unlinkat(base, name, 0);
 	int fd = openat(base, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

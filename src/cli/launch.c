@@ -32,7 +32,11 @@ const char launch_options_help[] =
     "                         COMMAND's output (default 64); a note at its top counts what was dropped\n"
 
     "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,... (COMMAND\n"
-    "                         and descendants whose executable or argv[0] has one of these base names)\n";
+    "                         and descendants whose executable or argv[0] has one of these base names)\n"
+    "      --overhead-budget PCT  keep what CPU sampling, counters and blocking-call records add to the\n"
+    "                         program's CPU time near PCT % (default 3; 0.1-100): lowered in that order\n"
+    "                         when over, raised back when well under, each change a notice; off = keep\n"
+    "                         what was asked (costs are still measured)\n";
 
 static int launch_number_option(const char *name, const char *arg, int allow_off)
 {
@@ -43,6 +47,31 @@ static int launch_number_option(const char *name, const char *arg, int allow_off
 	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "",
 	        arg);
 	return -1;
+}
+
+/* 0 if arg is an --overhead-budget value: "off" or a percentage in (0, 100], one decimal at most. */
+static int launch_budget_check(const char *arg)
+{
+	if (strcmp(arg, "off") == 0)
+		return 0;
+	const char *p = arg;
+	unsigned whole = 0, digits = 0, tenths = 0;
+	while (*p >= '0' && *p <= '9' && digits < 4) {
+		whole = whole * 10 + (unsigned)(*p++ - '0');
+		digits++;
+	}
+	if (!digits)
+		return -1;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -1;
+		tenths = (unsigned)(*p++ - '0');
+	}
+	if (*p)
+		return -1;
+	unsigned permille = whole * 10 + tenths;
+	return permille > 0 && permille <= 1000 ? 0 : -1;
 }
 
 /* 0 if arg is a --follow value: all, none, or non-empty base names separated by commas. */
@@ -114,6 +143,16 @@ int launch_parse_option(struct launch_options *options, int opt, const char *arg
 			return -1;
 		}
 		options->follow = arg;
+		return 1;
+	case 7:
+		if (launch_budget_check(arg) != 0) {
+			fprintf(stderr,
+			        "cuscope: --overhead-budget needs a percentage over 0 and at most 100 (one "
+			        "decimal at most) or 'off', not '%s'\n",
+			        arg);
+			return -1;
+		}
+		options->overhead_budget = arg;
 		return 1;
 	default:
 		return 0;
@@ -217,6 +256,8 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 		setenv("CUSCOPE_OSRT_THRESHOLD_US", options->osrt_threshold_us, 1);
 	if (options->counters)
 		setenv("CUSCOPE_COUNTERS", options->counters, 1);
+	if (options->overhead_budget)
+		setenv("CUSCOPE_OVERHEAD_BUDGET", options->overhead_budget, 1);
 	if (options->no_gpu)
 		setenv("CUSCOPE_NO_GPU", "1", 1);
 	if (options->python_perf)

@@ -68,6 +68,10 @@ static const struct verb verbs[] = {
      "      --no-gpu           do not trace GPU activity\n"
      "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,...\n"
      "                         (COMMAND and descendants with one of these executable base names)\n"
+     "      --overhead-budget PCT|off  keep what sampling, counters and blocking-call records add\n"
+     "                         to the program's CPU time near PCT % (default 3): lowered in that\n"
+     "                         order, raised back when well under, each change a notice; off =\n"
+     "                         keep what was asked\n"
      "  -h, --help             this help\n"},
     {"view", cli_view, "open a capture file in the timeline UI",
      "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
@@ -152,6 +156,7 @@ static const char *live_usage =
     "  -V, --version      print the version\n"
     "collector options (live mode, record, attach):\n"
     "  --sample-hz N, --osrt-threshold-us N, --counters LIST, --python-perf, --no-gpu,\n"
+    "  --overhead-budget PCT|off (default 3),\n"
     "  --follow all|none|EXE,... (live mode, record and run --detached)\n"
     "  (see cuscope record --help)\n"
     "NO_COLOR in the environment turns colour off.\n"

@@ -9,6 +9,7 @@
  */
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -27,6 +29,9 @@
 #define MAX_EVENTS          8
 #define MAX_COUNTED_THREADS 256
 #define COUNTERS_PERIOD_NS  500000000ull
+/* What one counting perf event is assumed to add to its thread at each context switch (the
+ * kernel switches the event's context out and in); an estimate, not measured here. */
+#define COUNTERS_PERF_SWITCH_NS 200ull
 
 /* Where an event's value comes from. */
 enum counter_source {
@@ -49,6 +54,7 @@ struct counted_thread {
 	 * has not moved has not run, so it has neither switched nor faulted since (no procfs read). */
 	uint64_t cpu_ns, switches, faults;
 	int have_switches, have_faults;
+	uint64_t priced_switches; /* switches already priced into added_ns (perf events only) */
 };
 
 static struct {
@@ -59,9 +65,12 @@ static struct {
 	struct counted_thread threads[MAX_COUNTED_THREADS];
 	size_t thread_count;
 	uint64_t last_poll_ns;
-	int probed;    /* the first thread decided which perf events work */
-	int said_cap;  /* the thread cap notice was given */
-	int said_proc; /* the procfs notice was given */
+	uint64_t period_ns; /* between reads; 0 = off (the overhead budget): no reads, perf disabled */
+	uint64_t reads;     /* thread readings so far */
+	uint64_t added_ns;  /* estimated time perf events added to the program's threads */
+	int probed;         /* the first thread decided which perf events work */
+	int said_cap;       /* the thread cap notice was given */
+	int said_proc;      /* the procfs notice was given */
 } ctr;
 
 static long perf_open(struct perf_event_attr *attr, pid_t tid)
@@ -204,6 +213,7 @@ int counters_init(const char *list)
 	ctr.probed = 0;
 	ctr.said_cap = 0;
 	ctr.said_proc = 0;
+	ctr.period_ns = COUNTERS_PERIOD_NS;
 	ctr.on = !(list && strcmp(list, "none") == 0);
 	if (!ctr.on)
 		return 0;
@@ -296,7 +306,7 @@ void counters_thread_added(pid_t tid)
 		if (ctr.events[i].source != SOURCE_PERF)
 			continue;
 		struct perf_event_attr attr = ctr.events[i].attr;
-		attr.disabled = 0;
+		attr.disabled = !ctr.period_ns; /* counters off (overhead budget): enabled when back on */
 		attr.inherit = 0;
 		long fd = perf_open(&attr, tid);
 		if (fd >= 0)
@@ -438,6 +448,18 @@ static void counters_read_thread(struct counted_thread *t, uint64_t now)
 		if (rc == 0)
 			sender_counter(now, t->tid, ctr.events[i].name, value);
 	}
+	ctr.reads++;
+	/* Perf events cost the thread at each of its context switches (procfs counters cost it
+	 * nothing: they are read here, on the sender). */
+	if (ctr.perf_count && ran) {
+		uint64_t switches = 0;
+		if (counters_proc_switches(t->tid, &switches) == 0) {
+			if (t->priced_switches && switches > t->priced_switches)
+				ctr.added_ns += (switches - t->priced_switches) * ctr.perf_count *
+				                COUNTERS_PERF_SWITCH_NS;
+			t->priced_switches = switches;
+		}
+	}
 }
 
 void counters_thread_removed(pid_t tid)
@@ -460,9 +482,9 @@ void counters_thread_removed(pid_t tid)
 
 void counters_poll(uint64_t now_ns)
 {
-	if (!ctr.on || !ctr.event_count)
+	if (!ctr.on || !ctr.event_count || !ctr.period_ns)
 		return;
-	if (now_ns && now_ns - ctr.last_poll_ns < COUNTERS_PERIOD_NS)
+	if (now_ns && now_ns - ctr.last_poll_ns < ctr.period_ns)
 		return;
 	uint64_t now = now_ns ? now_ns : collector_now_ns();
 	ctr.last_poll_ns = now;
@@ -478,4 +500,30 @@ void counters_forget_after_fork(void)
 			if (ctr.threads[k].fds[i] >= 0)
 				collector_fd_close(ctr.threads[k].fds[i]);
 	ctr.thread_count = 0;
+}
+
+int counters_active(void)
+{
+	return ctr.on && ctr.event_count;
+}
+
+/* Off (0) disables the perf events too: a disabled event costs its thread no context switch. */
+void counters_set_period(uint64_t period_ns)
+{
+	int was_off = !ctr.period_ns;
+	ctr.period_ns = period_ns;
+	if (was_off == !period_ns || !ctr.perf_count)
+		return;
+	for (size_t k = 0; k < ctr.thread_count; k++)
+		for (size_t i = 0; i < ctr.event_count; i++)
+			if (ctr.events[i].source == SOURCE_PERF && counters_fd_ours(&ctr.threads[k], i))
+				ioctl(ctr.threads[k].fds[i],
+				      period_ns ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void counters_cost(struct wire_cost *cost)
+{
+	cost->added_ns = ctr.added_ns;
+	cost->events = ctr.reads;
+	cost->level = counters_active() ? (uint32_t)(ctr.period_ns / 1000000ull) : 0;
 }

@@ -7,6 +7,7 @@
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -78,9 +79,10 @@ static struct {
 	uint32_t runtime_names[CUPTI_NAME_CACHE];
 	uint32_t driver_names[CUPTI_NAME_CACHE];
 	uint32_t names_generation;
-	int late;                     /* started after CUDA was initialised (attach) */
-	int buffers_zeroed_by_us;     /* CUPTI takes our buffers as zeroed (see cupti_start) */
-	_Atomic int detach_requested; /* finalize at the next API exit (cuptiFinalize's rule) */
+	int late;                      /* started after CUDA was initialised (attach) */
+	int buffers_zeroed_by_us;      /* CUPTI takes our buffers as zeroed (see cupti_start) */
+	_Atomic int detach_requested;  /* finalize at the next API exit (cuptiFinalize's rule) */
+	_Atomic uint64_t flush_cpu_ns; /* CPU time of flush threads so far (the GPU cost entry) */
 } cu;
 
 static uint64_t CUPTIAPI cupti_timestamp(void)
@@ -193,10 +195,18 @@ static void *cupti_flush_main(void *arg)
 	if (ms && atol(ms) > 0 && atol(ms) <= 10000)
 		period_ns = atol(ms) * 1000000L;
 	struct timespec period = {period_ns / 1000000000L, period_ns % 1000000000L};
+	uint64_t cpu_seen = 0;
 	while (!atomic_load(&cu.flush_stop)) {
 		nanosleep(&period, NULL);
 		if (atomic_load(&cu.active))
 			cu.fn.flush_all(0);
+		/* One thread-CPU clock reading per period: the flush thread's own cost. */
+		struct timespec ts;
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+			uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			atomic_fetch_add(&cu.flush_cpu_ns, cpu - cpu_seen);
+			cpu_seen = cpu;
+		}
 	}
 	return NULL;
 }
@@ -540,6 +550,11 @@ void cupti_forget_after_fork(void)
 	atomic_store(&cu.active, 0);
 	cu.flush_started = 0;
 	atomic_store(&cu.completed, NULL);
+}
+
+uint64_t cupti_flush_cpu_ns(void)
+{
+	return atomic_load(&cu.flush_cpu_ns);
 }
 
 int cupti_running(void)

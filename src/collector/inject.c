@@ -9,6 +9,7 @@
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 #include "emit.h"
+#include "source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -712,7 +713,7 @@ static void collector_atfork_child(void)
 	if (!follow_fork_children) {
 		/* --follow leaves this copy out: inert, like a process never started. */
 		sender_forget_after_fork();
-		cupti_forget_after_fork();
+		source_each_after_fork();
 		atomic_store(&collector_rings, NULL);
 		collector_ring_self = NULL;
 		return;
@@ -725,7 +726,7 @@ static void collector_atfork_child(void)
 		atomic_store(&own_tids[i], 0);
 	pthread_setspecific(thread_ring_key, NULL);
 	sender_forget_after_fork();
-	cupti_forget_after_fork();
+	source_each_after_fork();
 	collector_pid = getpid();
 	if (sender_start() == 0)
 		atomic_store_explicit(&collector_running, 1, memory_order_release);
@@ -764,7 +765,7 @@ static void collector_at_exit(void)
 			    "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
 			    "(no GPU or no driver?); no GPU lanes");
 	}
-	cupti_stop();
+	source_each_exit();
 	if (!sender_exit_early())
 		sender_stop();
 	atomic_store(&collector_running, 0);
@@ -836,9 +837,11 @@ static void collector_configure(void)
 	    env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
 	/* The fallback is already in ns; a given value is in µs. */
-	osrt_init(env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull),
-	          !(osrt_env && strcmp(osrt_env, "off") == 0));
-	counters_init(config_value("CUSCOPE_COUNTERS"));
+	collector_config.osrt_threshold_ns =
+	    env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull);
+	collector_config.osrt_enabled = !(osrt_env && strcmp(osrt_env, "off") == 0);
+	const char *counters = config_value("CUSCOPE_COUNTERS");
+	snprintf(collector_config.counters, sizeof collector_config.counters, "%s", counters ? counters : "");
 	/* CUSCOPE_CLOCK=mono forces clock_gettime everywhere; otherwise the sender thread decides
 	 * (reading /proc/cpuinfo is no work for a program's start-up). */
 	const char *clock = config_value("CUSCOPE_CLOCK");
@@ -850,6 +853,18 @@ static void collector_configure(void)
 	    lazy && *lazy && strcmp(lazy, "0") == 0
 	        ? 0
 	        : (uint64_t)env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	/* The overhead budget: a percentage (one decimal) or "off"; the CLI checked it. */
+	const char *budget = config_value("CUSCOPE_OVERHEAD_BUDGET");
+	collector_config.overhead_budget_permille = 30;
+	if (budget && strcmp(budget, "off") == 0) {
+		collector_config.overhead_budget_permille = 0;
+	} else if (budget && *budget) {
+		char *end;
+		double pct = strtod(budget, &end);
+		if (*end == '\0' && pct > 0 && pct <= 100)
+			collector_config.overhead_budget_permille =
+			    pct < 0.1 ? 1 : (unsigned)(pct * 10 + 0.5);
+	}
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
 }
@@ -857,16 +872,16 @@ static void collector_configure(void)
 void collector_begin(void)
 {
 	/* Before the sender's first thread scan, which creates each thread's sampling event. */
-	sampler_begin();
+	source_each_begin();
 }
 
 /* Starts the sender (lazily: see sender.c); 0 or -1. */
 static int collector_start(void)
 {
-	/* The signal is claimed now; sampling starts when the sender's lazy start ends. */
-	sampler_init(collector_config.sample_hz);
+	/* The sampling signal is claimed now; sampling starts when the sender's lazy start ends. */
+	source_each_init(&collector_config);
 	if (sender_start() != 0) {
-		sampler_stop();
+		source_each_stop();
 		return -1;
 	}
 	/* A new string table: names the threads cached for the previous one are sent again. */

@@ -2,12 +2,16 @@
  * OS-runtime tracing: blocking libc calls, interposed through LD_PRELOAD, recorded as ranges with
  * their stack when they take longer than a threshold (CUSCOPE_OSRT_THRESHOLD_US, default 100 µs).
  * A call that returns quickly costs two clock reads. Locks are timed only when contended
- * (trylock fails first). errno is preserved. Python GC pauses arrive through cuscope_python_gc,
+ * (trylock fails first). errno is preserved. What the wrappers add is timed on 1 call in
+ * OSRT_COST_EVERY per thread (the wrapper's own steps before and after the call) and on every
+ * recorded call (stack and record), for the overhead budget, which may raise the threshold or
+ * turn the wrappers off (osrt_set_threshold). Python GC pauses arrive through cuscope_python_gc,
  * called by the sitecustomize that launch mode puts on PYTHONPATH.
  */
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,14 +33,37 @@
 #include <libunwind.h>
 
 #define OSRT_STACK_DEPTH 64
+/* One call in this many (per thread) times the wrapper itself: a prime, so that a thread that
+ * alternates a few calls (write, read, ...) has each of them timed. */
+#define OSRT_COST_EVERY 61u
 
-static uint64_t osrt_threshold_ns = 100000;
-static int osrt_enabled;
+/* Set by the sender (start-up, overhead budget), read by every wrapper. */
+static _Atomic uint64_t osrt_threshold_ns = 100000;
+static _Atomic int osrt_enabled;
+static _Atomic uint64_t osrt_added_ns; /* estimated time the wrappers added to the program */
+static _Atomic uint64_t osrt_records;  /* calls recorded (over the threshold) */
+/* This thread's wrapped calls, for 1-in-N timing. initial-exec: a global-dynamic access would
+ * call __tls_get_addr on every wrapped call. */
+static __thread __attribute__((tls_model("initial-exec"))) unsigned osrt_calls;
 
 void osrt_init(uint64_t threshold_ns, int enabled)
 {
-	osrt_threshold_ns = threshold_ns;
-	osrt_enabled = enabled;
+	osrt_set_threshold(threshold_ns, enabled);
+}
+
+void osrt_set_threshold(uint64_t threshold_ns, int enabled)
+{
+	atomic_store_explicit(&osrt_threshold_ns, threshold_ns, memory_order_relaxed);
+	atomic_store_explicit(&osrt_enabled, enabled, memory_order_relaxed);
+}
+
+void osrt_cost(struct wire_cost *cost)
+{
+	cost->added_ns = atomic_load_explicit(&osrt_added_ns, memory_order_relaxed);
+	cost->events = atomic_load_explicit(&osrt_records, memory_order_relaxed);
+	cost->level = atomic_load_explicit(&osrt_enabled, memory_order_relaxed)
+	                  ? (uint32_t)(atomic_load_explicit(&osrt_threshold_ns, memory_order_relaxed) / 1000)
+	                  : 0;
 }
 
 /* Static names handed to the sender by reference (interned there once). */
@@ -44,8 +71,20 @@ void osrt_init(uint64_t threshold_ns, int enabled)
 
 static inline int osrt_active(void)
 {
-	return osrt_enabled && atomic_load_explicit(&collector_running, memory_order_relaxed) &&
-	       !collector_thread_busy();
+	return atomic_load_explicit(&collector_running, memory_order_relaxed) && !collector_thread_busy();
+}
+
+/* Start of a wrapped call while tracing is on: a clock reading on the calls that time the wrapper
+ * (before the remaining checks, so that the timed span has them), else 0. */
+static inline uint64_t osrt_cost_start(void)
+{
+	return osrt_calls++ % OSRT_COST_EVERY == 0 ? clock_mono_ns() : 0;
+}
+
+/* Tracing is on (one load: the whole cost of a wrapper while it is off). */
+static inline int osrt_on(void)
+{
+	return atomic_load_explicit(&osrt_enabled, memory_order_relaxed);
 }
 
 /* Records one blocking call that took [start, end) with the caller's stack. */
@@ -59,6 +98,24 @@ static void osrt_record(const struct collector_string *name, uint64_t start, uin
 	collector_thread_leave(was);
 	int skip = depth > 2 ? 2 : 0;
 	collector_emit_stack(WIRE_EV_OSRT, start, end, name, pcs + skip, (size_t)(depth - skip));
+	atomic_fetch_add_explicit(&osrt_records, 1, memory_order_relaxed);
+	/* The stack and the record, all of it added to the program's call. */
+	atomic_fetch_add_explicit(&osrt_added_ns, clock_mono_ns() - end, memory_order_relaxed);
+}
+
+/*
+ * End of a wrapped call [t0, t1): on a timed call (cost_start != 0) adds the wrapper's own steps
+ * (cost_start..t0 and t1..now, each about one clock reading), scaled to every call it stands
+ * for; records the call when it blocked long enough.
+ */
+static void osrt_finish(const struct collector_string *name, uint64_t cost_start, uint64_t t0, uint64_t t1)
+{
+	if (cost_start)
+		atomic_fetch_add_explicit(&osrt_added_ns,
+		                          ((t0 - cost_start) + (clock_mono_ns() - t1)) * OSRT_COST_EVERY,
+		                          memory_order_relaxed);
+	if (t1 - t0 >= atomic_load_explicit(&osrt_threshold_ns, memory_order_relaxed))
+		osrt_record(name, t0, t1);
 }
 
 /* The libc function behind ours, with its own prototype (typeof keeps the two in step). */
@@ -74,14 +131,16 @@ static void osrt_record(const struct collector_string *name, uint64_t start, uin
 /* Times a call expression; records it when it blocked long enough. */
 #define OSRT_TIMED(fn, rettype, call)                                                                        \
 	do {                                                                                                 \
+		if (!osrt_on())                                                                              \
+			return call;                                                                         \
+		uint64_t tc = osrt_cost_start();                                                             \
 		if (!osrt_active())                                                                          \
 			return call;                                                                         \
 		uint64_t t0 = clock_mono_ns();                                                               \
 		rettype rc = call;                                                                           \
 		int saved = errno;                                                                           \
 		uint64_t t1 = clock_mono_ns();                                                               \
-		if (t1 - t0 >= osrt_threshold_ns)                                                            \
-			osrt_record(&osrt_name_##fn, t0, t1);                                                \
+		osrt_finish(&osrt_name_##fn, tc, t0, t1);                                                    \
 		errno = saved;                                                                               \
 		return rc;                                                                                   \
 	} while (0)
@@ -296,17 +355,17 @@ COLLECTOR_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 	if (!real_lock)
 		return ENOSYS;
 	/* Only contended locks are worth a clock read: try first. */
-	if (!osrt_active() || !real_trylock)
+	if (!osrt_on() || !osrt_active() || !real_trylock)
 		return real_lock(mutex);
 	int rc = real_trylock(mutex);
 	if (rc != EBUSY)
 		return rc == 0 ? 0 : real_lock(mutex);
+	uint64_t tc = osrt_cost_start();
 	uint64_t t0 = clock_mono_ns();
 	rc = real_lock(mutex);
 	int saved = errno;
 	uint64_t t1 = clock_mono_ns();
-	if (t1 - t0 >= osrt_threshold_ns)
-		osrt_record(&osrt_name_pthread_mutex_lock, t0, t1);
+	osrt_finish(&osrt_name_pthread_mutex_lock, tc, t0, t1);
 	errno = saved;
 	return rc;
 }
@@ -322,14 +381,16 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_cond_wait");
 	if (!real)
 		return ENOSYS;
+	if (!osrt_on())
+		return real(cond, mutex);
+	uint64_t tc = osrt_cost_start(); /* before the check: the timed span includes it */
 	if (!osrt_active())
 		return real(cond, mutex);
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex);
 	int saved = errno;
 	uint64_t t1 = clock_mono_ns();
-	if (t1 - t0 >= osrt_threshold_ns)
-		osrt_record(&osrt_name_pthread_cond_wait, t0, t1);
+	osrt_finish(&osrt_name_pthread_cond_wait, tc, t0, t1);
 	errno = saved;
 	return rc;
 }
@@ -346,14 +407,16 @@ COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_
 		    RTLD_NEXT, "pthread_cond_timedwait");
 	if (!real)
 		return ENOSYS;
+	if (!osrt_on())
+		return real(cond, mutex, abstime);
+	uint64_t tc = osrt_cost_start(); /* before the check: the timed span includes it */
 	if (!osrt_active())
 		return real(cond, mutex, abstime);
 	uint64_t t0 = clock_mono_ns();
 	int rc = real(cond, mutex, abstime);
 	int saved = errno;
 	uint64_t t1 = clock_mono_ns();
-	if (t1 - t0 >= osrt_threshold_ns)
-		osrt_record(&osrt_name_pthread_cond_timedwait, t0, t1);
+	osrt_finish(&osrt_name_pthread_cond_timedwait, tc, t0, t1);
 	errno = saved;
 	return rc;
 }

@@ -9,9 +9,10 @@
  * The handler unwinds with libunwind from the signal context and stores raw return addresses in
  * the thread's ring; symbolisation happens later on the sender thread.
  *
- * Cost control: the handler times itself; the sender lowers the rate when samples would take more
- * than SAMPLER_BUDGET of a CPU-bound thread's time (one notice), and reports the requested, set
- * and achieved rates as process counters.
+ * Cost control: the handler times itself and the signal's delivery is measured once on the
+ * sender; sampler_cost hands both to the overhead budget (source.c), which sets the rate
+ * (sampler_set_rate: lower, back up, or paused). The sender reports the requested, set and
+ * achieved rates as process counters.
  *
  * Signals: the signal is one the program does not handle when sampling starts. Once our handler
  * holds a signal it stays ours at the kernel: a program that later installs a handler for it (seen
@@ -40,6 +41,7 @@
 #include "cuscope/clock.h"
 #include "cuscope/collector.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -69,11 +71,9 @@
 #define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
 
 #define MAX_SAMPLED_THREADS 4096
-/* Samples may take at most this share of a CPU-bound thread's time (per mille). */
-#define SAMPLER_BUDGET_PERMILLE 50
-/* How often the sender looks at the cost, the signal and the perf fds. */
+/* How often the sender looks at the signal, the masks and the perf fds and reports the rates. */
 #define SAMPLER_POLL_NS 100000000ull
-/* Cost assumed for an unwind until samples are measured (the first SAMPLER_POLL_NS). */
+/* Cost assumed for an unwind until samples are measured (the overhead budget's first window). */
 #define SAMPLER_PRIOR_UNWIND_NS 20000
 /* Perf fds the handler may re-arm are those below this number (a larger one is not used). */
 #define SAMPLER_FD_MAX 65536
@@ -138,11 +138,13 @@ static int perf_fd_live(int fd)
 	       ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 && id == want;
 }
 
-/* 1 if this signal measures delivery: sent by the sender to itself, never to a program thread. */
+/* 1 if this signal measures delivery: sent by the sender to itself (queued, or by a timer of
+ * its own), never to a program thread. */
 static int sampler_signal_is_calibration(const siginfo_t *info)
 {
-	return info && info->si_code == SI_QUEUE &&
-	       info->si_value.sival_ptr == (void *)&sampler_calibration_cookie && info->si_pid == getpid();
+	if (!info || info->si_value.sival_ptr != (void *)&sampler_calibration_cookie)
+		return 0;
+	return (info->si_code == SI_QUEUE && info->si_pid == getpid()) || info->si_code == SI_TIMER;
 }
 
 /* 1 if this signal was sent by one of our timers or perf events (not by the program). */
@@ -257,14 +259,17 @@ static void sampler_fault(int sig, siginfo_t *info, void *context)
 	sampler_real_sigaction(sig, program, NULL);
 }
 static _Atomic long sampler_period_ns; /* the period set now (may be longer than asked) */
+static _Atomic int sampler_paused;     /* rate 0 (the overhead budget): every timer disarmed */
 static long requested_period_ns;
 static unsigned requested_hz;
 static _Atomic int sampler_on;
 static _Atomic uint64_t samples_skipped;
-static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieved rate */
-static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
-static _Atomic uint64_t handler_count; /* ... and how many they were */
-static uint64_t delivery_ns;           /* kernel signal delivery + return, measured at start */
+static _Atomic uint64_t samples_seen;     /* our signals, taken or not: the achieved rate */
+static _Atomic uint64_t handler_ns;       /* time spent in handlers that took a sample */
+static _Atomic uint64_t handler_count;    /* ... and how many they were */
+static uint64_t delivery_ns;              /* what one signal of ours costs a thread beyond the handler,
+                                           * measured at start */
+static _Atomic uint64_t calibration_seen; /* calibration signals taken (timer calibration) */
 static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
 static size_t sampled_count;
 /*
@@ -485,15 +490,77 @@ static void sampler_rearm(const siginfo_t *info)
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
+/*
+ * While the sender unblocks the sampling signal to calibrate, a signal of the program's own on
+ * that number (process-directed) may be delivered to the sender. It is kept, the handler blocks
+ * the signal on the sender from its return on (the interrupted context's mask) so that no more
+ * land there, the calibration is abandoned, and the kept ones are sent to the process again once
+ * it ends (then a program thread takes them, e.g. its sigwait).
+ */
+#define SAMPLER_STASH_MAX 8
+static _Atomic pid_t calibrating_tid;
+static siginfo_t stashed[SAMPLER_STASH_MAX];
+static _Atomic unsigned stashed_count;
+static _Atomic int calibration_interrupted;
+
+/* Handler side: 1 if info was kept for later (the caller is the calibrating sender). */
+static int sampler_calibration_stash(const siginfo_t *info, void *context)
+{
+	if (atomic_load(&calibrating_tid) != collector_gettid())
+		return 0;
+	unsigned slot = atomic_load(&stashed_count);
+	if (slot >= SAMPLER_STASH_MAX)
+		return 0; /* cannot happen with the signal blocked after the first: as before */
+	stashed[slot] = *info;
+	atomic_store(&stashed_count, slot + 1);
+	atomic_store(&calibration_interrupted, 1);
+	if (context)
+		sigaddset(&((ucontext_t *)context)->uc_sigmask, info->si_signo);
+	return 1;
+}
+
+/* Sender: unblocks sig on this thread for a calibration; saved gets the mask to restore. */
+static void sampler_calibration_begin(int sig, sigset_t *saved)
+{
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	atomic_store(&stashed_count, 0);
+	atomic_store(&calibration_interrupted, 0);
+	atomic_store(&calibrating_tid, collector_gettid());
+	pthread_sigmask(SIG_UNBLOCK, &one, saved);
+}
+
+/* Sender: blocks the signal again and hands the program's signals taken meanwhile back to it.
+ * Returns 0, or -1 when one came (the measurement is not to be used). */
+static int sampler_calibration_end(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+	atomic_store(&calibrating_tid, 0);
+	unsigned n = atomic_load(&stashed_count);
+	for (unsigned i = 0; i < n; i++) {
+		/* A kill() is sent again as one (the kernel lets only the main thread queue a
+		 * kill-like siginfo); a sigqueue() with its value. */
+		if (stashed[i].si_code == SI_USER)
+			kill(getpid(), stashed[i].si_signo);
+		else
+			syscall(SYS_rt_sigqueueinfo, getpid(), stashed[i].si_signo, &stashed[i]);
+	}
+	atomic_store(&stashed_count, 0);
+	return atomic_load(&calibration_interrupted) ? -1 : 0;
+}
+
 static void sampler_handler(int sig, siginfo_t *info, void *context)
 {
 	int saved_errno = errno;
 	if (sampler_signal_is_calibration(info)) {
+		atomic_fetch_add_explicit(&calibration_seen, 1, memory_order_relaxed);
 		errno = saved_errno;
 		return;
 	}
 	if (!sampler_signal_is_ours(info)) {
-		sampler_forward(sig, info, context);
+		if (!sampler_calibration_stash(info, context))
+			sampler_forward(sig, info, context);
 		errno = saved_errno;
 		return;
 	}
@@ -619,10 +686,8 @@ static void sampler_calibrate(int sig)
 	enum { ROUNDS = 16 };
 	uint64_t best = UINT64_MAX;
 	pid_t pid = getpid(), tid = collector_gettid();
-	sigset_t one, saved;
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	pthread_sigmask(SIG_UNBLOCK, &one, &saved);
+	sigset_t saved;
+	sampler_calibration_begin(sig, &saved);
 	for (int i = 0; i < ROUNDS; i++) {
 		siginfo_t si;
 		memset(&si, 0, sizeof si);
@@ -638,8 +703,83 @@ static void sampler_calibrate(int sig)
 		if (t < best)
 			best = t;
 	}
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	delivery_ns = best == UINT64_MAX ? SAMPLER_DELIVERY_FALLBACK_NS : best;
+	int interrupted = sampler_calibration_end(&saved) != 0;
+	delivery_ns = best == UINT64_MAX || interrupted ? SAMPLER_DELIVERY_FALLBACK_NS : best;
+}
+
+/* CPU time of the calling thread, ns. */
+static uint64_t sampler_self_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Fixed work for the timer calibration. */
+__attribute__((noinline)) static uint64_t sampler_calibration_work(uint64_t rounds)
+{
+	uint64_t x = 1;
+	for (uint64_t i = 0; i < rounds; i++) {
+		x = x * 6364136223846793005ull + 1;
+		__asm__ volatile("" : "+r"(x)); /* not folded, not merged with another call */
+	}
+	return x;
+}
+
+/*
+ * perf mode: a sample there comes from a high-resolution timer interrupt and the perf overflow
+ * path, which a signal sent to oneself (sampler_calibrate) does not pay; on a virtual machine
+ * each interrupt and timer re-arm also exits to the hypervisor. Measured on the sender, A/B: the
+ * CPU time of fixed work with and without a CLOCK_MONOTONIC timer that signals this thread every
+ * 100 us (calibration cookie: the handler only counts them), per signal taken; the least of three
+ * of each. Raises delivery_ns to it.
+ */
+static void sampler_calibrate_timer(int sig)
+{
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = sig;
+	sev.sigev_value.sival_ptr = (void *)&sampler_calibration_cookie;
+	sev._sigev_un._tid = collector_gettid();
+	timer_t timer;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0)
+		return;
+	/* About 5 ms of work per run. */
+	uint64_t rounds = 1u << 16, t0 = sampler_self_cpu_ns();
+	volatile uint64_t sink = sampler_calibration_work(rounds);
+	uint64_t one = sampler_self_cpu_ns() - t0;
+	if (one > 0 && one < 5000000)
+		rounds = rounds * 5000000 / one;
+	sigset_t saved;
+	sampler_calibration_begin(sig, &saved);
+	uint64_t plain = UINT64_MAX, per_signal = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		t0 = sampler_self_cpu_ns();
+		sink = sampler_calibration_work(rounds);
+		uint64_t t = sampler_self_cpu_ns() - t0;
+		if (t < plain)
+			plain = t;
+	}
+	struct itimerspec on = {{0, 100000}, {0, 100000}}, off;
+	memset(&off, 0, sizeof off);
+	for (int i = 0; i < 3; i++) {
+		uint64_t seen = atomic_load(&calibration_seen);
+		timer_settime(timer, 0, &on, NULL);
+		t0 = sampler_self_cpu_ns();
+		sink = sampler_calibration_work(rounds);
+		uint64_t t = sampler_self_cpu_ns() - t0;
+		timer_settime(timer, 0, &off, NULL);
+		uint64_t n = atomic_load(&calibration_seen) - seen;
+		if (n >= 8 && t > plain && (t - plain) / n < per_signal)
+			per_signal = (t - plain) / n;
+	}
+	(void)sink;
+	timer_delete(timer);
+	if (sampler_calibration_end(&saved) != 0)
+		return; /* the program's signals came in between: the figure is not this */
+	if (per_signal != UINT64_MAX && per_signal > delivery_ns)
+		delivery_ns = per_signal;
 }
 
 int sampler_init(unsigned hz)
@@ -686,11 +826,9 @@ int sampler_begin(void)
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
 		return -1;
 	}
-	/* Until samples are measured, a rate that a typical unwind keeps within the budget (the
-	 * delivery cost is measured on the sender's first poll). */
-	uint64_t delivery = delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS;
-	long prior = (long)((SAMPLER_PRIOR_UNWIND_NS + delivery) * 1000 / SAMPLER_BUDGET_PERMILLE);
-	atomic_store(&sampler_period_ns, prior > requested_period_ns ? prior : requested_period_ns);
+	/* The rate asked; the overhead budget may lower it before the first thread is armed. */
+	atomic_store(&sampler_period_ns, requested_period_ns);
+	atomic_store(&sampler_paused, 0);
 	atomic_store(&sampler_on, 1);
 	return 0;
 }
@@ -703,7 +841,7 @@ int sampler_begin(void)
  */
 static void sampler_arm(struct sampled_thread *t, int on)
 {
-	on = on && !t->blocked;
+	on = on && !t->blocked && !atomic_load(&sampler_paused);
 	if (t->fd >= 0) {
 		if (!sampler_fd_same(t))
 			return;
@@ -758,7 +896,7 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
 	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
 	 * thread blocks the signal. */
-	arm = arm && !t->blocked && !atomic_load(&exec_pending);
+	arm = arm && !t->blocked && !atomic_load(&exec_pending) && !atomic_load(&sampler_paused);
 	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
 	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
@@ -948,22 +1086,67 @@ uint64_t sampler_skipped(void)
 	return atomic_load(&samples_skipped);
 }
 
-/* Applies a new period to every sampled thread (a disarmed timer stays disarmed). */
-static void sampler_set_period(long period)
+/*
+ * Sets the rate of every sampled thread: hz samples per thread CPU-second, or 0 to pause (every
+ * timer and perf event disarmed; threads found meanwhile are not armed). A thread that blocks the
+ * signal stays disarmed; during an exec nothing is armed (sampler_exec_end arms what may be).
+ */
+void sampler_set_rate(unsigned hz)
 {
 	pthread_mutex_lock(&sampler_lock);
+	int was_paused = atomic_load(&sampler_paused);
+	long period = hz ? 1000000000L / (long)hz : atomic_load(&sampler_period_ns);
 	atomic_store(&sampler_period_ns, period);
+	atomic_store(&sampler_paused, hz == 0);
 	for (size_t i = 0; i < sampled_count; i++) {
 		struct sampled_thread *t = &sampled[i];
 		if (t->fd >= 0) {
 			uint64_t p = (uint64_t)period;
-			if (sampler_fd_same(t))
+			if (hz && sampler_fd_same(t))
 				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
+			/* A perf event armed twice would signal twice per refresh: only on a change. */
+			if ((hz == 0) != was_paused && !atomic_load(&exec_pending))
+				sampler_arm(t, hz != 0);
 		} else if (!atomic_load(&exec_pending)) {
 			sampler_arm(t, 1);
 		}
 	}
 	pthread_mutex_unlock(&sampler_lock);
+}
+
+unsigned sampler_rate(void)
+{
+	long period = atomic_load(&sampler_period_ns);
+	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused) || period <= 0)
+		return 0;
+	return (unsigned)(1000000000L / period);
+}
+
+unsigned sampler_requested_rate(void)
+{
+	return atomic_load(&sampler_on) ? requested_hz : 0;
+}
+
+uint64_t sampler_prior_cost_ns(void)
+{
+	return SAMPLER_PRIOR_UNWIND_NS + (delivery_ns ? delivery_ns : SAMPLER_DELIVERY_FALLBACK_NS);
+}
+
+/*
+ * What sampling added to the program's threads so far: the handlers' own time (each times
+ * itself) plus one measured signal delivery for every signal of ours a thread took, sample or
+ * not (deferred, skipped, paused).
+ */
+void sampler_cost(struct wire_cost *cost)
+{
+	uint64_t seen = atomic_load(&samples_seen);
+	cost->added_ns = atomic_load(&handler_ns) + seen * delivery_ns;
+	cost->events = atomic_load(&handler_count);
+	/* The level set, also once stopped at exit (the final counts); none before sampling began. */
+	long period = atomic_load(&sampler_period_ns);
+	cost->level = requested_hz && period > 0 && !atomic_load(&sampler_paused)
+	                  ? (uint32_t)(1000000000L / period)
+	                  : 0;
 }
 
 /* Sends every sampled thread's signals to sig instead. */
@@ -1083,8 +1266,7 @@ static uint64_t sampler_program_cpu_ns(void)
 
 void sampler_poll(uint64_t now_ns)
 {
-	static uint64_t last_ns, last_handler_ns, last_handler_count, cpu_at_start;
-	static int lowered_said;
+	static uint64_t last_ns, cpu_at_start;
 	if (!atomic_load(&sampler_on))
 		return;
 	if (!cpu_at_start)
@@ -1102,43 +1284,20 @@ void sampler_poll(uint64_t now_ns)
 		sampler_move();
 	}
 	/* Here, on the sender: never on a program thread (see sampler_calibrate). */
-	if (!delivery_ns && now_ns)
+	if (!delivery_ns && now_ns) {
 		sampler_calibrate(atomic_load(&sampler_signal));
+		if (sampler_mode == SAMPLER_PERF)
+			sampler_calibrate_timer(atomic_load(&sampler_signal));
+	}
 	if (sampler_mode == SAMPLER_PERF)
 		sampler_check_fds();
 	sampler_check_masks();
-	/* Cost per sample, and the period that keeps it within the budget. */
-	uint64_t hns = atomic_load(&handler_ns), hcount = atomic_load(&handler_count);
-	uint64_t dn = hns - last_handler_ns, dc = hcount - last_handler_count;
-	if (dc >= 8) {
-		last_handler_ns = hns;
-		last_handler_count = hcount;
-		uint64_t cost = dn / dc + delivery_ns;
-		long need = (long)(cost * 1000 / SAMPLER_BUDGET_PERMILLE);
-		long period = atomic_load(&sampler_period_ns);
-		/* Round up to a whole number of microseconds, with headroom against noise. */
-		long next = (need + need / 4 + 999) / 1000 * 1000;
-		if (next < requested_period_ns)
-			next = requested_period_ns;
-		if (need > period) {
-			sampler_set_period(next);
-			if (!lowered_said++)
-				collector_notice(
-				    WIRE_NOTICE_INFO,
-				    "CPU sampling lowered to %ld Hz (asked %u Hz): a sample costs "
-				    "%.1f us in this program",
-				    1000000000L / next, requested_hz, (double)cost / 1000.0);
-		} else if (period > requested_period_ns && next < period / 2) {
-			sampler_set_period(next); /* cheaper now: step back up towards the asked rate */
-		}
-	}
 	/* Requested, set and achieved rates, process-wide (tid = pid). */
 	pid_t pid = getpid();
 	uint64_t cpu = sampler_program_cpu_ns() - (cpu_at_start - 1);
 	uint64_t seen = atomic_load(&samples_seen);
 	sender_counter(last_ns, pid, "sampling-requested-hz", requested_hz);
-	sender_counter(last_ns, pid, "sampling-hz",
-	               (uint64_t)(1000000000L / atomic_load(&sampler_period_ns)));
+	sender_counter(last_ns, pid, "sampling-hz", sampler_rate());
 	if (cpu >= 10000000ull)
 		sender_counter(last_ns, pid, "sampling-achieved-hz",
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));

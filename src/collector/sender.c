@@ -9,6 +9,7 @@
 #include "cuscope/session.h"
 #include "cuscope/strtab.h"
 #include "cuscope/wire.h"
+#include "source.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -37,6 +38,7 @@
 #define EVENTS_PER_FRAME     2048
 #define THREAD_SCAN_NS       200000000ull
 #define LOSS_REPORT_NS       250000000ull
+#define COST_REPORT_NS       1000000000ull
 /*
  * Start-up is lazy: the sender thread sleeps until the process has lived
  * collector_config.lazy_start_ns or made its first ring (an event), and only then makes its
@@ -106,7 +108,7 @@ static struct sender {
 	uint64_t lost[WIRE_LOSS_CAUSE_MAX];
 	uint64_t ring_drops_freed; /* drops of rings already freed */
 	uint64_t last_loss_total;
-	uint64_t last_scan_ns, last_loss_ns;
+	uint64_t last_scan_ns, last_loss_ns, last_cost_ns;
 	uint64_t start_mono_ns;
 	int tracking; /* the sampler and counters follow the threads scans find */
 } snd = {.listen_fd = -1, .viewer_fd = -1};
@@ -313,6 +315,9 @@ uint32_t sender_string_generation(void)
 
 static void push_event(const struct wire_event *ev)
 {
+	/* NVTX calls are priced per event (the NVTX cost entry). */
+	if (ev->kind >= WIRE_EV_NVTX_PUSH && ev->kind <= WIRE_EV_NVTX_CATEGORY)
+		source_count_nvtx(1);
 	snd.events[snd.event_count++] = *ev;
 	if (snd.event_count == EVENTS_PER_FRAME)
 		flush_event_batch();
@@ -472,18 +477,15 @@ static void scan_threads(uint64_t now)
 			snprintf(t->comm, sizeof t->comm, "%s", comm);
 			t->seen = 1;
 			t->sampled = snd.tracking;
-			if (snd.tracking) {
-				sampler_thread_added(tid);
-				counters_thread_added(tid);
-			}
+			if (snd.tracking)
+				source_each_thread_added(tid);
 			emit_thread_name(t);
 			continue;
 		}
 		if (!t->sampled && snd.tracking) {
 			/* Known from its own records before the scan saw it. */
 			t->sampled = 1;
-			sampler_thread_added(tid);
-			counters_thread_added(tid);
+			source_each_thread_added(tid);
 		}
 		t->seen = 1;
 		if (t->exited)
@@ -510,10 +512,8 @@ static void scan_threads(uint64_t now)
 			push_event(&ev);
 		}
 		pid_t gone = snd.threads[i].tid;
-		if (snd.threads[i].sampled) {
-			sampler_thread_removed(gone);
-			counters_thread_removed(gone);
-		}
+		if (snd.threads[i].sampled)
+			source_each_thread_removed(gone);
 		/* Rings made in a signal handler have no exit destructor: retire them here. */
 		for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
 			if (tr->tid == gone)
@@ -758,7 +758,7 @@ static size_t drain_rings_paced(int paced)
 	}
 	flush_event_batch();
 	flush_stack_batch();
-	drained += cupti_drain();
+	drained += source_each_drain();
 	flush_gpu_batch();
 	return drained;
 }
@@ -809,8 +809,7 @@ static uint64_t loss_total(void)
 {
 	uint64_t total = atomic_load(&collector_lost_no_memory);
 	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
-		total += snd.lost[i] + cupti_loss((uint32_t)i);
-	total += sampler_skipped();
+		total += snd.lost[i] + source_each_lost((uint32_t)i);
 	return total;
 }
 
@@ -822,14 +821,22 @@ static size_t build_losses(struct wire_loss *out)
 	for (uint32_t cause = 1; cause < WIRE_LOSS_CAUSE_MAX; cause++) {
 		if (cause == WIRE_LOSS_UNMATCHED_POP)
 			continue; /* counted by the viewer */
-		uint64_t count = snd.lost[cause] + cupti_loss(cause);
-		if (cause == WIRE_LOSS_SAMPLE_BUSY)
-			count += sampler_skipped();
+		uint64_t count = snd.lost[cause] + source_each_lost(cause);
 		if (cause == WIRE_LOSS_NO_MEMORY)
 			count += atomic_load(&collector_lost_no_memory);
 		out[n++] = (struct wire_loss){cause, 0, count};
 	}
 	return n * sizeof *out;
+}
+
+/* Queues the collector's cost per source (cumulative; also the final counts). */
+static void queue_cost(uint64_t now)
+{
+	struct wire_cost cost[WIRE_COST_SOURCE_MAX];
+	size_t n = source_cost_build(cost, now);
+	flush_event_batch();
+	if (queue_append(WIRE_FRAME_COST, cost, n * sizeof cost[0], NULL, 0, 0) != 0)
+		snd.lost[WIRE_LOSS_NO_MEMORY]++;
 }
 
 static void queue_losses(void)
@@ -1239,8 +1246,12 @@ static void periodic_work(uint64_t now)
 	}
 	if (snd.viewer_fd >= 0)
 		queue_notices();
-	counters_poll(now);
-	sampler_poll(now);
+	source_each_poll(now);
+	source_budget_poll(now);
+	if (snd.viewer_fd >= 0 && now - snd.last_cost_ns >= COST_REPORT_NS) {
+		snd.last_cost_ns = now;
+		queue_cost(now);
+	}
 	if (now - snd.last_scan_ns >= THREAD_SCAN_NS) {
 		snd.last_scan_ns = now;
 		scan_threads(now);
@@ -1342,10 +1353,9 @@ static void drain_final_backlog(uint64_t start_ns)
 static void sender_final_flush(void)
 {
 	uint64_t now = clock_mono_ns();
-	sampler_poll(0);
-	sampler_stop();
+	source_each_stop();
 	scan_threads(now);
-	counters_poll(0);
+	source_each_poll(0);
 	drain_final_backlog(now);
 	int viewer_expected = collector_config.wait_viewer_ms > 0 && !collector_config.attached;
 	if (snd.viewer_fd < 0 && (!viewer_expected || snd.ever_connected))
@@ -1358,6 +1368,7 @@ static void sender_final_flush(void)
 	}
 	queue_notices();
 	queue_losses();
+	queue_cost(clock_mono_ns());
 	queue_append(WIRE_FRAME_BYE, &bye, sizeof bye, NULL, 0, 0);
 	uint64_t deadline = now + atomic_load(&final_send_ns), last_progress = clock_mono_ns();
 	while (snd.viewer_fd >= 0 && snd.head) {
@@ -1384,9 +1395,7 @@ static void sender_final_flush(void)
 static void sender_detach(void)
 {
 	drain_rings();
-	sampler_stop();
-	counters_forget_after_fork(); /* closes this process's counter fds */
-	cupti_detach();
+	source_each_detach();
 	if (snd.viewer_fd >= 0)
 		collector_fd_close(snd.viewer_fd);
 	snd.viewer_fd = -1;
@@ -1486,6 +1495,7 @@ static void *sender_main(void *arg)
 			return NULL;
 		}
 		size_t drained = drain_rings_paced(1);
+		source_count_sender(drained);
 		uint64_t now = clock_mono_ns();
 		periodic_work(now);
 		flush_event_batch();
@@ -1685,8 +1695,6 @@ void sender_forget_after_fork(void)
 	spare_count = 0;
 	snd.stacks_len = 0;
 	snd.stacks_count = 0;
-	sampler_forget_after_fork();
-	counters_forget_after_fork();
 	symbolize_forget();
 	snd.gpu_event_count = 0;
 	snd.device_count = snd.context_count = 0;

@@ -14,6 +14,91 @@ trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "n/a"}'; }
 
+# The overhead budget (`tests/bench/run.sh budget` runs this section alone).
+budget_section()
+{
+	local work=$B/tests/bench/cpu_work cost=$B/tests/cost_frames rounds=${BUDGET_ROUNDS:-7}
+	local pp_units=${BUDGET_PINGPONG_UNITS:-400000} cpu_units=${BUDGET_CPU_UNITS:-3000}
+	echo "== Overhead budget: where a program made expensive to sample settles, A/B, and the live estimate =="
+	echo "method: $work, pinned with taskset -c $CPU_PIN (program, collector threads and recorder share one CPU)."
+	echo "        'block $pp_units' (2-thread pipe ping-pong) under: none; cuscope record --no-gpu --sample-hz 10000"
+	echo "        (budget 3%, the default); the same with --overhead-budget off; and 'lite' = --sample-hz 0"
+	echo "        --osrt-threshold-us off --counters none (the collector running, no CPU-side source: what being"
+	echo "        there costs, which no source's estimate holds). 'cpu $cpu_units' (2 computing threads)"
+	echo "        under none and record --no-gpu (defaults). $rounds rounds, each config once per round in a new"
+	echo "        random order; per round overhead = (traced - none) / none, of wall = the program's own timing of"
+	echo "        its work, and of cpu = user+sys of the program's process (/usr/bin/time inside the recording: the"
+	echo "        collector's threads included, other load on the machine not); median and interquartile range."
+	echo "        Live estimate (the capture's final cost frames, read with $cost): added = sum of added_ns"
+	echo "        of sampling, blocking calls, counters and NVTX; own = sum of own_cpu_ns (the collector's threads);"
+	echo "        est(added) = added / (process cpu - added - own), est(all) = (added + own) / (process cpu - added - own);"
+	echo "        medians over the rounds. est(all) is what the cpu A/B measures; est(added) is what the budget keeps."
+	if [ ! -x "$work" ] || [ ! -x "$cost" ]; then
+		echo "cannot run: $work or $cost not built (make tests-build bench)"
+		return
+	fi
+	local cfgs="none budget off lite cpunone cpudef" cfg pair base
+	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; done
+	for _ in $(seq "$rounds"); do
+		# shellcheck disable=SC2086 # one config per word
+		for cfg in $(printf '%s\n' $cfgs | shuf); do
+			local rec="$CLI record --no-gpu -o $tmp/b.$cfg.cap" timed="/usr/bin/time -f %U_%S -o $tmp/b.time"
+			case $cfg in
+			none) taskset -c "$CPU_PIN" $timed "$work" block "$pp_units" ;;
+			budget) taskset -c "$CPU_PIN" $rec --sample-hz 10000 -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			off) taskset -c "$CPU_PIN" $rec --sample-hz 10000 --overhead-budget off -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			lite) taskset -c "$CPU_PIN" $rec --sample-hz 0 --osrt-threshold-us off --counters none -- $timed "$work" block "$pp_units" 2>/dev/null ;;
+			cpunone) taskset -c "$CPU_PIN" $timed "$work" cpu "$cpu_units" ;;
+			cpudef) taskset -c "$CPU_PIN" $rec -- $timed "$work" cpu "$cpu_units" 2>/dev/null ;;
+			esac | awk -v t="$(cat "$tmp/b.time" 2>/dev/null)" '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+			# wall and cpu seconds on one line
+			tr '_' ' ' <"$tmp/b.time" | awk -v w="$(cat "$tmp/round.$cfg")" 'NF == 2 && w != "" {print w, $1 + $2}' >"$tmp/round.$cfg.wc"
+			mv "$tmp/round.$cfg.wc" "$tmp/round.$cfg"
+			rm -f "$tmp/b.time"
+			[ -f "$tmp/b.$cfg.cap" ] || continue
+			"$cost" "$tmp/b.$cfg.cap" | awk -v c="$(awk '{print $2}' "$tmp/round.$cfg")" '
+				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				  k = f["pid"] SUBSEP f["source"]; src[k] = f["source"]
+				  last_added[k] = f["added_ns"]; last_own[k] = f["own_cpu_ns"] }
+				# the last (cumulative) entry of each source of each traced process (/usr/bin/time is one)
+				END { a = 0; o = 0
+				      for (k in last_added) { if (src[k] != "sender" && src[k] != "gpu") a += last_added[k]; o += last_own[k] }
+				      a /= 1e9; o /= 1e9
+				      if (c > a + o) printf "%.2f %.2f\n", a / (c - a - o) * 100, (a + o) / (c - a - o) * 100 }' >>"$tmp/b.$cfg.est"
+			rm -f "$tmp/b.$cfg.cap"
+		done
+		for cfg in $cfgs; do
+			[ -s "$tmp/round.$cfg" ] && cat "$tmp/round.$cfg" >>"$tmp/b.$cfg"
+		done
+		for pair in budget:none off:none lite:none cpudef:cpunone; do
+			cfg=${pair%%:*}
+			base=$(cat "$tmp/round.${pair##*:}" 2>/dev/null)
+			[ -s "$tmp/round.$cfg" ] && [ -n "$base" ] &&
+				awk -v b="$base" '{split(b, x, " "); printf "%.2f %.2f\n", ($1 - x[1]) / x[1] * 100, ($2 - x[2]) / x[2] * 100}' \
+					"$tmp/round.$cfg" >>"$tmp/b.$cfg.over"
+		done
+		rm -f "$tmp"/round.*
+	done
+	local what col
+	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "lite:pingpong, lite (no CPU-side source)" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
+		cfg=${pair%%:*}
+		what=${pair#*:}
+		printf '  %-40s median wall %s s, cpu %s s (rounds, wall/cpu: %s)\n' "$what" "$(awk '{print $1}' "$tmp/b.$cfg" | median)" \
+			"$(awk '{print $2}' "$tmp/b.$cfg" | median)" "$(awk '{printf "%s/%s ", $1, $2}' "$tmp/b.$cfg")"
+		for col in 1:wall 2:cpu; do
+			[ -s "$tmp/b.$cfg.over" ] && awk -v c="${col%%:*}" '{print $c}' "$tmp/b.$cfg.over" | sort -g | awk -v n="${col#*:}" '{v[NR] = $1}
+				function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
+				END { printf "  %40s A/B %-4s overhead median %+.1f%%  IQR %+.1f%% .. %+.1f%%\n", "", n, q(0.5), q(0.25), q(0.75) }'
+		done
+		[ -s "$tmp/b.$cfg.est" ] && printf '  %40s live estimate median: est(added) %.2f%%, est(all) %.2f%%\n' "" \
+			"$(awk '{print $1}' "$tmp/b.$cfg.est" | median)" "$(awk '{print $2}' "$tmp/b.$cfg.est" | median)"
+	done
+}
+if [ "${1:-}" = budget ]; then
+	budget_section
+	exit 0
+fi
+
 echo "== 1. NVTX push+pop cost on the application thread =="
 echo "method: $PRODUCER, 1M push/pop pairs (nvtxRangePushA of one literal + nvtxRangePop) in batches of"
 echo "        4000 with 1 ms pauses (pauses not timed), $ROUNDS interleaved rounds: plain (NVTX without a"
@@ -260,3 +345,6 @@ awk -v p="$(median <"$tmp/rss.plain")" -v t="$(median <"$tmp/rss.traced")" \
 awk -v p="$(median <"$tmp/true.plain")" -v t="$(median <"$tmp/true.traced")" \
 	'BEGIN {printf "short-lived children: 200 x /bin/true plain %.0f ms, under record %.0f ms: %.2f ms per child\n", p, t, (t - p) / 200}'
 echo "recorder CPU (user+sys) while recording the loader: median $(awk '{print $1}' "$tmp/viewer" | median) s, $(awk '{print $2}' "$tmp/viewer" | median)% of the run's wall time (rounds: $(awk '{printf "%s s ", $1}' "$tmp/viewer"))"
+
+echo
+budget_section

@@ -24,6 +24,10 @@
  *   signal_harm sigaction-storm  calls sigaction on SIGRTMAX 200000 times while a SIGALRM every
  *                                50 us runs a handler that calls sigaction on it too; prints
  *                                "storm N alarms M"
+ *   signal_harm flood MS         blocks every signal and for MS ms of wall time sends itself
+ *                                SIGRTMAX (process-directed, not handled) and takes each with
+ *                                sigtimedwait; then waits up to 1 s for the rest. Prints
+ *                                "sent N got M" (want M = N; the sampler calibrates meanwhile)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -302,6 +306,34 @@ static int run_sigaction_storm(void)
 	return 0;
 }
 
+static int run_flood(long ms)
+{
+	sigset_t all, mine;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	sigemptyset(&mine);
+	sigaddset(&mine, SIGRTMAX);
+	struct timespec zero = {0, 0}, now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t end =
+	    (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + (uint64_t)ms * 1000000ull;
+	long sent = 0, got = 0;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec >= end)
+			break;
+		if (kill(getpid(), SIGRTMAX) == 0)
+			sent++;
+		while (sigtimedwait(&mine, NULL, &zero) > 0)
+			got++;
+	}
+	struct timespec second = {1, 0};
+	while (got < sent && sigtimedwait(&mine, NULL, &second) > 0)
+		got++;
+	printf("sent %ld got %ld\n", sent, got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -323,7 +355,10 @@ int main(int argc, char **argv)
 		return run_vfork(atoi(argv[2]));
 	if (argc == 2 && strcmp(argv[1], "sigaction-storm") == 0)
 		return run_sigaction_storm();
-	fprintf(stderr, "usage: signal_harm blockexec | unblock | wait timedwait|waitinfo|wait|signalfd | "
-	                "exit-iterate | exit-dlopen LIB | exit-plain | vfork N | sigaction-storm\n");
+	if (argc == 3 && strcmp(argv[1], "flood") == 0)
+		return run_flood(atol(argv[2]));
+	fprintf(stderr,
+	        "usage: signal_harm blockexec | unblock | wait timedwait|waitinfo|wait|signalfd | "
+	        "exit-iterate | exit-dlopen LIB | exit-plain | vfork N | sigaction-storm | flood MS\n");
 	return 2;
 }
