@@ -132,7 +132,10 @@ run_one()
 	# The collector's own estimate of what it added (info's cost line), to set beside the A/B figure.
 	if [ -n "$val" ] && [ -f "$T/b.cuscope" ]; then
 		local est
-		est=$("$CUSCOPE" info "$T/b.cuscope" 2>/dev/null | sed -n 's/.*est\. +\([0-9.]*\) %.*/\1/p' | head -n 1)
+		# the process with the most events (a wrapper script may come first)
+		est=$("$CUSCOPE" info "$T/b.cuscope" 2>/dev/null |
+			sed -n 's/^  pid .*(\([0-9]*\) events.*/E \1/p; s/.*cost: .*est\. +\([0-9.]*\) %.*/C \1/p' |
+			awk '$1 == "E" { ev = $2 } $1 == "C" && ev + 0 >= best + 0 { best = ev; est = $2 } END { if (est != "") print est }')
 		[ -n "$est" ] && echo "$r $est" >>"$T/vals/$w.$c.est_pct"
 	fi
 	rm -rf "$T/b.cuscope" "$T"/nsys-out*
