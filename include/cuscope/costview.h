@@ -40,17 +40,19 @@ double costview_added_pct(uint64_t added_ns, uint64_t wall_ns);
 /*
  * Rate of one source (0 = all sources summed) of a process over [from, to), the cumulative readings
  * interpolated linearly between readings; out->covered_ns = 0 where no two readings surround any of it.
+ * Only readings taken up to as_of count (UINT64_MAX: all), so a paused view stays as it was.
  */
 void costview_rate(const struct store *store, size_t process, uint32_t source, uint64_t from, uint64_t to,
-                   struct costview_rate *out);
+                   uint64_t as_of, struct costview_rate *out);
 /* costview_rate of all sources for `cells` equal slices of [from, to) into out[cells]. */
 void costview_cells(const struct store *store, size_t process, uint64_t from, uint64_t to, size_t cells,
-                    struct costview_rate *out);
+                    uint64_t as_of, struct costview_rate *out);
 /*
  * The rate at time t: over the interval between the readings around it, or over the newest interval when
  * t is past the newest reading (the oldest when before the first). 0, or -ENOENT without two readings.
  */
-int costview_at(const struct store *store, size_t process, uint64_t t, struct costview_rate *out);
+int costview_at(const struct store *store, size_t process, uint64_t t, uint64_t as_of,
+                struct costview_rate *out);
 /* Totals of a process; 0, or -ENOENT when it sent no cost reading. */
 int costview_summary(const struct store *store, size_t process, struct costview_summary *out);
 

@@ -264,12 +264,11 @@ static long requested_period_ns;
 static unsigned requested_hz;
 static _Atomic int sampler_on;
 static _Atomic uint64_t samples_skipped;
-static _Atomic uint64_t samples_seen;     /* our signals, taken or not: the achieved rate */
-static _Atomic uint64_t handler_ns;       /* time spent in handlers that took a sample */
-static _Atomic uint64_t handler_count;    /* ... and how many they were */
-static uint64_t delivery_ns;              /* what one signal of ours costs a thread beyond the handler,
-                                           * measured at start */
-static _Atomic uint64_t calibration_seen; /* calibration signals taken (timer calibration) */
+static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieved rate */
+static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
+static _Atomic uint64_t handler_count; /* ... and how many they were */
+static uint64_t delivery_ns;           /* what one signal of ours costs a thread beyond the handler,
+                                        * measured at start */
 static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
 static size_t sampled_count;
 /*
@@ -554,7 +553,6 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 {
 	int saved_errno = errno;
 	if (sampler_signal_is_calibration(info)) {
-		atomic_fetch_add_explicit(&calibration_seen, 1, memory_order_relaxed);
 		errno = saved_errno;
 		return;
 	}
@@ -705,81 +703,6 @@ static void sampler_calibrate(int sig)
 	}
 	int interrupted = sampler_calibration_end(&saved) != 0;
 	delivery_ns = best == UINT64_MAX || interrupted ? SAMPLER_DELIVERY_FALLBACK_NS : best;
-}
-
-/* CPU time of the calling thread, ns. */
-static uint64_t sampler_self_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Fixed work for the timer calibration. */
-__attribute__((noinline)) static uint64_t sampler_calibration_work(uint64_t rounds)
-{
-	uint64_t x = 1;
-	for (uint64_t i = 0; i < rounds; i++) {
-		x = x * 6364136223846793005ull + 1;
-		__asm__ volatile("" : "+r"(x)); /* not folded, not merged with another call */
-	}
-	return x;
-}
-
-/*
- * perf mode: a sample there comes from a high-resolution timer interrupt and the perf overflow
- * path, which a signal sent to oneself (sampler_calibrate) does not pay; on a virtual machine
- * each interrupt and timer re-arm also exits to the hypervisor. Measured on the sender, A/B: the
- * CPU time of fixed work with and without a CLOCK_MONOTONIC timer that signals this thread every
- * 100 us (calibration cookie: the handler only counts them), per signal taken; the least of three
- * of each. Raises delivery_ns to it.
- */
-static void sampler_calibrate_timer(int sig)
-{
-	struct sigevent sev;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = sig;
-	sev.sigev_value.sival_ptr = (void *)&sampler_calibration_cookie;
-	sev._sigev_un._tid = collector_gettid();
-	timer_t timer;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0)
-		return;
-	/* About 5 ms of work per run. */
-	uint64_t rounds = 1u << 16, t0 = sampler_self_cpu_ns();
-	volatile uint64_t sink = sampler_calibration_work(rounds);
-	uint64_t one = sampler_self_cpu_ns() - t0;
-	if (one > 0 && one < 5000000)
-		rounds = rounds * 5000000 / one;
-	sigset_t saved;
-	sampler_calibration_begin(sig, &saved);
-	uint64_t plain = UINT64_MAX, per_signal = UINT64_MAX;
-	for (int i = 0; i < 3; i++) {
-		t0 = sampler_self_cpu_ns();
-		sink = sampler_calibration_work(rounds);
-		uint64_t t = sampler_self_cpu_ns() - t0;
-		if (t < plain)
-			plain = t;
-	}
-	struct itimerspec on = {{0, 100000}, {0, 100000}}, off;
-	memset(&off, 0, sizeof off);
-	for (int i = 0; i < 3; i++) {
-		uint64_t seen = atomic_load(&calibration_seen);
-		timer_settime(timer, 0, &on, NULL);
-		t0 = sampler_self_cpu_ns();
-		sink = sampler_calibration_work(rounds);
-		uint64_t t = sampler_self_cpu_ns() - t0;
-		timer_settime(timer, 0, &off, NULL);
-		uint64_t n = atomic_load(&calibration_seen) - seen;
-		if (n >= 8 && t > plain && (t - plain) / n < per_signal)
-			per_signal = (t - plain) / n;
-	}
-	(void)sink;
-	timer_delete(timer);
-	if (sampler_calibration_end(&saved) != 0)
-		return; /* the program's signals came in between: the figure is not this */
-	if (per_signal != UINT64_MAX && per_signal > delivery_ns)
-		delivery_ns = per_signal;
 }
 
 int sampler_init(unsigned hz)
@@ -1285,9 +1208,11 @@ void sampler_poll(uint64_t now_ns)
 	}
 	/* Here, on the sender: never on a program thread (see sampler_calibrate). */
 	if (!delivery_ns && now_ns) {
+		/* Not in perf mode either an A/B of a timer signalling this thread for tens of ms (what
+		 * its interrupts cost): the sampling signal would be unblocked here that long, and a
+		 * program's own signal of that number sent meanwhile lands on this thread and reaches
+		 * the program late (t087). Perf-mode estimates leave that interrupt cost out. */
 		sampler_calibrate(atomic_load(&sampler_signal));
-		if (sampler_mode == SAMPLER_PERF)
-			sampler_calibrate_timer(atomic_load(&sampler_signal));
 	}
 	if (sampler_mode == SAMPLER_PERF)
 		sampler_check_fds();

@@ -49,12 +49,23 @@ static void costview_interp(const struct store_cost_point *v, size_t n, uint64_t
 	*added = (double)a->added_ns + f * ((double)b->added_ns - (double)a->added_ns);
 }
 
+/* The readings of a source taken up to as_of (a paused view ignores later ones); their count. */
+static size_t costview_points(const struct store *st, size_t process, uint32_t source, uint64_t as_of,
+                              const struct store_cost_point **v)
+{
+	size_t n = store_cost_points(st, process, source, v);
+	while (n && (*v)[n - 1].time_ns > as_of) /* later readings are few: the newest second or so */
+		n--;
+	return n;
+}
+
 /* Adds one source's rate over [from, to) to out. */
 static void costview_rate_one(const struct store *st, size_t process, uint32_t source, uint64_t from,
-                              uint64_t to, double *cpu_frac, double *added_frac, uint64_t *covered)
+                              uint64_t to, uint64_t as_of, double *cpu_frac, double *added_frac,
+                              uint64_t *covered)
 {
 	const struct store_cost_point *v;
-	size_t n = store_cost_points(st, process, source, &v);
+	size_t n = costview_points(st, process, source, as_of, &v);
 	if (n < 2)
 		return;
 	uint64_t lo = from > v[0].time_ns ? from : v[0].time_ns;
@@ -71,15 +82,15 @@ static void costview_rate_one(const struct store *st, size_t process, uint32_t s
 }
 
 void costview_rate(const struct store *st, size_t process, uint32_t source, uint64_t from, uint64_t to,
-                   struct costview_rate *out)
+                   uint64_t as_of, struct costview_rate *out)
 {
 	double cpu = 0, added = 0;
 	uint64_t covered = 0;
 	if (source)
-		costview_rate_one(st, process, source, from, to, &cpu, &added, &covered);
+		costview_rate_one(st, process, source, from, to, as_of, &cpu, &added, &covered);
 	else
 		for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++)
-			costview_rate_one(st, process, s, from, to, &cpu, &added, &covered);
+			costview_rate_one(st, process, s, from, to, as_of, &cpu, &added, &covered);
 	out->covered_ns = covered;
 	out->cpu_ms_per_s = covered ? cpu * 1000.0 : 0.0;
 	/* added per second as a fraction, through the same A/B-like percent as the totals */
@@ -87,7 +98,7 @@ void costview_rate(const struct store *st, size_t process, uint32_t source, uint
 }
 
 void costview_cells(const struct store *st, size_t process, uint64_t from, uint64_t to, size_t cells,
-                    struct costview_rate *out)
+                    uint64_t as_of, struct costview_rate *out)
 {
 	if (!cells)
 		return;
@@ -97,16 +108,16 @@ void costview_cells(const struct store *st, size_t process, uint64_t from, uint6
 		         b = from + (uint64_t)(step * (double)(c + 1));
 		if (b <= a)
 			b = a + 1;
-		costview_rate(st, process, 0, a, b, &out[c]);
+		costview_rate(st, process, 0, a, b, as_of, &out[c]);
 	}
 }
 
-int costview_at(const struct store *st, size_t process, uint64_t t, struct costview_rate *out)
+int costview_at(const struct store *st, size_t process, uint64_t t, uint64_t as_of, struct costview_rate *out)
 {
 	uint64_t oldest = UINT64_MAX, newest = 0;
 	for (uint32_t s = 1; s < WIRE_COST_SOURCE_MAX; s++) {
 		const struct store_cost_point *v;
-		size_t n = store_cost_points(st, process, s, &v);
+		size_t n = costview_points(st, process, s, as_of, &v);
 		if (n < 2)
 			continue;
 		if (v[0].time_ns < oldest)
@@ -121,7 +132,7 @@ int costview_at(const struct store *st, size_t process, uint64_t t, struct costv
 		t = newest - 1;
 	if (t < oldest)
 		t = oldest;
-	costview_rate(st, process, 0, t, t + 1, out);
+	costview_rate(st, process, 0, t, t + 1, as_of, out);
 	return out->covered_ns ? 0 : -ENOENT;
 }
 

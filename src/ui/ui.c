@@ -1368,7 +1368,7 @@ static void ui_details_cost(struct ui *ui, size_t process, uint64_t t0, uint64_t
 		if (store_cost_get(ui->store, process, s, &c) != 0)
 			continue;
 		struct costview_rate r;
-		costview_rate(ui->store, process, s, t0, t1, &r);
+		costview_rate(ui->store, process, s, t0, t1, ui_data_end(ui, UINT64_MAX), &r);
 		char rate[64] = "no readings around this cell", level[32];
 		if (r.covered_ns)
 			snprintf(rate, sizeof rate, "%.2f ms/s CPU, est. +%.2f %%", r.cpu_ms_per_s,
@@ -1969,10 +1969,6 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 		snprintf(line, sizeof line, "  %s", st->log_note);
 		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
 	}
-	if (bnote) {
-		snprintf(line, sizeof line, "  %s", bnote);
-		x += ui_put(ui, 0, x, bw < COLS - x ? bw : COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
-	}
 	snprintf(line, sizeof line, "  window %s  %s ev/s  drops %llu", span, rate,
 	         (unsigned long long)store_loss_total(ui->store));
 	x += ui_put(ui, 0, x, COLS - x, a, line);
@@ -1992,6 +1988,12 @@ static void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	if (cupti) {
 		snprintf(line, sizeof line, "  cupti drops %llu", (unsigned long long)cupti);
 		x += ui_put(ui, 0, x, COLS - x, ui_attr(ui, THEME_STATUS_LIVE), line);
+	}
+	/* After the fixed fields (their width was set aside above), so these stay where they are. */
+	if (bnote) {
+		snprintf(line, sizeof line, "  %s", bnote);
+		x += ui_put(ui, 0, x, bw < COLS - x - 8 ? bw : COLS - x - 8, ui_attr(ui, THEME_STATUS_LIVE),
+		            line);
 	}
 	if (st && st->log_path && COLS - x - 8 >= 16) {
 		snprintf(line, sizeof line, "  log %s", st->log_path);
@@ -2333,7 +2335,8 @@ static void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row,
 	xgrow((void **)&ui->cost_cells, &ui->cost_cells_cap, (size_t)cols, sizeof *ui->cost_cells);
 	uint64_t end = viewport_end_ns(&ui->vp), to = ui_data_end(ui, end);
 	if (ui->cost_cells_frame != ui->frames || ui->cost_cells_process != row->process) {
-		costview_cells(ui->store, row->process, ui->vp.start_ns, end, (size_t)cols, ui->cost_cells);
+		costview_cells(ui->store, row->process, ui->vp.start_ns, end, (size_t)cols,
+		               ui_data_end(ui, UINT64_MAX), ui->cost_cells);
 		ui->cost_cells_frame = ui->frames;
 		ui->cost_cells_process = row->process;
 	}
@@ -2361,7 +2364,8 @@ static void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row,
 			ui_put(ui, y, gx + c, 1, ui_attr(ui, THEME_MESSAGE), ui->g->reduced);
 	}
 	struct costview_rate at;
-	int have = costview_at(ui->store, row->process, ui_cursor_ns(ui), &at) == 0;
+	int have =
+	    costview_at(ui->store, row->process, ui_cursor_ns(ui), ui_data_end(ui, UINT64_MAX), &at) == 0;
 	if (added && have)
 		snprintf(label, size, " cost +%.1f%% est.", at.added_pct);
 	else if (added)

@@ -21,7 +21,7 @@ TM_WIDTH=120 TM_HEIGHT=30 tm_run_cuscope view --ascii "$T/cost.cap"
 tm_wait '^ cost \+0\.1% est\. +\|' 10 "view: the cost row with the added time at the cursor"
 tm_screen_has '^   collector 5\.0ms/s +\|' || fail "no collector CPU row: $(tm_screen | sed -n 3,6p | tr '\n' '|')"
 [ "$(tm_screen | grep -c ' cost ')" = 1 ] || fail "cost rows under a process that sent no cost"
-tm_screen_has 'CAPTURE  overhead budget 3 %: sampling 250/s -> 100/s' || fail "status line lacks the latest back-off: $(tm_screen | head -n 1)"
+tm_screen_has 'drops 0  overhead budget 3 %: sampling 250/s -> 100/s' || fail "status line lacks the latest back-off: $(tm_screen | head -n 1)"
 # The thread lane: its baseline until 8 s, then the reduced mark up to the last reading (20 s of 20.9).
 band=$(tm_screen | grep '^-main 4343' | sed 's/^[^|]*|//')
 case $band in

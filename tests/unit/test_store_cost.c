@@ -83,7 +83,7 @@ static void test_newest_and_rates(void **state)
 	struct store *st = setup();
 	assert_false(store_cost_any(st, 0));
 	struct costview_rate none;
-	assert_int_equal(costview_at(st, 0, T0, &none), -ENOENT);
+	assert_int_equal(costview_at(st, 0, T0, UINT64_MAX, &none), -ENOENT);
 	struct store_cost c;
 	assert_int_equal(store_cost_get(st, 0, WIRE_COST_SAMPLING, &c), -ENOENT);
 	/* two sources in one frame, then one reading a second */
@@ -116,32 +116,38 @@ static void test_newest_and_rates(void **state)
 
 	/* per second: 20 ms of CPU and 10 ms added in the second second, 30 ms and none in the third */
 	struct costview_rate r;
-	costview_rate(st, 0, WIRE_COST_SAMPLING, T0 + 1 * S, T0 + 2 * S, &r);
+	costview_rate(st, 0, WIRE_COST_SAMPLING, T0 + 1 * S, T0 + 2 * S, UINT64_MAX, &r);
 	assert_int_equal(r.covered_ns, 1 * S);
 	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
 	assert_float_equal(r.added_pct, costview_added_pct(10 * MS, 1 * S), 1e-6);
-	costview_rate(st, 0, 0, T0 + 2500 * MS, T0 + 2600 * MS, &r); /* inside one interval: its slope */
+	/* inside one interval: its slope */
+	costview_rate(st, 0, 0, T0 + 2500 * MS, T0 + 2600 * MS, UINT64_MAX, &r);
 	assert_float_equal(r.cpu_ms_per_s, 30.0, 1e-6);
 	assert_float_equal(r.added_pct, 0.0, 1e-9);
-	costview_rate(st, 0, 0, T0 + 1500 * MS, T0 + 2500 * MS, &r); /* half of each */
+	costview_rate(st, 0, 0, T0 + 1500 * MS, T0 + 2500 * MS, UINT64_MAX, &r); /* half of each */
 	assert_float_equal(r.cpu_ms_per_s, 25.0, 1e-6);
-	costview_rate(st, 0, 0, T0, T0 + 1 * S, &r); /* before the first reading: no rate */
+	costview_rate(st, 0, 0, T0, T0 + 1 * S, UINT64_MAX, &r); /* before the first reading: no rate */
 	assert_int_equal(r.covered_ns, 0);
-	costview_rate(st, 0, 0, T0 + 3 * S, T0 + 4 * S, &r); /* after the newest: none yet */
+	costview_rate(st, 0, 0, T0 + 3 * S, T0 + 4 * S, UINT64_MAX, &r); /* after the newest: none yet */
 	assert_int_equal(r.covered_ns, 0);
+	/* a view paused at 2.5 s: the reading of 3 s came later and changes nothing in it */
+	costview_rate(st, 0, 0, T0 + 2500 * MS, T0 + 2600 * MS, T0 + 2500 * MS, &r);
+	assert_int_equal(r.covered_ns, 0);
+	costview_rate(st, 0, WIRE_COST_SAMPLING, T0 + 1 * S, T0 + 2 * S, T0 + 2500 * MS, &r);
+	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
 	struct costview_rate cells[4];
-	costview_cells(st, 0, T0, T0 + 4 * S, 4, cells);
+	costview_cells(st, 0, T0, T0 + 4 * S, 4, UINT64_MAX, cells);
 	assert_int_equal(cells[0].covered_ns, 0);
 	assert_float_equal(cells[1].cpu_ms_per_s, 20.0, 1e-6);
 	assert_float_equal(cells[2].cpu_ms_per_s, 30.0, 1e-6);
 	assert_int_equal(cells[3].covered_ns, 0);
 
 	/* the cost row's label: the rate at the cursor, or the newest past the newest reading */
-	assert_int_equal(costview_at(st, 0, T0 + 1500 * MS, &r), 0);
+	assert_int_equal(costview_at(st, 0, T0 + 1500 * MS, UINT64_MAX, &r), 0);
 	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
-	assert_int_equal(costview_at(st, 0, T0 + 50 * S, &r), 0);
+	assert_int_equal(costview_at(st, 0, T0 + 50 * S, UINT64_MAX, &r), 0);
 	assert_float_equal(r.cpu_ms_per_s, 30.0, 1e-6);
-	assert_int_equal(costview_at(st, 0, T0, &r), 0);
+	assert_int_equal(costview_at(st, 0, T0, UINT64_MAX, &r), 0);
 	assert_float_equal(r.cpu_ms_per_s, 20.0, 1e-6);
 
 	struct costview_summary sum;
@@ -275,7 +281,7 @@ static void test_exec_and_reconnect(void **state)
 	assert_int_equal(store_cost_get(st, 0, WIRE_COST_NVTX, &c), 0);
 	assert_int_equal(c.cpu_ns, 150);
 	struct costview_rate r;
-	costview_rate(st, 0, 0, T0 + 4 * S, T0 + 5 * S, &r);
+	costview_rate(st, 0, 0, T0 + 4 * S, T0 + 5 * S, UINT64_MAX, &r);
 	assert_float_equal(r.cpu_ms_per_s, 0.0, 1e-9);
 	store_free(st);
 }
@@ -303,7 +309,7 @@ static void test_bounds_and_eviction(void **state)
 		assert_true(pts[i].time_ns > pts[i - 1].time_ns);
 	/* rates stay exact over thinned time: 1 ms per second throughout */
 	struct costview_rate r;
-	costview_rate(st, 0, 0, T0 + 10 * S, T0 + 2000 * S, &r);
+	costview_rate(st, 0, 0, T0 + 10 * S, T0 + 2000 * S, UINT64_MAX, &r);
 	assert_float_equal(r.cpu_ms_per_s, 1.0, 1e-6);
 	const struct store_cost_reduced *v;
 	size_t nr = store_cost_reduced(st, 0, WIRE_COST_SAMPLING, &v);
