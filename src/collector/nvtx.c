@@ -109,9 +109,13 @@ static inline int nvtx_push_dropped(struct thread_ring *tr)
 /* Completes a push that was written (or not); returns the NVTX result (the range's depth). */
 static inline int nvtx_push_done(struct thread_ring *tr, int written)
 {
+	/* depth first: a handler's push and pop between the two stores must not find drop_from
+	 * already naming the level it is about to pop and clear it. */
+	int depth = tr->depth++;
+	atomic_signal_fence(memory_order_seq_cst);
 	if (!written && !tr->drop_from)
-		tr->drop_from = tr->depth + 1;
-	return tr->depth++;
+		tr->drop_from = depth + 1;
+	return depth;
 }
 
 /* Pushes a range described by NVTX event attributes. */

@@ -658,6 +658,7 @@ static uint32_t push_name_id(struct thread_ring *tr, const struct collector_rec_
 static void convert_nvtx(struct thread_ring *tr, const struct collector_rec_nvtx *rec)
 {
 	int push = rec->kind == COLLECTOR_REC_NVTX_PUSH;
+	source_count_nvtx(1); /* priced per event, like those push_event counts */
 	const uint8_t *extra = (const uint8_t *)(rec + 1);
 	const struct collector_string *domain = NULL, *name_ref = NULL;
 	uint64_t category = 0;
@@ -718,7 +719,8 @@ static size_t drain_rings_paced(int paced)
 		struct ring_batch batch;
 		const struct ring_record *rec;
 		ring_batch_begin(&tr->ring, &batch);
-		while (!(paced && (drained & 255) == 0 && viewer_behind()) &&
+		/* A dead ring is drained anyway: it is never written again, and only then freed. */
+		while (!(paced && !dead && (drained & 255) == 0 && viewer_behind()) &&
 		       (rec = ring_batch_next(&tr->ring, &batch))) {
 			if (rec->kind == COLLECTOR_REC_NVTX_PUSH || rec->kind == COLLECTOR_REC_NVTX_POP) {
 				convert_nvtx(tr, (const struct collector_rec_nvtx *)rec);
@@ -1474,7 +1476,14 @@ static void *sender_main(void *arg)
 	/* A burst may be filling the first ring: make room before the slower start-up work. */
 	drain_rings();
 	if (sender_begin() != 0) {
-		/* Unreachable session: rest like a detached collector; rings are never drained. */
+		/* Unreachable session: rest like a detached collector (rings are never drained), with
+		 * nothing left of this start that a later attach would send or reuse. */
+		while (snd.head)
+			queue_pop_head();
+		snd.ever_connected = 0;
+		snd.thread_count = 0;
+		strtab_fini(&snd.strings);
+		snd.started = 0;
 		atomic_store(&sender_state, SENDER_IDLE);
 		collector_detached();
 		pthread_detach(pthread_self());

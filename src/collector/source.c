@@ -557,7 +557,7 @@ static void budget_prior(void)
 		uint32_t hz;
 		while ((hz = sources[i].level_at(step)) && (uint64_t)hz * cost_ns / 1000000ull > permille)
 			step++;
-		if (step && hz) {
+		if (step) { /* hz 0: even the lowest rate is over the budget, so sampling starts off */
 			uint64_t asked = sources[i].level_at(0);
 			budget_set_step(i, step, asked * cost_ns / 1000000ull, clock_mono_ns());
 		}
@@ -575,7 +575,9 @@ void source_budget_poll(uint64_t now_ns)
 	}
 	if (now_ns - budget.start_ns < BUDGET_WINDOW_NS)
 		return;
-	uint64_t cpu = budget_program_cpu_ns() - budget.start_cpu;
+	/* Process CPU minus our threads' (read a moment apart): never below the window's start. */
+	uint64_t program_cpu = budget_program_cpu_ns();
+	uint64_t cpu = program_cpu > budget.start_cpu ? program_cpu - budget.start_cpu : 0;
 	if (cpu < BUDGET_MIN_CPU_NS) {
 		/* Too little of the program ran to judge; an idle program costs nothing anyway. */
 		if (now_ns - budget.start_ns >= BUDGET_IDLE_NS)
