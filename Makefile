@@ -125,8 +125,7 @@ $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/c
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c) on the viewer library built with clang, ASan and UBSan in
 # build-fuzz/, then tests/fuzz/run.sh runs each for FUZZ_SECONDS (default 60) on seeds from real captures.
-# pointer-overflow is off: store.c returns `NULL + 0` for empty arrays (reported; harmless in practice).
-FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-sanitize=pointer-overflow
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 fuzz: all tests-build
 	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz 'SAN=$(FUZZ_SAN)' build-fuzz/obj/libviewer.a
 	$(Q)for h in capture wire; do \

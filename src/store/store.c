@@ -756,7 +756,8 @@ size_t store_lane_row_query(const struct store *st, size_t process, size_t lane,
 	const struct range_row *r = &l->rows[row];
 	size_t lo = first_ending_after(r->v, r->n, from_ns);
 	size_t hi = first_starting_at(r->v, r->n, to_ns);
-	*out = r->v + lo;
+	/* An empty row has no array at all: never NULL + 0. */
+	*out = hi > lo ? r->v + lo : NULL;
 	return hi > lo ? hi - lo : 0;
 }
 

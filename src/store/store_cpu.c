@@ -245,7 +245,7 @@ static size_t calls_query(const struct call_rows *cr, size_t row, uint64_t from_
 	const struct call_row *r = &cr->rows[row];
 	size_t lo = call_first_ending_after(r->v, r->n, from_ns);
 	size_t hi = call_lower_bound(r->v, r->n, to_ns);
-	*out = r->v + lo;
+	*out = hi > lo ? r->v + lo : NULL; /* an empty row may have no array: never NULL + 0 */
 	return hi > lo ? hi - lo : 0;
 }
 

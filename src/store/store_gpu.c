@@ -635,7 +635,7 @@ size_t store_lane_gpu_query(const struct store *st, size_t process, size_t lane,
 	/* A zero-length op at from_ns ends "at" from_ns: keep it visible. */
 	while (lo > 0 && r->v[lo - 1].end_ns == from_ns && r->v[lo - 1].start_ns == from_ns)
 		lo--;
-	*out = r->v + lo;
+	*out = hi > lo ? r->v + lo : NULL; /* an empty row may have no array: never NULL + 0 */
 	return hi > lo ? hi - lo : 0;
 }
 
