@@ -134,9 +134,36 @@ static void replay_losses(struct replay *r, const struct process *pr)
 		replay_frame(r, WIRE_FRAME_LOSSES, loss, n * sizeof *loss);
 }
 
+/* The newest cost reading of each source, so a new live file keeps the totals and back-offs. */
+static void replay_cost(struct replay *r, size_t process)
+{
+	struct wire_cost cost[WIRE_COST_SOURCE_MAX];
+	size_t n = 0;
+	for (uint32_t c = 1; c < WIRE_COST_SOURCE_MAX; c++) {
+		struct store_cost sc;
+		if (store_cost_get(r->st, process, c, &sc) != 0)
+			continue;
+		cost[n++] = (struct wire_cost){.time_ns = sc.time_ns,
+		                               .own_cpu_ns = sc.cpu_ns,
+		                               .added_ns = sc.added_ns,
+		                               .events = sc.events,
+		                               .source = c,
+		                               .backoffs = sc.backoffs,
+		                               .level = sc.level,
+		                               .flags = sc.reduced ? WIRE_COST_REDUCED : 0};
+	}
+	if (n)
+		replay_frame(r, WIRE_FRAME_COST, cost, n * sizeof *cost);
+}
+
 int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 {
 	struct replay r = {.st = st, .emit = emit, .ctx = ctx};
+	/* A process's cost goes with its newest stream only (an exec continues it in a later one). */
+	size_t *cost_source = xcalloc(st->proc_count + 1, sizeof *cost_source);
+	for (size_t s = 0; s < st->source_cap; s++)
+		if (st->sources[s].had_hello && st->sources[s].process < st->proc_count)
+			cost_source[st->sources[s].process] = s + 1;
 	for (size_t s = 0; s < st->source_cap && !r.rc; s++) {
 		const struct source *src = &st->sources[s];
 		if (!src->had_hello)
@@ -152,6 +179,8 @@ int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 		replay_threads(&r, pr);
 		replay_gpu(&r, pr);
 		replay_losses(&r, pr);
+		if (cost_source[src->process] == s + 1)
+			replay_cost(&r, src->process);
 		if (pr->exited) {
 			struct wire_bye bye = {.time_ns = 0, .exit_code = pr->exit_code};
 			replay_frame(&r, WIRE_FRAME_BYE, &bye, sizeof bye);
@@ -161,5 +190,6 @@ int store_replay_identity(const struct store *st, store_emit_fn emit, void *ctx)
 		}
 		free(r.local);
 	}
+	free(cost_source);
 	return r.rc;
 }

@@ -3,6 +3,7 @@
  * each process (pid, command, exit), its strings, thread names, open push/pop ranges, GPU devices
  * and loss counters, so that later frames of the same sources read on their own.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,12 +174,47 @@ static void test_replay_keeps_detach(void **state)
 	store_free(b);
 }
 
+static void test_replay_keeps_cost(void **state)
+{
+	(void)state;
+	struct store *a = store_new();
+	hello(a, 2, 800);
+	struct wire_cost cost[2] = {
+	    {.time_ns = T0 + 5,
+	     .own_cpu_ns = 40,
+	     .added_ns = 7,
+	     .events = 9,
+	     .source = WIRE_COST_SAMPLING,
+	     .backoffs = 2,
+	     .level = 250,
+	     .flags = WIRE_COST_REDUCED},
+	    {.time_ns = T0 + 5, .own_cpu_ns = 11, .source = WIRE_COST_SENDER},
+	};
+	feed(a, 2, WIRE_FRAME_COST, cost, sizeof cost);
+	struct store *b = store_new();
+	assert_int_equal(store_replay_identity(a, copy_frame, b), 0);
+	struct store_cost c;
+	assert_int_equal(store_cost_get(b, 0, WIRE_COST_SAMPLING, &c), 0);
+	assert_int_equal(c.cpu_ns, 40);
+	assert_int_equal(c.added_ns, 7);
+	assert_int_equal(c.events, 9);
+	assert_int_equal(c.backoffs, 2);
+	assert_int_equal(c.level, 250);
+	assert_true(c.reduced);
+	assert_int_equal(store_cost_get(b, 0, WIRE_COST_SENDER, &c), 0);
+	assert_int_equal(c.cpu_ns, 11);
+	assert_int_equal(store_cost_get(b, 0, WIRE_COST_GPU, &c), -ENOENT);
+	store_free(a);
+	store_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_replay_rebuilds_identity),
 	    cmocka_unit_test(test_replay_stops_on_error),
 	    cmocka_unit_test(test_replay_keeps_detach),
+	    cmocka_unit_test(test_replay_keeps_cost),
 	};
 	return cmocka_run_group_tests_name("store_replay", tests, NULL, NULL);
 }
