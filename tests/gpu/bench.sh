@@ -15,7 +15,8 @@
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
-# BENCH_RUN_TIMEOUT_S (one run, 150), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
+# BENCH_RUN_TIMEOUT_S (one run, 150), BENCH_GRACE_S (how long a run may go on after its result line,
+# 30: nsys writes its report then; the timing is already read), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
 set -u
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -35,7 +36,7 @@ MLP_STEPS=${BENCH_MLP_STEPS:-300}
 TF_STEPS=${BENCH_TF_STEPS:-30}
 BUDGET=${BENCH_BUDGET_S:-450}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT_S:-150}
-GRACE=30 # seconds a run may go on after its result line appeared (nsys's report step)
+GRACE=${BENCH_GRACE_S:-30} # seconds a run may go on after its result line appeared (nsys's report step)
 read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-launch mlp transformer}"
 read -r -a CONFIGS <<<"${BENCH_CONFIGS:-none cuscope nsys}"
 START=$SECONDS
