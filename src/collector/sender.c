@@ -142,6 +142,10 @@ static void frames_flush_gpu(struct sender *s)
 }
 
 static uint32_t frames_intern(struct sender *s, const char *text, size_t len);
+int viewer_move_session(const char *dir);
+int viewer_move_pending(void);
+void viewer_close(struct sender *s);
+void viewer_forget_after_fork(struct sender *s);
 
 static void frames_flush_stacks(struct sender *s)
 {
@@ -451,20 +455,34 @@ static int threads_apply_name(struct sender *s, const struct ring_record *rec)
 	return 1;
 }
 
+/* A thread naming record from a ring: the thread table follows it, and a visible change is sent. */
+static void threads_record_name(struct sender *s, const struct ring_record *rec)
+{
+	struct known_thread *t = threads_find(s, (pid_t)rec->tid);
+	uint64_t first_ns = t ? t->first_ns : rec->time_ns;
+	if (!threads_apply_name(s, rec))
+		return;
+	t = threads_find(s, (pid_t)rec->tid);
+	const char *name = t ? threads_display_name(t) : "";
+	struct wire_event ev = {.time_ns = first_ns < rec->time_ns ? rec->time_ns : first_ns,
+	                        .tid = rec->tid,
+	                        .kind = WIRE_EV_THREAD_NAME};
+	ev.name_id = frames_intern(s, name, strlen(name));
+	frames_push_event(s, &ev);
+}
+
+/* A thread reported its own exit (its ring's last record): the next scan forgets it quietly. */
+static void threads_record_exit(struct sender *s, pid_t tid)
+{
+	struct known_thread *t = threads_find(s, tid);
+	if (t)
+		t->exited = 1;
+}
+
 static void drain_convert_record(struct sender *s, const struct ring_record *rec)
 {
 	if (rec->kind == WIRE_EV_THREAD_NAME) {
-		struct known_thread *t = threads_find(s, (pid_t)rec->tid);
-		uint64_t first_ns = t ? t->first_ns : rec->time_ns;
-		if (!threads_apply_name(s, rec))
-			return;
-		t = threads_find(s, (pid_t)rec->tid);
-		const char *name = t ? threads_display_name(t) : "";
-		struct wire_event ev = {.time_ns = first_ns < rec->time_ns ? rec->time_ns : first_ns,
-		                        .tid = rec->tid,
-		                        .kind = WIRE_EV_THREAD_NAME};
-		ev.name_id = frames_intern(s, name, strlen(name));
-		frames_push_event(s, &ev);
+		threads_record_name(s, rec);
 		return;
 	}
 	if (rec->kind == COLLECTOR_REC_SAMPLE) {
@@ -485,11 +503,8 @@ static void drain_convert_record(struct sender *s, const struct ring_record *rec
 		frames_push_event(s, &ev);
 		return;
 	}
-	if (rec->kind == WIRE_EV_THREAD_EXIT) {
-		struct known_thread *t = threads_find(s, (pid_t)rec->tid);
-		if (t)
-			t->exited = 1;
-	}
+	if (rec->kind == WIRE_EV_THREAD_EXIT)
+		threads_record_exit(s, (pid_t)rec->tid);
 	struct wire_event ev = {
 	    .time_ns = rec->time_ns,
 	    .value = rec->value,
@@ -1028,6 +1043,12 @@ static void viewer_check_fds(struct sender *s)
 
 int sender_move_session(const char *dir)
 {
+	return viewer_move_session(dir);
+}
+
+/* Any thread: asks the sender to listen in dir (see sender_move_session). */
+int viewer_move_session(const char *dir)
+{
 	if (strlen(dir) >= sizeof move_dir)
 		return -ENAMETOOLONG;
 	if (atomic_load(&viewer_connected))
@@ -1058,6 +1079,39 @@ static void viewer_take_move(struct sender *s)
 		s->listen_retry_ns = 0;
 	}
 	atomic_store(&move_pending, 0);
+}
+
+/* 1 while an attach asked the sender to move (the lazy start ends for it). */
+int viewer_move_pending(void)
+{
+	return atomic_load(&move_pending) != 0;
+}
+
+/* Closes the viewer connection and the listening socket (still ours only) and removes the socket. */
+void viewer_close(struct sender *s)
+{
+	if (s->viewer_fd >= 0)
+		collector_fd_close(s->viewer_fd);
+	s->viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
+	if (s->listen_fd >= 0)
+		collector_fd_close(s->listen_fd);
+	s->listen_fd = -1;
+	unlink(s->socket_path);
+}
+
+/* Forked child: the parent's sockets are closed here, never used (the viewer must see the parent's
+ * EOF); the socket file is the parent's and stays. */
+void viewer_forget_after_fork(struct sender *s)
+{
+	if (s->listen_fd >= 0)
+		collector_fd_close(s->listen_fd);
+	if (s->viewer_fd >= 0)
+		collector_fd_close(s->viewer_fd);
+	s->listen_fd = s->viewer_fd = -1;
+	atomic_store(&viewer_connected, 0);
+	atomic_store(&move_pending, 0);
+	s->ever_connected = 0;
 }
 
 /* Sleeps on the wake word (no fd): a ring half full wakes it, or timeout_ms passes. */
@@ -1234,14 +1288,7 @@ static void sender_detach(struct sender *s)
 {
 	drain_rings(s);
 	source_each_detach();
-	if (s->viewer_fd >= 0)
-		collector_fd_close(s->viewer_fd);
-	s->viewer_fd = -1;
-	atomic_store(&viewer_connected, 0);
-	if (s->listen_fd >= 0)
-		collector_fd_close(s->listen_fd);
-	s->listen_fd = -1;
-	unlink(s->socket_path);
+	viewer_close(s);
 	sendq_fini(&s->q);
 	s->ever_connected = 0;
 	s->thread_count = 0;
@@ -1264,7 +1311,7 @@ static int sender_wait_lazy(struct sender *s)
 	for (;;) {
 		uint64_t now = clock_mono_ns();
 		if (atomic_load_explicit(&s->stop, memory_order_acquire) || now >= deadline ||
-		    atomic_load(&first_event) || atomic_load(&collector_rings) || atomic_load(&move_pending))
+		    atomic_load(&first_event) || atomic_load(&collector_rings) || viewer_move_pending())
 			break;
 		if (atomic_exchange_explicit(&collector_wake_word, 0, memory_order_acquire) != 0)
 			continue; /* woken: look again */
@@ -1346,13 +1393,7 @@ static void *sender_main(void *arg)
 		sender_poll_once(s, drain_period_ms(drained));
 	}
 	sender_final_flush(s);
-	if (s->viewer_fd >= 0)
-		collector_fd_close(s->viewer_fd);
-	s->viewer_fd = -1;
-	if (s->listen_fd >= 0)
-		collector_fd_close(s->listen_fd);
-	s->listen_fd = -1;
-	unlink(s->socket_path);
+	viewer_close(s);
 	atomic_store_explicit(&sender_done, 1, memory_order_release);
 	syscall(SYS_futex, &sender_done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
@@ -1528,15 +1569,7 @@ void sender_forget_after_fork(void)
 	s->started = 0;
 	s->tracking = 0;
 	atomic_store(&sender_state, SENDER_IDLE);
-	/* The child must not hold the parent's viewer connection open (the viewer would miss EOF). */
-	if (s->listen_fd >= 0)
-		collector_fd_close(s->listen_fd);
-	if (s->viewer_fd >= 0)
-		collector_fd_close(s->viewer_fd);
-	s->listen_fd = s->viewer_fd = -1;
-	atomic_store(&viewer_connected, 0);
-	atomic_store(&move_pending, 0);
-	s->ever_connected = 0;
+	viewer_forget_after_fork(s);
 	sendq_forget(&s->q);
 	s->event_count = 0;
 	s->stacks_len = 0;
