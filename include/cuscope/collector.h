@@ -146,6 +146,14 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
                             const struct collector_string *domain_ref, const char *text, size_t text_len);
 /* Marks the calling thread as one of the collector's own (never traced). */
 void collector_mark_own_thread(void);
+/* 1 on one of the collector's own threads. */
+int collector_thread_own(void);
+/* Once per start: the key whose destructor retires an ending thread's ring; 0 or -1. */
+int collector_thread_key_create(void);
+/* Forked child: forgets the parent's rings; with collecting, also this thread's identity. */
+void collector_rings_after_fork(int collecting);
+/* A thread renamed itself (interposed pthread_setname_np/prctl): recorded on its ring. */
+void collector_note_rename(pid_t tid, const char *name);
 /* Records a tid of the collector's own threads so thread scans leave it out. */
 void collector_register_own_tid(pid_t tid);
 /* 1 if tid is one of the collector's own threads. */
@@ -320,6 +328,8 @@ int collector_fd_check(int fd);
 int collector_fd_close(int fd);
 /* Forgets fd without closing it (a forked child that must leave inherited numbers alone). */
 void collector_fd_forget(int fd);
+/* Forked child, first thing: the table is usable again (its lock may have been held). */
+void collector_fd_after_fork(void);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

@@ -522,6 +522,43 @@ struct collector_string *collector_string_new(const char *text, size_t length)
 	return s;
 }
 
+void collector_note_rename(pid_t tid, const char *name)
+{
+	if (!name || thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
+		return;
+	struct thread_ring *tr = collector_thread_ring();
+	if (tr)
+		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL,
+		           NULL, name, strnlen(name, 15));
+}
+
+/* Creates the key whose destructor retires a thread's ring when the thread ends; 0 or -1. */
+int collector_thread_key_create(void)
+{
+	return pthread_key_create(&thread_ring_key, thread_ring_release) == 0 ? 0 : -1;
+}
+
+int collector_thread_own(void)
+{
+	return thread_is_collector;
+}
+
+/*
+ * Forked child: the parent's rings are abandoned (their threads are gone here). A child that
+ * collects also forgets the forking thread's cached tid, ring and the collector's thread ids.
+ */
+void collector_rings_after_fork(int collecting)
+{
+	atomic_store(&collector_rings, NULL);
+	collector_ring_self = NULL;
+	if (!collecting)
+		return;
+	thread_tid_self = 0;
+	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++)
+		atomic_store(&own_tids[i], 0);
+	pthread_setspecific(thread_ring_key, NULL);
+}
+
 /* ---- fd identity ---- */
 
 struct fd_identity {
@@ -628,6 +665,12 @@ void collector_fd_forget(int fd)
 	pthread_mutex_unlock(&fd_table_lock);
 }
 
+/* Forked child: the forking thread may have held the table's lock; nobody else runs here now. */
+void collector_fd_after_fork(void)
+{
+	pthread_mutex_init(&fd_table_lock, NULL);
+}
+
 /*
  * Configuration: the environment (launch mode) or, after an attach, the rendezvous file the CLI
  * wrote for this pid (setenv in a running multi-threaded program is unsafe, so it is parsed here).
@@ -658,7 +701,7 @@ static const char *config_value(const char *name)
 }
 
 /* Reads and removes /tmp/cuscope-UID/attach-PID.env; returns 1 if there was one. */
-static int rendezvous_read(void)
+static int config_read_rendezvous(void)
 {
 	char base[64], name[64];
 	snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)getuid());
@@ -705,8 +748,7 @@ static size_t round_pow2(size_t n)
 /* Child side of fork: the parent's rings and sender thread do not exist here. */
 static void collector_atfork_child(void)
 {
-	/* The forking thread may have held the lock: nobody else runs here now. */
-	pthread_mutex_init(&fd_table_lock, NULL);
+	collector_fd_after_fork();
 	if (!atomic_load(&collector_running))
 		return;
 	atomic_store(&collector_running, 0);
@@ -714,17 +756,11 @@ static void collector_atfork_child(void)
 		/* --follow leaves this copy out: inert, like a process never started. */
 		sender_forget_after_fork();
 		source_each_after_fork();
-		atomic_store(&collector_rings, NULL);
-		collector_ring_self = NULL;
+		collector_rings_after_fork(0);
 		return;
 	}
 	/* Parent's rings are abandoned (their threads are gone); this thread starts a fresh one. */
-	atomic_store(&collector_rings, NULL);
-	collector_ring_self = NULL;
-	thread_tid_self = 0;
-	for (size_t i = 0; i < sizeof own_tids / sizeof own_tids[0]; i++)
-		atomic_store(&own_tids[i], 0);
-	pthread_setspecific(thread_ring_key, NULL);
+	collector_rings_after_fork(1);
 	sender_forget_after_fork();
 	source_each_after_fork();
 	collector_pid = getpid();
@@ -795,7 +831,7 @@ __attribute__((constructor)) static void collector_exit_resolve(void)
 static void collector_at_quick_exit(void)
 {
 	if (!atomic_load(&collector_running) || collector_pid != (pid_t)syscall(SYS_getpid) ||
-	    thread_is_collector)
+	    collector_thread_own())
 		return;
 	static _Atomic int done;
 	if (atomic_exchange(&done, 1))
@@ -822,7 +858,7 @@ static _Atomic int attach_notice_given;
 
 /* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
 /* Reads the configuration (environment or rendezvous) that every start shares. */
-static void collector_configure(void)
+static void config_load(void)
 {
 	/* 2 MiB: 65 ms of NVTX pairs at 1 M/s (16 bytes a record), the time the sender may be kept off
 	 * a CPU on a loaded machine before pushes are refused; pages are touched only as the ring
@@ -963,7 +999,7 @@ static void collector_init(void)
 	if (session && *session && !collector_followed())
 		return; /* inert: --follow leaves this process out */
 	if (!session || !*session) {
-		attached = rendezvous_read();
+		attached = config_read_rendezvous();
 		session = attached ? config_value(SESSION_ENV) : collector_armed_session();
 	}
 	/* Without a session the library stays inert: loaded but costing nothing. */
@@ -978,9 +1014,9 @@ static void collector_init(void)
 		    "attached to a running process: NVTX ranges of code that already used NVTX, and "
 		    "blocking-call tracing, are not available");
 	}
-	if (pthread_key_create(&thread_ring_key, thread_ring_release) != 0)
+	if (collector_thread_key_create() != 0)
 		return;
-	collector_configure();
+	config_load();
 	collector_pid = getpid();
 	pthread_atfork(NULL, NULL, collector_atfork_child);
 	if (collector_start() != 0)
@@ -1002,7 +1038,7 @@ __attribute__((constructor)) static void collector_constructor(int argc, char **
  */
 COLLECTOR_EXPORT int cuscope_attach_start(void)
 {
-	if (!rendezvous_read())
+	if (!config_read_rendezvous())
 		return 0;
 	const char *session = config_value(SESSION_ENV);
 	if (!session || strlen(session) >= sizeof collector_config.session_dir)
@@ -1022,12 +1058,12 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 		    "blocking-call tracing, are not available");
 	}
 	if (collector_pid == 0) {
-		pthread_key_create(&thread_ring_key, thread_ring_release);
+		collector_thread_key_create();
 		pthread_atfork(NULL, NULL, collector_atfork_child);
 		atexit(collector_at_exit);
 	}
 	collector_pid = getpid();
-	collector_configure();
+	config_load();
 	return collector_start() == 0;
 }
 
@@ -1066,16 +1102,6 @@ COLLECTOR_EXPORT int InitializeInjection(void)
  * Thread renames, seen the moment they happen (LD_PRELOAD interposition): a short-lived thread
  * may be renamed and gone between two scans of /proc. The real function always runs first.
  */
-static void collector_note_rename(pid_t tid, const char *name)
-{
-	if (!name || thread_is_collector || !atomic_load_explicit(&collector_running, memory_order_acquire))
-		return;
-	struct thread_ring *tr = collector_thread_ring();
-	if (tr)
-		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL,
-		           NULL, name, strnlen(name, 15));
-}
-
 COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
 	static int (*real)(pthread_t, const char *);
