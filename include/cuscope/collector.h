@@ -88,15 +88,16 @@ struct collector_config {
 extern struct collector_config collector_config;
 /* 1 once the collector runs in this process (session found, sender started). */
 extern _Atomic int collector_running;
-/* Head of the list of thread rings (push-only from application threads). */
-extern struct thread_ring *_Atomic collector_rings;
-/* Futex word the sender sleeps on: an application thread whose ring is half full sets it to 1
- * and wakes the sender, using no fd (the program may own any number). */
-extern _Atomic uint32_t collector_wake_word;
+/* The list of thread rings (pushed by application threads as they make their ring): its head now,
+ * for the sender to walk. */
+struct thread_ring *collector_rings_head(void);
+/* Sender only: takes tr (whose predecessor in the walk was prev, NULL for the head) out of the
+ * list; returns tr's predecessor now (the walk's prev for the ring after tr). */
+struct thread_ring *collector_rings_unlink(struct thread_ring *prev, struct thread_ring *tr);
+/* Rings that could not be made (no memory): events lost on application threads. */
+uint64_t collector_rings_lost_no_memory(void);
 /* Wakes the sender (any thread, no fd, no lock). */
 void collector_wake_sender(void);
-/* Losses counted on application threads (no ring memory). */
-extern _Atomic uint64_t collector_lost_no_memory;
 
 /* This thread's ring, created on first use; NULL when not running or out of memory. */
 struct thread_ring *collector_thread_ring_slow(void);

@@ -161,7 +161,7 @@ size_t drain_rings_paced(struct sender *s, int paced)
 	tick_map_anchored = 0;
 	size_t drained = 0;
 	struct thread_ring *prev = NULL;
-	struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire);
+	struct thread_ring *tr = collector_rings_head();
 	while (tr) {
 		/* Read dead before draining: a ring found dead and then empty will never be written again. */
 		int dead = atomic_load_explicit(&tr->dead, memory_order_acquire);
@@ -188,19 +188,7 @@ size_t drain_rings_paced(struct sender *s, int paced)
 		struct thread_ring *next = tr->next;
 		if (dead && emptied) {
 			s->ring_drops_freed += atomic_load(&tr->ring.dropped);
-			if (prev) {
-				prev->next = next;
-			} else {
-				struct thread_ring *expected = tr;
-				if (!atomic_compare_exchange_strong(&collector_rings, &expected, next)) {
-					/* New rings were pushed in front: find our predecessor among them. */
-					struct thread_ring *p = expected;
-					while (p->next != tr)
-						p = p->next;
-					p->next = next;
-					prev = p;
-				}
-			}
+			prev = collector_rings_unlink(prev, tr);
 			munmap(tr, sizeof *tr + collector_config.ring_bytes);
 		} else {
 			prev = tr;
@@ -223,8 +211,7 @@ size_t drain_rings(struct sender *s)
 /* 1 if a ring holds records not drained yet. */
 int drain_rings_pending(void)
 {
-	for (struct thread_ring *tr = atomic_load_explicit(&collector_rings, memory_order_acquire); tr;
-	     tr = tr->next)
+	for (struct thread_ring *tr = collector_rings_head(); tr; tr = tr->next)
 		if (ring_used(&tr->ring))
 			return 1;
 	return 0;

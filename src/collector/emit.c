@@ -16,9 +16,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct thread_ring *_Atomic collector_rings;
-_Atomic uint64_t collector_lost_no_memory;
-_Atomic uint32_t collector_wake_word;
+/* Head of the list of thread rings: pushed by application threads, unlinked by the sender only. */
+static struct thread_ring *_Atomic collector_rings;
+/* Rings that could not be made (no memory), counted on application threads. */
+static _Atomic uint64_t collector_lost_no_memory;
 _Atomic uint32_t collector_names_epoch;
 
 /* initial-exec: these are read in signal handlers, where lazy TLS allocation must not happen. */
@@ -293,13 +294,6 @@ void collector_count_drop(struct thread_ring *tr)
 	atomic_fetch_add_explicit(&tr->ring.dropped, 1, memory_order_relaxed);
 }
 
-void collector_wake_sender(void)
-{
-	/* Only the 0 -> 1 transition makes a system call; the sender resets the word before sleeping. */
-	if (atomic_exchange_explicit(&collector_wake_word, 1, memory_order_release) == 0)
-		syscall(SYS_futex, &collector_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid, uint64_t value,
                             const struct collector_string *name_ref,
                             const struct collector_string *domain_ref, const char *text, size_t text_len)
@@ -526,6 +520,34 @@ int collector_thread_own(void)
  * Forked child: the parent's rings are abandoned (their threads are gone here). A child that
  * collects also forgets the forking thread's cached tid, ring and the collector's thread ids.
  */
+struct thread_ring *collector_rings_head(void)
+{
+	return atomic_load_explicit(&collector_rings, memory_order_acquire);
+}
+
+struct thread_ring *collector_rings_unlink(struct thread_ring *prev, struct thread_ring *tr)
+{
+	struct thread_ring *next = tr->next;
+	if (prev) {
+		prev->next = next;
+		return prev;
+	}
+	struct thread_ring *expected = tr;
+	if (atomic_compare_exchange_strong(&collector_rings, &expected, next))
+		return NULL;
+	/* New rings were pushed in front: find tr's predecessor among them. */
+	struct thread_ring *p = expected;
+	while (p->next != tr)
+		p = p->next;
+	p->next = next;
+	return p;
+}
+
+uint64_t collector_rings_lost_no_memory(void)
+{
+	return atomic_load(&collector_lost_no_memory);
+}
+
 void collector_rings_after_fork(int collecting)
 {
 	atomic_store(&collector_rings, NULL);

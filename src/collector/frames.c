@@ -159,14 +159,14 @@ void frames_queue_notices(struct sender *s)
 void frames_collect_losses(struct sender *s)
 {
 	uint64_t drops = s->ring_drops_freed;
-	for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
+	for (struct thread_ring *tr = collector_rings_head(); tr; tr = tr->next)
 		drops += atomic_load_explicit(&tr->ring.dropped, memory_order_relaxed);
 	s->lost[WIRE_LOSS_RING_FULL] = drops;
 }
 
 uint64_t frames_loss_total(struct sender *s)
 {
-	uint64_t total = atomic_load(&collector_lost_no_memory);
+	uint64_t total = collector_rings_lost_no_memory();
 	for (int i = 1; i < WIRE_LOSS_CAUSE_MAX; i++)
 		total += s->lost[i] + source_each_lost((uint32_t)i);
 	return total;
@@ -182,7 +182,7 @@ size_t frames_build_losses(struct sender *s, struct wire_loss *out)
 			continue; /* counted by the viewer */
 		uint64_t count = s->lost[cause] + source_each_lost(cause);
 		if (cause == WIRE_LOSS_NO_MEMORY)
-			count += atomic_load(&collector_lost_no_memory);
+			count += collector_rings_lost_no_memory();
 		out[n++] = (struct wire_loss){cause, 0, count};
 	}
 	return n * sizeof *out;

@@ -98,6 +98,17 @@ int sender_move_session(const char *dir)
 	return viewer_move_session(dir);
 }
 
+/* Futex word the sender sleeps on: an application thread whose ring is half full sets it to 1
+ * and wakes the sender, using no fd (the program may own any number). */
+static _Atomic uint32_t collector_wake_word;
+
+void collector_wake_sender(void)
+{
+	/* Only the 0 -> 1 transition makes a system call; the sender resets the word before sleeping. */
+	if (atomic_exchange_explicit(&collector_wake_word, 1, memory_order_release) == 0)
+		syscall(SYS_futex, &collector_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Sleeps on the wake word (no fd): a ring half full wakes it, or timeout_ms passes. */
 static void sender_sleep(int timeout_ms)
 {
@@ -265,7 +276,7 @@ static int sender_wait_lazy(struct sender *s)
 	for (;;) {
 		uint64_t now = clock_mono_ns();
 		if (atomic_load_explicit(&s->stop, memory_order_acquire) || now >= deadline ||
-		    atomic_load(&first_event) || atomic_load(&collector_rings) || viewer_move_pending())
+		    atomic_load(&first_event) || collector_rings_head() || viewer_move_pending())
 			break;
 		if (atomic_exchange_explicit(&collector_wake_word, 0, memory_order_acquire) != 0)
 			continue; /* woken: look again */
@@ -439,7 +450,7 @@ int sender_exit_early(void)
 	struct sender *s = &snd;
 	/* Events in rings or GPU records need the sender's whole drain: only a process without any
 	 * ends here. */
-	if (atomic_load(&sender_state) != SENDER_LAZY || atomic_load(&collector_rings) || cupti_running())
+	if (atomic_load(&sender_state) != SENDER_LAZY || collector_rings_head() || cupti_running())
 		return 0;
 	int expected = SENDER_LAZY;
 	if (!atomic_compare_exchange_strong(&sender_state, &expected, SENDER_ENDED_EARLY))

@@ -121,7 +121,7 @@ void threads_scan(struct sender *s, uint64_t now)
 		if (s->threads[i].sampled)
 			source_each_thread_removed(gone);
 		/* Rings made in a signal handler have no exit destructor: retire them here. */
-		for (struct thread_ring *tr = atomic_load(&collector_rings); tr; tr = tr->next)
+		for (struct thread_ring *tr = collector_rings_head(); tr; tr = tr->next)
 			if (tr->tid == gone)
 				atomic_store_explicit(&tr->dead, 1, memory_order_release);
 		s->threads[i] = s->threads[--s->thread_count];
