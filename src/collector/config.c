@@ -1,6 +1,6 @@
 /* The collector's configuration: the environment (launch) or the rendezvous file an attach wrote. */
 #include "config.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 

@@ -1,5 +1,5 @@
 /* File descriptors the collector created, known by identity: used and closed only while still ours. */
-#include "cuscope/collector.h"
+#include "collector.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * InitializeInjectionNvtx2 (NVTX_INJECTION64_PATH), InitializeInjection (CUDA_INJECTION64_PATH),
  * the exit paths (atexit, _exit), fork handling, --follow, attach restarts and thread renames.
  */
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 #include "config.h"

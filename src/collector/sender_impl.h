@@ -6,7 +6,7 @@
 #ifndef CUSCOPE_COLLECTOR_SENDER_IMPL_H
 #define CUSCOPE_COLLECTOR_SENDER_IMPL_H
 
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/strtab.h"
 #include "cuscope/wire.h"
 #include "sendq.h"
