@@ -4,6 +4,7 @@
  * the NVTX fast path's general cases, and the sender's wake-up.
  */
 #include "emit.h"
+#include "sender.h"
 #include "cuscope/wire.h"
 
 #include <errno.h>

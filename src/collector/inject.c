@@ -7,6 +7,7 @@
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 #include "config.h"
+#include "sender.h"
 #include "source.h"
 
 #include <dlfcn.h>
@@ -32,17 +33,15 @@ static void collector_atfork_child(void)
 	if (!atomic_load(&collector_running))
 		return;
 	atomic_store(&collector_running, 0);
-	if (!follow_fork_children) {
-		/* --follow leaves this copy out: inert, like a process never started. */
-		sender_forget_after_fork();
-		source_each_after_fork();
-		collector_rings_after_fork(0);
-		return;
-	}
-	/* Parent's rings are abandoned (their threads are gone); this thread starts a fresh one. */
-	collector_rings_after_fork(1);
+	/* Every part forgets the parent's state here, in this order: the rings (their threads are
+	 * gone; a child that collects starts fresh ones, this thread's included), the sender (its
+	 * thread, sockets, queue, strings, thread table), the event sources (timers, perf events,
+	 * CUPTI). Nothing of the parent's is freed: it may have been mid-update. */
+	collector_rings_after_fork(follow_fork_children);
 	sender_forget_after_fork();
 	source_each_after_fork();
+	if (!follow_fork_children)
+		return; /* --follow leaves this copy out: inert, like a process never started */
 	collector_pid = getpid();
 	if (sender_start() == 0)
 		atomic_store_explicit(&collector_running, 1, memory_order_release);

@@ -7,6 +7,7 @@
 #include "cuscope/clock.h"
 #include "cuscope/session.h"
 #include "source.h"
+#include "sender.h"
 #include "drain.h"
 #include "frames.h"
 #include "threads.h"
