@@ -65,7 +65,7 @@ int config_read_rendezvous(void)
 	return n > 0;
 }
 
-static size_t env_size(const char *name, size_t fallback, size_t unit, size_t min, size_t max)
+static size_t config_env_size(const char *name, size_t fallback, size_t unit, size_t min, size_t max)
 {
 	const char *v = config_value(name);
 	if (!v || !*v)
@@ -78,7 +78,7 @@ static size_t env_size(const char *name, size_t fallback, size_t unit, size_t mi
 	return bytes < min ? min : bytes > max ? max : bytes;
 }
 
-static size_t round_pow2(size_t n)
+static size_t config_round_pow2(size_t n)
 {
 	size_t p = 4096;
 	while (p < n)
@@ -94,17 +94,19 @@ void config_load(void)
 	 * a CPU on a loaded machine before pushes are refused; pages are touched only as the ring
 	 * fills, so threads that record little cost little. */
 	collector_config.ring_bytes =
-	    round_pow2(env_size("CUSCOPE_RING_KB", 2048 * 1024, 1024, 4096, 1u << 28));
+	    config_round_pow2(config_env_size("CUSCOPE_RING_KB", 2048 * 1024, 1024, 4096, 1u << 28));
 	collector_config.buffer_bytes =
-	    env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
-	collector_config.wait_viewer_ms = (uint32_t)env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
-	collector_config.max_strings = (uint32_t)env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
+	    config_env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
+	collector_config.wait_viewer_ms =
+	    (uint32_t)config_env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
+	collector_config.max_strings =
+	    (uint32_t)config_env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
 	collector_config.gpu_buffer_bytes =
-	    env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
+	    config_env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
 	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
 	/* The fallback is already in ns; a given value is in µs. */
 	collector_config.osrt_threshold_ns =
-	    env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull);
+	    config_env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull);
 	collector_config.osrt_enabled = !(osrt_env && strcmp(osrt_env, "off") == 0);
 	const char *counters = config_value("CUSCOPE_COUNTERS");
 	snprintf(collector_config.counters, sizeof collector_config.counters, "%s", counters ? counters : "");
@@ -118,7 +120,7 @@ void config_load(void)
 	collector_config.lazy_start_ns =
 	    lazy && *lazy && strcmp(lazy, "0") == 0
 	        ? 0
-	        : (uint64_t)env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	        : (uint64_t)config_env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
 	/* The overhead budget: a percentage (one decimal) or "off"; the CLI checked it. */
 	const char *budget = config_value("CUSCOPE_OVERHEAD_BUDGET");
 	collector_config.overhead_budget_permille = 30;

@@ -48,21 +48,21 @@ pid_t collector_gettid(void)
 	return thread_tid_self;
 }
 
-static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
-                      uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-                      const struct collector_string *domain_ref, const char *text, size_t text_len);
+static int emit_ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
+                           uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+                           const struct collector_string *domain_ref, const char *text, size_t text_len);
 
 /* pthread key destructor: the thread is ending; the sender frees its ring after draining it. */
 static COLLECTOR_TLS int thread_exiting;
 
-static void thread_ring_release(void *arg)
+static void emit_ring_release(void *arg)
 {
 	struct thread_ring *tr = arg;
 	/* From here on this thread writes nothing: the sender may unmap the ring once it sees dead. */
 	thread_exiting = 1;
 	collector_ring_self = NULL;
 	/* The exact end of a traced thread; untraced threads are found gone by the sender's scan. */
-	ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
+	emit_ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
 }
 
@@ -97,7 +97,7 @@ int collector_is_own_tid(pid_t tid)
  * Creates and publishes this thread's ring using only async-signal-safe calls (mmap, atomics), so
  * the sampler's signal handler can use it too. The exit destructor is registered separately.
  */
-static struct thread_ring *thread_ring_create(void)
+static struct thread_ring *emit_ring_create(void)
 {
 	/* mmap rather than malloc: safe even if the app replaced malloc, and never touches its heap locks. */
 	size_t bytes = sizeof(struct thread_ring) + collector_config.ring_bytes;
@@ -131,7 +131,7 @@ struct thread_ring *collector_thread_ring_in_signal(void)
 		return NULL;
 	/* No destructor from here (pthread_setspecific is not signal-safe): the sender's thread scan
 	 * retires this ring when the thread is gone. */
-	return thread_ring_create();
+	return emit_ring_create();
 }
 
 int collector_thread_exiting(void)
@@ -153,7 +153,7 @@ void collector_note_pending_sample(void)
  * Takes a sample deferred by the signal handler, now that the ring is consistent. Its stack shows
  * the collector frames the thread was in, which is where its time went.
  */
-static void flush_pending_sample(void)
+static void emit_pending_sample(void)
 {
 	if (!collector_sample_pending || collector_in_ring || thread_is_collector)
 		return;
@@ -199,7 +199,7 @@ void collector_thread_leave(int was)
 {
 	collector_in_ring = was;
 	if (!was)
-		flush_pending_sample();
+		emit_pending_sample();
 }
 
 struct thread_ring *collector_thread_ring_slow(void)
@@ -214,7 +214,7 @@ struct thread_ring *collector_thread_ring_slow(void)
 		return NULL;
 	int saved_errno = errno;
 	collector_in_ring = 1;
-	tr = thread_ring_create();
+	tr = emit_ring_create();
 	collector_in_ring = 0;
 	errno = saved_errno;
 	if (!tr)
@@ -223,8 +223,8 @@ struct thread_ring *collector_thread_ring_slow(void)
 	/* Name the thread now: it may end before the sender's next scan of /proc. */
 	char comm[17] = "";
 	prctl(PR_GET_NAME, comm);
-	ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm,
-	           strlen(comm));
+	emit_ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, 0, 0, NULL, NULL, comm,
+	                strlen(comm));
 	errno = saved_errno;
 	return tr;
 }
@@ -234,7 +234,7 @@ struct thread_ring *collector_thread_ring_slow(void)
  * half ring so that a burst does not wait for its next timer. The system call keeps errno.
  */
 /* The rare half of emit_written: wakes a sleeping sender once per half ring. Keeps errno. */
-static __attribute__((noinline)) void ring_wake_sender(struct thread_ring *tr)
+static __attribute__((noinline)) void emit_wake_sender(struct thread_ring *tr)
 {
 	if (!atomic_load_explicit(&tr->wake_sent, memory_order_relaxed) &&
 	    ring_refresh_used(&tr->ring) > (tr->ring.mask + 1) / 2) {
@@ -248,15 +248,15 @@ static __attribute__((noinline)) void ring_wake_sender(struct thread_ring *tr)
 void collector_after_write_slow(struct thread_ring *tr)
 {
 	if (collector_sample_pending)
-		flush_pending_sample();
+		emit_pending_sample();
 	if (ring_used_upper_bound(&tr->ring) > (tr->ring.mask + 1) / 2)
-		ring_wake_sender(tr);
+		emit_wake_sender(tr);
 }
 
 /* Writes one record into tr; returns 1, or 0 when it did not fit (counted by the ring). */
-static int ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
-                      uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
-                      const struct collector_string *domain_ref, const char *text, size_t text_len)
+static int emit_ring_write(struct thread_ring *tr, size_t headroom, uint16_t kind, uint16_t flags,
+                           uint32_t subject_tid, uint64_t value, const struct collector_string *name_ref,
+                           const struct collector_string *domain_ref, const char *text, size_t text_len)
 {
 	if (text_len > 4096)
 		text_len = 4096;
@@ -302,15 +302,16 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	return ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text, text_len);
+	return emit_ring_write(tr, headroom, kind, 0, subject_tid, value, name_ref, domain_ref, text,
+	                       text_len);
 }
 
 /* ---- NVTX fast path ---- */
 
 /* Writes a compact push record; slot names the cache slot (or COLLECTOR_NAME_NONE). */
-EMIT_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
-                                const struct collector_string *domain,
-                                const struct collector_string *name_ref, const char *text, size_t len)
+EMIT_INLINE int emit_nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t category,
+                                     const struct collector_string *domain,
+                                     const struct collector_string *name_ref, const char *text, size_t len)
 {
 	size_t fixed = sizeof(struct collector_rec_nvtx) + (category ? 8 : 0) + (domain ? sizeof domain : 0) +
 	               (name_ref ? sizeof name_ref : 0);
@@ -348,23 +349,23 @@ EMIT_INLINE int nvtx_push_write(struct thread_ring *tr, uint32_t slot, uint32_t 
 /* A push of an ASCII message, inside the ring code (collector_in_ring set): the cached case (when
  * emit_push_cached could not take it: a category, a domain, a look at the consumer needed) and the
  * rest. */
-static int nvtx_push_general(struct thread_ring *tr, const char *msg, uint32_t category,
-                             const struct collector_string *domain)
+static int emit_nvtx_push_general(struct thread_ring *tr, const char *msg, uint32_t category,
+                                  const struct collector_string *domain)
 {
 	if (!msg)
-		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
+		return emit_nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, NULL, 0);
 	unsigned index = emit_name_slot(msg);
 	struct collector_name_slot *slot = &tr->names[index];
 	uint32_t epoch = atomic_load_explicit(&collector_names_epoch, memory_order_relaxed);
 	if (slot->ptr == msg && slot->epoch == epoch && emit_name_matches(slot, msg))
-		return nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
+		return emit_nvtx_push_write(tr, index, category, domain, NULL, NULL, 0);
 	size_t len = strnlen(msg, 4096);
 	if (len > COLLECTOR_NAME_MAX)
-		return nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg, len);
+		return emit_nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, NULL, msg, len);
 	/* The sender maps the slot to this text from this record on; until the copy is complete
 	 * nothing may match the slot. */
 	slot->ptr = NULL;
-	if (!nvtx_push_write(tr, index, category, domain, NULL, msg, len))
+	if (!emit_nvtx_push_write(tr, index, category, domain, NULL, msg, len))
 		return 0;
 	memcpy(slot->text, msg, len);
 	slot->text[len] = '\0';
@@ -382,7 +383,7 @@ int collector_nvtx_push(struct thread_ring *tr, const char *msg, uint32_t catego
 		return 0;
 	}
 	emit_enter();
-	int ok = nvtx_push_general(tr, msg, category, domain);
+	int ok = emit_nvtx_push_general(tr, msg, category, domain);
 	emit_leave();
 	if (ok)
 		emit_written(tr);
@@ -399,7 +400,7 @@ int collector_nvtx_push_text(struct thread_ring *tr, const char *text, size_t le
 	if (len > 4096)
 		len = 4096;
 	emit_enter();
-	int ok = nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, name_ref, text, len);
+	int ok = emit_nvtx_push_write(tr, COLLECTOR_NAME_NONE, category, domain, name_ref, text, len);
 	emit_leave();
 	if (ok)
 		emit_written(tr);
@@ -502,14 +503,14 @@ void collector_note_rename(pid_t tid, const char *name)
 		return;
 	struct thread_ring *tr = collector_thread_ring();
 	if (tr)
-		ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0, NULL,
-		           NULL, name, strnlen(name, 15));
+		emit_ring_write(tr, 0, WIRE_EV_THREAD_NAME, COLLECTOR_NAME_FROM_KERNEL, (uint32_t)tid, 0,
+		                NULL, NULL, name, strnlen(name, 15));
 }
 
 /* Creates the key whose destructor retires a thread's ring when the thread ends; 0 or -1. */
 int collector_thread_key_create(void)
 {
-	return pthread_key_create(&thread_ring_key, thread_ring_release) == 0 ? 0 : -1;
+	return pthread_key_create(&thread_ring_key, emit_ring_release) == 0 ? 0 : -1;
 }
 
 int collector_thread_own(void)
