@@ -7,7 +7,7 @@
  * ping-pong pays for it), so they are opened only for what procfs cannot give (cycles,
  * instructions, LLC-load-misses, libpfm4 names) and only when --counters names them.
  */
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 #include "source.h"
 

@@ -5,7 +5,7 @@
  * seconds); decoding happens on the sender thread (cupti_drain).
  */
 #include "cuscope/clock.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 #include "source.h"
 

@@ -8,7 +8,7 @@
 #define CUSCOPE_COLLECTOR_EMIT_H
 
 #include "cuscope/clock.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 
 #include <signal.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * pending signals: nothing to do there. A vfork child shares our memory but not our timers: the
  * sampler leaves it alone (its pid differs).
  */
-#include "cuscope/collector.h"
+#include "collector.h"
 
 #include <dlfcn.h>
 #include <errno.h>

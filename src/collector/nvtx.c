@@ -3,7 +3,7 @@
  * strings) function tables so that torch.cuda.nvtx, the `nvtx` Python package and C/C++ NVTX3
  * users all reach the collector. Works without any GPU.
  */
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 #include "emit.h"
 

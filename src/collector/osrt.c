@@ -9,7 +9,7 @@
  * called by the sitecustomize that launch mode puts on PYTHONPATH.
  */
 #include "cuscope/clock.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 #include "source.h"
 

@@ -39,7 +39,7 @@
  * interposition: there a sample pending at an exec still kills the new image.
  */
 #include "cuscope/clock.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 #include "source.h"
 

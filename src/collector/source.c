@@ -28,7 +28,7 @@
 #include "source.h"
 
 #include "cuscope/clock.h"
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/ring.h"
 #include "cuscope/wire.h"
 

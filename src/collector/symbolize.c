@@ -4,7 +4,7 @@
  * names from /tmp/perf-PID.map, "module+0xOFFSET" when nothing names the address. Results are
  * cached per address and interned, so each distinct frame costs one lookup.
  */
-#include "cuscope/collector.h"
+#include "collector.h"
 #include "cuscope/wire.h"
 
 #include <dlfcn.h>

@@ -88,15 +88,16 @@ struct collector_config {
 extern struct collector_config collector_config;
 /* 1 once the collector runs in this process (session found, sender started). */
 extern _Atomic int collector_running;
-/* Head of the list of thread rings (push-only from application threads). */
-extern struct thread_ring *_Atomic collector_rings;
-/* Futex word the sender sleeps on: an application thread whose ring is half full sets it to 1
- * and wakes the sender, using no fd (the program may own any number). */
-extern _Atomic uint32_t collector_wake_word;
+/* The list of thread rings (pushed by application threads as they make their ring): its head now,
+ * for the sender to walk. */
+struct thread_ring *collector_rings_head(void);
+/* Sender only: takes tr (whose predecessor in the walk was prev, NULL for the head) out of the
+ * list; returns tr's predecessor now (the walk's prev for the ring after tr). */
+struct thread_ring *collector_rings_unlink(struct thread_ring *prev, struct thread_ring *tr);
+/* Rings that could not be made (no memory): events lost on application threads. */
+uint64_t collector_rings_lost_no_memory(void);
 /* Wakes the sender (any thread, no fd, no lock). */
 void collector_wake_sender(void);
-/* Losses counted on application threads (no ring memory). */
-extern _Atomic uint64_t collector_lost_no_memory;
 
 /* This thread's ring, created on first use; NULL when not running or out of memory. */
 struct thread_ring *collector_thread_ring_slow(void);
@@ -146,6 +147,14 @@ int collector_emit_reserved(size_t headroom, uint16_t kind, uint32_t subject_tid
                             const struct collector_string *domain_ref, const char *text, size_t text_len);
 /* Marks the calling thread as one of the collector's own (never traced). */
 void collector_mark_own_thread(void);
+/* 1 on one of the collector's own threads. */
+int collector_thread_own(void);
+/* Once per start: the key whose destructor retires an ending thread's ring; 0 or -1. */
+int collector_thread_key_create(void);
+/* Forked child: forgets the parent's rings; with collecting, also this thread's identity. */
+void collector_rings_after_fork(int collecting);
+/* A thread renamed itself (interposed pthread_setname_np/prctl): recorded on its ring. */
+void collector_note_rename(pid_t tid, const char *name);
 /* Records a tid of the collector's own threads so thread scans leave it out. */
 void collector_register_own_tid(pid_t tid);
 /* 1 if tid is one of the collector's own threads. */
@@ -205,27 +214,8 @@ struct collector_string *collector_string_new(const char *text, size_t length);
 /* Attach mode: the sender calls this after stopping, leaving the library inert. */
 void collector_detached(void);
 
-/* Starts the sender thread and listening socket; 0 or -errno. */
-int sender_start(void);
-/* Final drain, BYE, flush to a viewer (waiting for a first one if configured); bounded time. */
-void sender_stop(void);
-/* The same from _exit (a signal handler, a dying shell): waits at most max_ns for the sender to
- * finish, without a join or lock; what the viewer has not taken by half of it goes to PID.final. */
-void sender_stop_within(uint64_t max_ns);
-/* At exit, before sender_stop: a process that ends while the sender still waits lazily and made
- * no event writes its final record (to PID.final) on the calling thread: no socket, no thread
- * scan, no join. Returns 1 if it did (sender_stop must not follow). */
-int sender_exit_early(void);
-/* The process made its first event (a ring, GPU tracing): a lazy sender starts now. Signal-safe. */
-void sender_first_event(void);
 /* Sender thread, once the lazy start is over: sampling and the clock choice (collector side). */
 void collector_begin(void);
-/* Attach to a running collector whose socket the viewer could not find: the sender re-listens in
- * dir (any thread; it happens on the sender within a period). 0, or -EBUSY while a viewer is
- * connected, -ENAMETOOLONG. */
-int sender_move_session(const char *dir);
-/* In a forked child: forget the parent's sender state (its threads do not exist here). */
-void sender_forget_after_fork(void);
 
 struct wire_gpu_event;
 struct wire_gpu_device;
@@ -320,6 +310,8 @@ int collector_fd_check(int fd);
 int collector_fd_close(int fd);
 /* Forgets fd without closing it (a forked child that must leave inherited numbers alone). */
 void collector_fd_forget(int fd);
+/* Forked child, first thing: the table is usable again (its lock may have been held). */
+void collector_fd_after_fork(void);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

@@ -1,0 +1,138 @@
+/* The collector's configuration: the environment (launch) or the rendezvous file an attach wrote. */
+#include "config.h"
+#include "collector.h"
+#include "cuscope/safefs.h"
+#include "cuscope/session.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct collector_config collector_config;
+
+/*
+ * Configuration: the environment (launch mode) or, after an attach, the rendezvous file the CLI
+ * wrote for this pid (setenv in a running multi-threaded program is unsafe, so it is parsed here).
+ */
+static char rendezvous[4096];
+
+const char *config_value(const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *line = rendezvous; *line;) {
+		const char *end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		if ((size_t)(end - line) > len && strncmp(line, name, len) == 0 && line[len] == '=') {
+			static char value[8][1024];
+			static unsigned next;
+			char *out = value[next++ % 8];
+			size_t n = (size_t)(end - line) - len - 1;
+			if (n >= sizeof value[0])
+				n = sizeof value[0] - 1;
+			memcpy(out, line + len + 1, n);
+			out[n] = '\0';
+			return out;
+		}
+		line = *end ? end + 1 : end;
+	}
+	return getenv(name);
+}
+
+/* Reads and removes /tmp/cuscope-UID/attach-PID.env; returns 1 if there was one. */
+int config_read_rendezvous(void)
+{
+	char base[64], name[64];
+	snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)getuid());
+	snprintf(name, sizeof name, "attach-%d.env", (int)getpid());
+	rendezvous[0] = '\0';
+	/* Another user may have made /tmp/cuscope-UID first: only a private one of ours is read. */
+	int dir = safefs_open_dir(base, getuid(), SAFEFS_PRIVATE);
+	if (dir < 0)
+		return 0;
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		close(dir);
+		return 0;
+	}
+	ssize_t n = read(fd, rendezvous, sizeof rendezvous - 1);
+	close(fd);
+	unlinkat(dir, name, 0);
+	close(dir);
+	rendezvous[n > 0 ? n : 0] = '\0';
+	return n > 0;
+}
+
+static size_t config_env_size(const char *name, size_t fallback, size_t unit, size_t min, size_t max)
+{
+	const char *v = config_value(name);
+	if (!v || !*v)
+		return fallback;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end || n == 0)
+		return fallback;
+	size_t bytes = (size_t)n * unit;
+	return bytes < min ? min : bytes > max ? max : bytes;
+}
+
+static size_t config_round_pow2(size_t n)
+{
+	size_t p = 4096;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
+/* Reads the configuration (environment or rendezvous) that every start shares. */
+void config_load(void)
+{
+	/* 2 MiB: 65 ms of NVTX pairs at 1 M/s (16 bytes a record), the time the sender may be kept off
+	 * a CPU on a loaded machine before pushes are refused; pages are touched only as the ring
+	 * fills, so threads that record little cost little. */
+	collector_config.ring_bytes =
+	    config_round_pow2(config_env_size("CUSCOPE_RING_KB", 2048 * 1024, 1024, 4096, 1u << 28));
+	collector_config.buffer_bytes =
+	    config_env_size(SESSION_ENV_BUFFER_MB, 64u << 20, 1u << 20, 1u << 20, (size_t)16 << 30);
+	collector_config.wait_viewer_ms =
+	    (uint32_t)config_env_size(SESSION_ENV_WAIT_VIEWER_MS, 0, 1, 0, 600000);
+	collector_config.max_strings =
+	    (uint32_t)config_env_size("CUSCOPE_MAX_STRINGS", 65536, 1, 16, 1u << 24);
+	collector_config.gpu_buffer_bytes =
+	    config_env_size("CUSCOPE_GPU_BUFFER_MB", 256u << 20, 1u << 20, 16u << 20, (size_t)16 << 30);
+	const char *osrt_env = config_value("CUSCOPE_OSRT_THRESHOLD_US");
+	/* The fallback is already in ns; a given value is in µs. */
+	collector_config.osrt_threshold_ns =
+	    config_env_size("CUSCOPE_OSRT_THRESHOLD_US", 100000, 1000, 0, (size_t)3600 * 1000000000ull);
+	collector_config.osrt_enabled = !(osrt_env && strcmp(osrt_env, "off") == 0);
+	const char *counters = config_value("CUSCOPE_COUNTERS");
+	snprintf(collector_config.counters, sizeof collector_config.counters, "%s", counters ? counters : "");
+	/* CUSCOPE_CLOCK=mono forces clock_gettime everywhere; otherwise the sender thread decides
+	 * (reading /proc/cpuinfo is no work for a program's start-up). */
+	const char *clock = config_value("CUSCOPE_CLOCK");
+	collector_config.ticks_wanted = !(clock && strcmp(clock, "mono") == 0);
+	/* A process pays for the socket, sampling and counters once it lived this long (10 ms by
+	 * default; 0 = at once) or made an event: short-lived children stay cheap. */
+	const char *lazy = config_value("CUSCOPE_LAZY_START_MS");
+	collector_config.lazy_start_ns =
+	    lazy && *lazy && strcmp(lazy, "0") == 0
+	        ? 0
+	        : (uint64_t)config_env_size("CUSCOPE_LAZY_START_MS", 10, 1, 0, 60000) * 1000000ull;
+	/* The overhead budget: a percentage (one decimal) or "off"; the CLI checked it. */
+	const char *budget = config_value("CUSCOPE_OVERHEAD_BUDGET");
+	collector_config.overhead_budget_permille = 30;
+	if (budget && strcmp(budget, "off") == 0) {
+		collector_config.overhead_budget_permille = 0;
+	} else if (budget && *budget) {
+		char *end;
+		double pct = strtod(budget, &end);
+		if (*end == '\0' && pct > 0 && pct <= 100)
+			collector_config.overhead_budget_permille =
+			    pct < 0.1 ? 1 : (unsigned)(pct * 10 + 0.5);
+	}
+	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
+	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
+}
