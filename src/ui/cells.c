@@ -35,9 +35,9 @@ static attr_t ui_theme_attr(uint16_t a)
 
 attr_t ui_attr(const struct ui *ui, enum theme_slot slot)
 {
-	if (!ui->color)
-		return ui_theme_attr(ui->mono.slot[slot].attr);
-	return COLOR_PAIR(slot + 1) | ui_theme_attr(ui->theme.slot[slot].attr);
+	if (!ui->cells.color)
+		return ui_theme_attr(ui->cells.mono.slot[slot].attr);
+	return COLOR_PAIR(slot + 1) | ui_theme_attr(ui->cells.theme.slot[slot].attr);
 }
 
 enum theme_slot ui_range_slot(uint32_t name_id)
@@ -64,7 +64,7 @@ int ui_clip(const struct ui *ui, const char *s, int maxw, char *out, size_t outs
 			s++;
 			continue;
 		}
-		if (ui->g == &ui_glyphs_ascii) {
+		if (ui->cells.g == &ui_glyphs_ascii) {
 			/* One '?' per character: continuation bytes of UTF-8 add nothing. */
 			if ((c & 0xc0) != 0x80) {
 				out[o++] = '?';
@@ -159,14 +159,14 @@ void ui_format_bytes(char *buf, size_t size, uint64_t b)
 		snprintf(buf, size, "%llu B", (unsigned long long)b);
 }
 
-/* Applies the theme of ui->theme to the colour pairs. */
+/* Applies the theme of ui->cells.theme to the colour pairs. */
 static void ui_apply_theme(struct ui *ui)
 {
-	if (!ui->color)
+	if (!ui->cells.color)
 		return;
 	for (int i = 0; i < THEME_SLOT_COUNT; i++) {
-		int fg = theme_degrade_color(ui->theme.slot[i].fg, COLORS);
-		int bg = theme_degrade_color(ui->theme.slot[i].bg, COLORS);
+		int fg = theme_degrade_color(ui->cells.theme.slot[i].fg, COLORS);
+		int bg = theme_degrade_color(ui->cells.theme.slot[i].bg, COLORS);
 		init_pair((short)(i + 1), (short)fg, (short)bg);
 	}
 	clearok(curscr, TRUE);
@@ -176,15 +176,15 @@ void ui_load_theme(struct ui *ui, const char *name, int quiet)
 {
 	char bufs[3][512], msg[300], from[512];
 	const char *dirs[4];
-	theme_search_dirs(ui->exe_dir, bufs, dirs);
-	theme_load(&ui->theme, name, dirs, msg, sizeof msg, from, sizeof from);
+	theme_search_dirs(ui->cells.exe_dir, bufs, dirs);
+	theme_load(&ui->cells.theme, name, dirs, msg, sizeof msg, from, sizeof from);
 	if (msg[0] && quiet)
 		ui_message(ui, msg);
 	else if (msg[0])
 		ui_say(ui, msg);
 	else if (!quiet) {
 		char text[300];
-		snprintf(text, sizeof text, "theme %.60s (%.200s)", ui->theme.name, from);
+		snprintf(text, sizeof text, "theme %.60s (%.200s)", ui->cells.theme.name, from);
 		ui_say(ui, text);
 	}
 	ui_apply_theme(ui);
@@ -193,11 +193,11 @@ void ui_load_theme(struct ui *ui, const char *name, int quiet)
 void ui_init_colors(struct ui *ui)
 {
 	const char *no_color = getenv("NO_COLOR");
-	ui->color = 0;
+	ui->cells.color = 0;
 	if ((no_color && *no_color) || !has_colors())
 		return;
 	if (start_color() != OK)
 		return;
 	use_default_colors();
-	ui->color = 1;
+	ui->cells.color = 1;
 }

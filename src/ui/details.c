@@ -115,19 +115,19 @@ static int ui_name_matches(struct ui *ui, uint32_t id)
 	if (!id)
 		return 0;
 	if (id < (1u << 24)) {
-		if (id >= ui->match_cap) {
-			size_t cap = ui->match_cap ? ui->match_cap : 1024;
+		if (id >= ui->find.match_cap) {
+			size_t cap = ui->find.match_cap ? ui->find.match_cap : 1024;
 			while (cap <= id)
 				cap *= 2;
-			ui->match = xrealloc(ui->match, cap);
-			memset(ui->match + ui->match_cap, -1, cap - ui->match_cap);
-			ui->match_cap = cap;
+			ui->find.match = xrealloc(ui->find.match, cap);
+			memset(ui->find.match + ui->find.match_cap, -1, cap - ui->find.match_cap);
+			ui->find.match_cap = cap;
 		}
-		if (ui->match[id] < 0)
-			ui->match[id] = strcasestr(store_string(ui->store, id), ui->query) != NULL;
-		return ui->match[id];
+		if (ui->find.match[id] < 0)
+			ui->find.match[id] = strcasestr(store_string(ui->store, id), ui->find.query) != NULL;
+		return ui->find.match[id];
 	}
-	return strcasestr(store_string(ui->store, id), ui->query) != NULL;
+	return strcasestr(store_string(ui->store, id), ui->find.query) != NULL;
 }
 
 /* Considers element i (start s) of a row as the next match in direction dir from `from`. */
@@ -256,8 +256,9 @@ static void ui_time_label(const struct ui *ui, uint64_t ns, char *buf, size_t si
 
 #define UI_DETAIL(...)                                                                                       \
 	do {                                                                                                 \
-		if (ui->detail_count < UI_DETAIL_LINES)                                                      \
-			snprintf(ui->details[ui->detail_count++], sizeof ui->details[0], __VA_ARGS__);       \
+		if (ui->details.count < UI_DETAIL_LINES)                                                     \
+			snprintf(ui->details.lines[ui->details.count++], sizeof ui->details.lines[0],        \
+			         __VA_ARGS__);                                                               \
 	} while (0)
 
 /* NVTX parent (row above, enclosing) and children (row below, inside) of a push/pop range. */
@@ -375,7 +376,7 @@ static int ui_details_samples(struct ui *ui, size_t process, size_t lane, uint64
 	struct store_lane_info li;
 	store_lane_get(ui->store, process, lane, &li);
 	char a[48], w[32];
-	ui->detail_count = 0;
+	ui->details.count = 0;
 	ui_time_label(ui, t0, a, sizeof a);
 	ui_format_dur(w, sizeof w, t1 - t0);
 	UI_DETAIL("CPU samples    %zu in this cell (%s from %s)", n, w, a);
@@ -436,7 +437,7 @@ static void ui_details_gap(struct ui *ui, size_t process, size_t lane, const str
 	char t0[48], dur[32];
 	struct store_process_info pi;
 	store_process_get(ui->store, process, &pi);
-	ui->detail_count = 0;
+	ui->details.count = 0;
 	ui_format_dur(dur, sizeof dur, g->end_ns - g->start_ns);
 	ui_time_label(ui, g->start_ns, t0, sizeof t0);
 	UI_DETAIL("GPU idle       %s on %s (pid %d)", dur, store_lane_gpu_label(ui->store, process, lane),
@@ -468,7 +469,7 @@ void ui_details(struct ui *ui, const struct ui_hit *hit)
 	struct store_process_info pi;
 	store_process_get(ui->store, hit->process, &pi);
 	store_lane_get(ui->store, hit->process, hit->lane, &li);
-	ui->detail_count = 0;
+	ui->details.count = 0;
 	if (hit->call) {
 		ui_details_call(ui, hit);
 		return;
@@ -607,7 +608,7 @@ static void ui_details_cost(struct ui *ui, size_t process, uint64_t t0, uint64_t
 	struct store_process_info pi;
 	store_process_get(ui->store, process, &pi);
 	char a[48], w[32];
-	ui->detail_count = 0;
+	ui->details.count = 0;
 	ui_time_label(ui, t0, a, sizeof a);
 	ui_format_dur(w, sizeof w, t1 - t0);
 	UI_DETAIL("profiler cost  pid %d, the cell of %s from %s", (int)pi.pid, w, a);
@@ -643,8 +644,8 @@ int ui_cpu_details(struct ui *ui, const struct layout_row *row)
 {
 	if (row->kind == LAYOUT_ROW_THREAD || row->kind == LAYOUT_ROW_COST) {
 		int c = ui_cursor_col(ui);
-		uint64_t t0 = viewport_ns_of(&ui->vp, c),
-		         t1 = ui_data_end(ui, viewport_ns_of(&ui->vp, c + 1));
+		uint64_t t0 = viewport_ns_of(&ui->view.vp, c),
+		         t1 = ui_data_end(ui, viewport_ns_of(&ui->view.vp, c + 1));
 		if (t1 <= t0)
 			return 0;
 		if (row->kind == LAYOUT_ROW_COST) {
@@ -655,7 +656,7 @@ int ui_cpu_details(struct ui *ui, const struct layout_row *row)
 			ui_details_reduced(ui, row->process, t0, t1);
 			return 1;
 		}
-		ui->detail_count = 0;
+		ui->details.count = 0;
 		return ui_details_reduced(ui, row->process, t0, t1) > 0;
 	}
 	if (row->kind != LAYOUT_ROW_GPU_STREAM)

@@ -13,8 +13,8 @@
 /* Collects per (process, device) the stream rows, for the utilisation header. */
 void ui_collect_devices(struct ui *ui)
 {
-	for (size_t i = 0; i < ui->device_count; i++)
-		ui->devices[i].nrows = 0;
+	for (size_t i = 0; i < ui->gpu.device_count; i++)
+		ui->gpu.devices[i].nrows = 0;
 	size_t nd = 0;
 	for (size_t p = 0; p < store_process_count(ui->store); p++) {
 		struct store_process_info pi;
@@ -25,12 +25,13 @@ void ui_collect_devices(struct ui *ui)
 			if (li.kind != STORE_LANE_GPU_STREAM)
 				continue;
 			size_t d = 0;
-			while (d < nd && !(ui->devices[d].process == p && ui->devices[d].device == li.device))
+			while (d < nd &&
+			       !(ui->gpu.devices[d].process == p && ui->gpu.devices[d].device == li.device))
 				d++;
 			if (d == nd) {
 				if (nd == UI_MAX_DEVICES)
 					continue;
-				struct ui_device *dv = &ui->devices[nd++];
+				struct ui_device *dv = &ui->gpu.devices[nd++];
 				dv->process = p;
 				dv->device = li.device;
 				dv->nrows = 0;
@@ -45,7 +46,7 @@ void ui_collect_devices(struct ui *ui)
 				}
 				snprintf(dv->label, sizeof dv->label, "GPU%u %s", li.device, name);
 			}
-			struct ui_device *dv = &ui->devices[d];
+			struct ui_device *dv = &ui->gpu.devices[d];
 			for (size_t r = 0; r < li.gpu_row_count; r++) {
 				xgrow((void **)&dv->rows, &dv->cap, dv->nrows + 1, sizeof *dv->rows);
 				dv->nrows++;
@@ -54,14 +55,14 @@ void ui_collect_devices(struct ui *ui)
 			}
 		}
 	}
-	ui->device_count = nd;
+	ui->gpu.device_count = nd;
 }
 
 /* How many header lines the GPUs get on this screen. */
 int ui_header_lines(const struct ui *ui)
 {
 	int max = LINES >= 40 ? 4 : LINES >= 20 ? 2 : 0;
-	return (int)ui->device_count < max ? (int)ui->device_count : max;
+	return (int)ui->gpu.device_count < max ? (int)ui->gpu.device_count : max;
 }
 
 /* A sparkline of busy fractions over [from, to) in w cells. */
@@ -80,14 +81,14 @@ static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_dev
 			e = end;
 		if (s < store_memory_from_ns(ui->store)) {
 			/* Not in memory: unknown, never an idle GPU. */
-			addstr(ui->g->evicted);
+			addstr(ui->cells.g->evicted);
 			continue;
 		}
 		double f = e > s ? util_busy(dv->rows, dv->nrows, kind, s, e, 256, 16) : 0;
 		int lvl = (int)(f * 8 + 0.5);
 		if (f > 0 && lvl == 0)
 			lvl = 1;
-		addstr(ui->g->spark[lvl > 8 ? 8 : lvl]);
+		addstr(ui->cells.g->spark[lvl > 8 ? 8 : lvl]);
 	}
 }
 
@@ -100,9 +101,9 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	double cp = util_busy(dv->rows, dv->nrows, WIRE_GPU_MEMCPY, from, now, 50000, 2000);
 	char lab[40], pct[16], nv[24] = "";
 	unsigned nvp;
-	if (ui->nvml && nvml_sm_util(ui->nvml, dv->uuid, clock_mono_ns(), &nvp) == 0) {
+	if (ui->gpu.nvml && nvml_sm_util(ui->gpu.nvml, dv->uuid, clock_mono_ns(), &nvp) == 0) {
 		snprintf(nv, sizeof nv, "  nvml %u%%", nvp);
-		ui->nvml_sum += nvp + 1;
+		ui->gpu.nvml_sum += nvp + 1;
 	}
 	int lw = ui_gutter() - 1;
 	snprintf(lab, sizeof lab, " %s", dv->label);
@@ -112,13 +113,13 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	int sw = rest * 2 / 3, cw = rest - sw;
 	int x = lw;
 	x += ui_put(ui, y, x, 4, ui_attr(ui, THEME_UTIL_SM) | A_BOLD, " SM ");
-	ui_sparkline(ui, y, x, sw, dv, WIRE_GPU_KERNEL, ui->vp.start_ns, viewport_end_ns(&ui->vp),
+	ui_sparkline(ui, y, x, sw, dv, WIRE_GPU_KERNEL, ui->view.vp.start_ns, viewport_end_ns(&ui->view.vp),
 	             ui_attr(ui, THEME_UTIL_SM));
 	x += sw > 0 ? sw : 0;
 	snprintf(pct, sizeof pct, " %3.0f%%", sm * 100);
 	x += ui_put(ui, y, x, 5, ui_attr(ui, THEME_UTIL_SM) | A_BOLD, pct);
 	x += ui_put(ui, y, x, 6, ui_attr(ui, THEME_UTIL_COPY) | A_BOLD, " copy ");
-	ui_sparkline(ui, y, x, cw, dv, WIRE_GPU_MEMCPY, ui->vp.start_ns, viewport_end_ns(&ui->vp),
+	ui_sparkline(ui, y, x, cw, dv, WIRE_GPU_MEMCPY, ui->view.vp.start_ns, viewport_end_ns(&ui->view.vp),
 	             ui_attr(ui, THEME_UTIL_COPY));
 	x += cw > 0 ? cw : 0;
 	snprintf(pct, sizeof pct, " %3.0f%%", cp * 100);
@@ -131,19 +132,19 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 void ui_update_gpu(struct ui *ui)
 {
 	uint64_t now = clock_mono_ns(), count = store_gpu_event_count(ui->store);
-	if (!ui->gpu_rate_t0 || count < ui->gpu_rate_c0) {
-		ui->gpu_rate_t0 = now;
-		ui->gpu_rate_c0 = count;
-	} else if (now - ui->gpu_rate_t0 >= 1000000000ull) {
-		ui->gpu_rate = (double)(count - ui->gpu_rate_c0) * 1e9 / (double)(now - ui->gpu_rate_t0);
-		ui->gpu_rate_t0 = now;
-		ui->gpu_rate_c0 = count;
+	if (!ui->gpu.rate_t0 || count < ui->gpu.rate_c0) {
+		ui->gpu.rate_t0 = now;
+		ui->gpu.rate_c0 = count;
+	} else if (now - ui->gpu.rate_t0 >= 1000000000ull) {
+		ui->gpu.rate = (double)(count - ui->gpu.rate_c0) * 1e9 / (double)(now - ui->gpu.rate_t0);
+		ui->gpu.rate_t0 = now;
+		ui->gpu.rate_c0 = count;
 	}
 	uint64_t total = store_notice_total(ui->store);
-	if (total == ui->notice_shown)
+	if (total == ui->msg.notice_shown)
 		return;
 	const char *newest = NULL;
-	uint64_t newest_seq = ui->notice_shown;
+	uint64_t newest_seq = ui->msg.notice_shown;
 	for (size_t p = 0; p < store_process_count(ui->store); p++) {
 		for (size_t i = 0; i < store_notice_count(ui->store, p); i++) {
 			uint32_t level;
@@ -155,7 +156,7 @@ void ui_update_gpu(struct ui *ui)
 			}
 		}
 	}
-	ui->notice_shown = total;
+	ui->msg.notice_shown = total;
 	if (newest)
 		ui_message(ui, newest);
 }

@@ -15,7 +15,7 @@ static int ui_key_quit(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)key;
 	if (status && status->live && status->target_alive) {
-		ui->prompt = UI_PROMPT_QUIT;
+		ui->prompt.kind = UI_PROMPT_QUIT;
 		return UI_ACTION_NONE;
 	}
 	return UI_ACTION_QUIT;
@@ -33,7 +33,7 @@ static int ui_key_pause(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)key;
 	if (ui_live(status))
-		ui_set_paused(ui, !ui->paused);
+		ui_set_paused(ui, !ui->view.paused);
 	else
 		ui_say(ui, "a capture file is already still: space pauses live views");
 	return UI_ACTION_NONE;
@@ -49,9 +49,9 @@ static int ui_key_zoom(struct ui *ui, const struct ui_status *status, int key)
 static int ui_key_pan(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
-	int step = ui->vp.cols / 8 > 0 ? ui->vp.cols / 8 : 1;
+	int step = ui->view.vp.cols / 8 > 0 ? ui->view.vp.cols / 8 : 1;
 	if (key == KEY_PPAGE || key == KEY_NPAGE)
-		step = ui->vp.cols;
+		step = ui->view.vp.cols;
 	ui_pan_cols(ui, (key == KEY_LEFT || key == KEY_PPAGE) ? -step : step);
 	return UI_ACTION_NONE;
 }
@@ -60,9 +60,9 @@ static int ui_key_home(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->follow = 0;
+	ui->view.follow = 0;
 	uint64_t first = store_first_ns(ui->store);
-	ui->vp.start_ns = first ? first : ui_origin(ui);
+	ui->view.vp.start_ns = first ? first : ui_origin(ui);
 	return UI_ACTION_NONE;
 }
 
@@ -70,12 +70,12 @@ static int ui_key_end(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)key;
 	if (ui_live(status)) {
-		ui->paused = 0;
-		ui->follow = 1;
+		ui->view.paused = 0;
+		ui->view.follow = 1;
 		ui_follow_now(ui);
 	} else {
 		uint64_t last = store_last_ns(ui->store);
-		ui->vp.start_ns = last > ui->vp.span_ns ? last - ui->vp.span_ns : 0;
+		ui->view.vp.start_ns = last > ui->view.vp.span_ns ? last - ui->view.vp.span_ns : 0;
 	}
 	return UI_ACTION_NONE;
 }
@@ -87,11 +87,11 @@ static int ui_key_cursor(struct ui *ui, const struct ui_status *status, int key)
 	if (c < 0) {
 		ui_pan_cols(ui, -1);
 		c = 0;
-	} else if (c >= ui->vp.cols) {
+	} else if (c >= ui->view.vp.cols) {
 		ui_pan_cols(ui, 1);
-		c = ui->vp.cols - 1;
+		c = ui->view.vp.cols - 1;
 	}
-	ui->cursor_col = c;
+	ui->view.cursor_col = c;
 	return UI_ACTION_NONE;
 }
 
@@ -99,23 +99,23 @@ static int ui_key_updown(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	long d = key == KEY_UP ? -1 : 1;
-	if (ui->panel_focus && ui_panel_shown(ui)) {
-		long s = (long)ui->panel_sel + d;
-		if (s >= 0 && (size_t)s < ui->stats.count)
-			ui->panel_sel = (size_t)s;
+	if (ui->nvtx.focus && ui_panel_shown(ui)) {
+		long s = (long)ui->nvtx.sel + d;
+		if (s >= 0 && (size_t)s < ui->nvtx.stats.count)
+			ui->nvtx.sel = (size_t)s;
 		return UI_ACTION_NONE;
 	}
-	layout_select(&ui->layout, d, ui->lanes_height);
+	layout_select(&ui->lanes.layout, d, ui->lanes.height);
 	return UI_ACTION_NONE;
 }
 
 /* Jumps to the slowest instance of the selected panel row. */
 static void ui_panel_jump(struct ui *ui)
 {
-	if (ui->panel_sel >= ui->stats.count)
+	if (ui->nvtx.sel >= ui->nvtx.stats.count)
 		return;
 	ui_panel_order(ui);
-	const struct nvtx_stat *e = ui->stats.v[ui->order[ui->panel_sel]];
+	const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[ui->nvtx.sel]];
 	struct store_lane_info li;
 	store_lane_get(ui->store, e->process, e->lane, &li);
 	struct ui_hit hit = {.found = 1,
@@ -135,19 +135,19 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	size_t i = ui->layout.selected;
-	if (i >= ui->layout.count)
+	size_t i = ui->lanes.layout.selected;
+	if (i >= ui->lanes.layout.count)
 		return UI_ACTION_NONE;
 	/* A row inside a group folds the group it belongs to: the nearest header above. */
-	while (i > 0 && !layout_is_group(&ui->layout.rows[i]))
+	while (i > 0 && !layout_is_group(&ui->lanes.layout.rows[i]))
 		i--;
-	struct layout_row key_row = ui->layout.rows[i];
-	if (layout_toggle_fold(&ui->layout, i) == 0) {
+	struct layout_row key_row = ui->lanes.layout.rows[i];
+	if (layout_toggle_fold(&ui->lanes.layout, i) == 0) {
 		ui_rebuild_layout(ui, 1);
-		size_t j = layout_find(&ui->layout, &key_row);
-		if (j < ui->layout.count)
-			ui->layout.selected = j;
-		layout_clamp(&ui->layout, ui->lanes_height);
+		size_t j = layout_find(&ui->lanes.layout, &key_row);
+		if (j < ui->lanes.layout.count)
+			ui->lanes.layout.selected = j;
+		layout_clamp(&ui->lanes.layout, ui->lanes.height);
 	}
 	return UI_ACTION_NONE;
 }
@@ -158,16 +158,16 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 		ui->overlay = UI_OVERLAY_NONE;
 		return UI_ACTION_NONE;
 	}
-	if (ui->panel_focus && ui_panel_shown(ui)) {
+	if (ui->nvtx.focus && ui_panel_shown(ui)) {
 		ui_panel_jump(ui);
 		return UI_ACTION_NONE;
 	}
-	if (ui->layout.selected >= ui->layout.count)
+	if (ui->lanes.layout.selected >= ui->lanes.layout.count)
 		return UI_ACTION_NONE;
-	const struct layout_row *row = &ui->layout.rows[ui->layout.selected];
+	const struct layout_row *row = &ui->lanes.layout.rows[ui->lanes.layout.selected];
 	if (layout_is_group(row) && row->kind != LAYOUT_ROW_THREAD)
 		return ui_key_fold(ui, status, key);
-	struct ui_hit hit = ui_row_hit(ui, row, ui_cursor_ns(ui), viewport_ns_per_col(&ui->vp));
+	struct ui_hit hit = ui_row_hit(ui, row, ui_cursor_ns(ui), viewport_ns_per_col(&ui->view.vp));
 	if (!hit.found && ui_cpu_details(ui, row)) {
 		ui->overlay = UI_OVERLAY_DETAILS;
 		return UI_ACTION_NONE;
@@ -244,29 +244,31 @@ static int ui_key_dump(struct ui *ui, const struct ui_status *status, int key)
 		    "dump: this view is already a capture file (cuscope export or info work on it)");
 		return UI_ACTION_NONE;
 	}
-	ui->prompt = UI_PROMPT_DUMP_SCOPE;
+	ui->prompt.kind = UI_PROMPT_DUMP_SCOPE;
 	return UI_ACTION_NONE;
 }
 
 static int ui_key_prompt(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
-	ui->prompt = key == '/' ? UI_PROMPT_FIND : UI_PROMPT_GOTO;
-	ui->input[0] = 0;
+	ui->prompt.kind = key == '/' ? UI_PROMPT_FIND : UI_PROMPT_GOTO;
+	ui->prompt.input[0] = 0;
 	return UI_ACTION_NONE;
 }
 
 static void ui_find_step(struct ui *ui, int dir)
 {
-	if (!ui->query[0]) {
+	if (!ui->find.query[0]) {
 		ui_say(ui, "no search yet: / starts one");
 		return;
 	}
 	uint64_t from;
-	if (ui->last_hit.found)
-		from = ui->last_hit.gpu ? ui->last_hit.op.start_ns : ui->last_hit.range.start_ns;
+	if (ui->find.last_hit.found)
+		from =
+		    ui->find.last_hit.gpu ? ui->find.last_hit.op.start_ns : ui->find.last_hit.range.start_ns;
 	else
-		from = dir > 0 ? (ui->vp.start_ns ? ui->vp.start_ns - 1 : 0) : viewport_end_ns(&ui->vp);
+		from = dir > 0 ? (ui->view.vp.start_ns ? ui->view.vp.start_ns - 1 : 0)
+		               : viewport_end_ns(&ui->view.vp);
 	struct ui_hit hit = ui_find(ui, dir, from);
 	if (!hit.found) {
 		/* Wrap around once. */
@@ -275,10 +277,10 @@ static void ui_find_step(struct ui *ui, int dir)
 			ui_say(ui, dir > 0 ? "search wrapped to the start" : "search wrapped to the end");
 	}
 	if (!hit.found) {
-		ui_set_message(ui, "no match for '%s'", ui->query);
+		ui_set_message(ui, "no match for '%s'", ui->find.query);
 		return;
 	}
-	ui->last_hit = hit;
+	ui->find.last_hit = hit;
 	ui_show_event(ui, &hit);
 }
 
@@ -296,8 +298,8 @@ static int ui_key_theme(struct ui *ui, const struct ui_status *status, int key)
 	size_t n = 0;
 	while (theme_builtin_names[n])
 		n++;
-	ui->theme_index = (ui->theme_index + 1) % n;
-	ui_load_theme(ui, theme_builtin_names[ui->theme_index], 0);
+	ui->cells.theme_index = (ui->cells.theme_index + 1) % n;
+	ui_load_theme(ui, theme_builtin_names[ui->cells.theme_index], 0);
 	return UI_ACTION_NONE;
 }
 
@@ -305,9 +307,9 @@ static int ui_key_panel(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->panel_hidden = !ui->panel_hidden;
-	if (ui->panel_hidden)
-		ui->panel_focus = 0;
+	ui->nvtx.hidden = !ui->nvtx.hidden;
+	if (ui->nvtx.hidden)
+		ui->nvtx.focus = 0;
 	return UI_ACTION_NONE;
 }
 
@@ -315,7 +317,7 @@ static int ui_key_hot(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->hot_shown = !ui->hot_shown;
+	ui->hot.shown = !ui->hot.shown;
 	return UI_ACTION_NONE;
 }
 
@@ -323,7 +325,7 @@ static int ui_key_focus(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->panel_focus = ui_panel_shown(ui) ? !ui->panel_focus : 0;
+	ui->nvtx.focus = ui_panel_shown(ui) ? !ui->nvtx.focus : 0;
 	return UI_ACTION_NONE;
 }
 
@@ -331,7 +333,7 @@ static int ui_key_log(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->show_log = !ui->show_log;
+	ui->log.shown = !ui->log.shown;
 	return UI_ACTION_NONE;
 }
 
@@ -349,10 +351,10 @@ static int ui_key_escape(struct ui *ui, const struct ui_status *status, int key)
 	(void)key;
 	if (ui->overlay)
 		ui->overlay = UI_OVERLAY_NONE;
-	else if (ui->panel_focus)
-		ui->panel_focus = 0;
+	else if (ui->nvtx.focus)
+		ui->nvtx.focus = 0;
 	else
-		ui->show_log = 0;
+		ui->log.shown = 0;
 	return UI_ACTION_NONE;
 }
 
@@ -426,35 +428,36 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 		return UI_ACTION_NONE;
 	int gx = ui_gutter();
 	int col = ev.x - gx;
-	int in_lanes = ev.y >= ui->lanes_y && ev.y < ui->lanes_y + (int)ui->lanes_height;
+	int in_lanes = ev.y >= ui->lanes.y && ev.y < ui->lanes.y + (int)ui->lanes.height;
 	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
-		if (col >= 0 && col < ui->vp.cols)
-			ui->cursor_col = col;
+		if (col >= 0 && col < ui->view.vp.cols)
+			ui->view.cursor_col = col;
 		if (col >= 0)
 			ui_zoom(ui, (ev.bstate & BUTTON4_PRESSED) ? 0.8 : 1.25);
 		else if (in_lanes)
-			layout_select(&ui->layout, (ev.bstate & BUTTON4_PRESSED) ? -3 : 3, ui->lanes_height);
+			layout_select(&ui->lanes.layout, (ev.bstate & BUTTON4_PRESSED) ? -3 : 3,
+			              ui->lanes.height);
 		return UI_ACTION_NONE;
 	}
 	if (ev.bstate & BUTTON1_PRESSED) {
-		ui->dragging = 1;
-		ui->drag_x = ev.x;
+		ui->mouse.dragging = 1;
+		ui->mouse.drag_x = ev.x;
 		if (in_lanes) {
-			size_t i = ui->layout.top + (size_t)(ev.y - ui->lanes_y);
-			if (i < ui->layout.count)
-				ui->layout.selected = i;
+			size_t i = ui->lanes.layout.top + (size_t)(ev.y - ui->lanes.y);
+			if (i < ui->lanes.layout.count)
+				ui->lanes.layout.selected = i;
 		}
-		if (col >= 0 && col < ui->vp.cols)
-			ui->cursor_col = col;
+		if (col >= 0 && col < ui->view.vp.cols)
+			ui->view.cursor_col = col;
 		return UI_ACTION_NONE;
 	}
-	if (ui->dragging && (ev.bstate & (BUTTON1_RELEASED | REPORT_MOUSE_POSITION))) {
-		int dx = ev.x - ui->drag_x;
+	if (ui->mouse.dragging && (ev.bstate & (BUTTON1_RELEASED | REPORT_MOUSE_POSITION))) {
+		int dx = ev.x - ui->mouse.drag_x;
 		if (dx)
 			ui_pan_cols(ui, -dx);
-		ui->drag_x = ev.x;
+		ui->mouse.drag_x = ev.x;
 		if (ev.bstate & BUTTON1_RELEASED)
-			ui->dragging = 0;
+			ui->mouse.dragging = 0;
 	}
 	return UI_ACTION_NONE;
 }
@@ -462,7 +465,7 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 /* Keys while the quit prompt is up: anything else cancels. */
 static int ui_quit_prompt_key(struct ui *ui, int key)
 {
-	ui->prompt = UI_PROMPT_NONE;
+	ui->prompt.kind = UI_PROMPT_NONE;
 	switch (key) {
 	case 'd':
 	case 'D':
@@ -480,29 +483,31 @@ static int ui_quit_prompt_key(struct ui *ui, int key)
 /* Keys while the dump scope question is up. */
 static void ui_dump_scope_key(struct ui *ui, const struct ui_status *status, int key)
 {
-	ui->prompt = UI_PROMPT_NONE;
+	ui->prompt.kind = UI_PROMPT_NONE;
 	if (key != 'v' && key != 'V' && key != 'w' && key != 'W')
 		return;
-	ui->dump_whole = key == 'w' || key == 'W';
-	ui->dump_from_ns = ui->dump_whole ? 0 : ui->vp.start_ns;
-	ui->dump_to_ns = ui->dump_whole ? UINT64_MAX : ui->vp.start_ns + ui->vp.span_ns;
+	ui->prompt.dump_whole = key == 'w' || key == 'W';
+	ui->prompt.dump_from_ns = ui->prompt.dump_whole ? 0 : ui->view.vp.start_ns;
+	ui->prompt.dump_to_ns =
+	    ui->prompt.dump_whole ? UINT64_MAX : ui->view.vp.start_ns + ui->view.vp.span_ns;
 	time_t now = time(NULL);
 	struct tm tm;
 	localtime_r(&now, &tm);
 	char stamp[32];
 	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-	snprintf(ui->input, sizeof ui->input, "cuscope-%d-%s.cuscope", status ? (int)status->pid : 0, stamp);
-	ui->prompt = UI_PROMPT_DUMP_FILE;
+	snprintf(ui->prompt.input, sizeof ui->prompt.input, "cuscope-%d-%s.cuscope",
+	         status ? (int)status->pid : 0, stamp);
+	ui->prompt.kind = UI_PROMPT_DUMP_FILE;
 }
 
 int ui_dump_request(struct ui *ui, char *path, size_t size, uint64_t *from_ns, uint64_t *to_ns)
 {
-	if (!ui->dump_ready)
+	if (!ui->prompt.dump_ready)
 		return 0;
-	ui->dump_ready = 0;
-	snprintf(path, size, "%s", ui->dump_path);
-	*from_ns = ui->dump_from_ns;
-	*to_ns = ui->dump_to_ns;
+	ui->prompt.dump_ready = 0;
+	snprintf(path, size, "%s", ui->prompt.dump_path);
+	*from_ns = ui->prompt.dump_from_ns;
+	*to_ns = ui->prompt.dump_to_ns;
 	return 1;
 }
 
@@ -510,66 +515,68 @@ int ui_dump_request(struct ui *ui, char *path, size_t size, uint64_t *from_ns, u
 static void ui_prompt_submit(struct ui *ui, enum ui_prompt kind)
 {
 	if (kind == UI_PROMPT_DUMP_FILE) {
-		if (!ui->input[0])
+		if (!ui->prompt.input[0])
 			return;
-		snprintf(ui->dump_path, sizeof ui->dump_path, "%s", ui->input);
-		ui->dump_ready = 1;
+		snprintf(ui->prompt.dump_path, sizeof ui->prompt.dump_path, "%s", ui->prompt.input);
+		ui->prompt.dump_ready = 1;
 		return;
 	}
 	if (kind == UI_PROMPT_FIND) {
-		if (!ui->input[0])
+		if (!ui->prompt.input[0])
 			return;
-		snprintf(ui->query, sizeof ui->query, "%.*s", (int)sizeof ui->query - 1, ui->input);
-		if (ui->match)
-			memset(ui->match, -1, ui->match_cap);
-		ui->last_hit.found = 0;
+		snprintf(ui->find.query, sizeof ui->find.query, "%.*s", (int)sizeof ui->find.query - 1,
+		         ui->prompt.input);
+		if (ui->find.match)
+			memset(ui->find.match, -1, ui->find.match_cap);
+		ui->find.last_hit.found = 0;
 		/* The first match at or after the cursor. */
 		uint64_t t = ui_cursor_ns(ui);
-		struct ui_hit hit = ui_find(ui, 1, t > ui->vp.span_ns / 2 ? t - ui->vp.span_ns / 2 : 0);
+		struct ui_hit hit =
+		    ui_find(ui, 1, t > ui->view.vp.span_ns / 2 ? t - ui->view.vp.span_ns / 2 : 0);
 		if (!hit.found)
 			hit = ui_find(ui, 1, 0);
 		if (!hit.found) {
-			ui_set_message(ui, "no match for '%s'", ui->query);
+			ui_set_message(ui, "no match for '%s'", ui->find.query);
 			return;
 		}
-		ui->last_hit = hit;
+		ui->find.last_hit = hit;
 		ui_show_event(ui, &hit);
 		return;
 	}
 	char *end;
-	double s = strtod(ui->input, &end);
+	double s = strtod(ui->prompt.input, &end);
 	while (*end == ' ' || *end == 's')
 		end++;
-	if (end == ui->input || *end) {
-		ui_set_message(ui, "go to: '%s' is not a number of seconds", ui->input);
+	if (end == ui->prompt.input || *end) {
+		ui_set_message(ui, "go to: '%s' is not a number of seconds", ui->prompt.input);
 		return;
 	}
 	int64_t rel = (int64_t)(s * 1e9);
 	uint64_t o = ui_origin(ui);
 	uint64_t t = rel < 0 && (uint64_t)-rel > o ? 0 : (uint64_t)((int64_t)o + rel);
-	ui->follow = 0;
-	ui->vp.start_ns = t > ui->vp.span_ns / 2 ? t - ui->vp.span_ns / 2 : 0;
-	ui->cursor_col = -1;
+	ui->view.follow = 0;
+	ui->view.vp.start_ns = t > ui->view.vp.span_ns / 2 ? t - ui->view.vp.span_ns / 2 : 0;
+	ui->view.cursor_col = -1;
 }
 
 /* Keys while a text prompt is up: editing, Enter submits, Esc cancels. */
 static void ui_text_prompt_key(struct ui *ui, int key)
 {
-	size_t len = strlen(ui->input);
+	size_t len = strlen(ui->prompt.input);
 	if (key == 27) {
-		ui->prompt = UI_PROMPT_NONE;
+		ui->prompt.kind = UI_PROMPT_NONE;
 	} else if (key == '\n' || key == '\r' || key == KEY_ENTER) {
-		enum ui_prompt kind = ui->prompt;
-		ui->prompt = UI_PROMPT_NONE;
+		enum ui_prompt kind = ui->prompt.kind;
+		ui->prompt.kind = UI_PROMPT_NONE;
 		ui_prompt_submit(ui, kind);
 	} else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
 		if (len)
-			ui->input[len - 1] = 0;
+			ui->prompt.input[len - 1] = 0;
 	} else if (key == 21) { /* Ctrl-U */
-		ui->input[0] = 0;
-	} else if (key >= 0x20 && key < 0x7f && len + 1 < sizeof ui->input) {
-		ui->input[len] = (char)key;
-		ui->input[len + 1] = 0;
+		ui->prompt.input[0] = 0;
+	} else if (key >= 0x20 && key < 0x7f && len + 1 < sizeof ui->prompt.input) {
+		ui->prompt.input[len] = (char)key;
+		ui->prompt.input[len + 1] = 0;
 	}
 }
 
@@ -578,14 +585,14 @@ int ui_handle_input(struct ui *ui, const struct ui_status *status)
 	int actions = 0;
 	int key;
 	while ((key = getch()) != ERR) {
-		ui->input_serial++;
+		ui->frame.input_serial++;
 		if (key == KEY_RESIZE) {
 			/* the next draw picks up LINES/COLS */
-		} else if (ui->prompt == UI_PROMPT_QUIT) {
+		} else if (ui->prompt.kind == UI_PROMPT_QUIT) {
 			actions |= ui_quit_prompt_key(ui, key);
-		} else if (ui->prompt == UI_PROMPT_DUMP_SCOPE) {
+		} else if (ui->prompt.kind == UI_PROMPT_DUMP_SCOPE) {
 			ui_dump_scope_key(ui, status, key);
-		} else if (ui->prompt != UI_PROMPT_NONE) {
+		} else if (ui->prompt.kind != UI_PROMPT_NONE) {
 			if (key == 3)
 				actions |= UI_ACTION_INTERRUPT;
 			else
@@ -616,9 +623,9 @@ void ui_draw_help(struct ui *ui)
 			continue;
 		/* Arrow labels are spelled in the table portably and drawn with the glyph set. */
 		if (strcmp(label, "LR") == 0)
-			label = ui->g->leftright;
+			label = ui->cells.g->leftright;
 		else if (strcmp(label, "UD") == 0)
-			label = ui->g->updown;
+			label = ui->cells.g->updown;
 		char lab[32];
 		int lw = ui_clip(ui, label, 11, lab, sizeof lab);
 		snprintf(text[n], sizeof text[n], "%s%*s %s", lab, 11 - lw, "", ui_keys[i].help);
@@ -631,7 +638,7 @@ void ui_draw_help(struct ui *ui)
 	snprintf(text[n++], sizeof text[0],
 	         "            (%%) and the collector's CPU (ms/s), at the cursor in the label;");
 	snprintf(text[n++], sizeof text[0], "            %s marks time the overhead budget reduced sampling",
-	         ui->g->reduced);
+	         ui->cells.g->reduced);
 	for (int i = n - 3; i < n; i++)
 		lines[i] = text[i];
 	ui_draw_box_lines(ui, "cuscope keys  (mouse: wheel zooms, click picks, drag pans)", lines, n,

@@ -14,46 +14,46 @@
 /* The panel's rows in display order (largest total first). */
 void ui_panel_order(struct ui *ui)
 {
-	if (ui->stats.count > ui->order_cap) {
-		ui->order_cap = ui->stats.count * 2;
-		ui->order = xrealloc(ui->order, ui->order_cap * sizeof *ui->order);
+	if (ui->nvtx.stats.count > ui->nvtx.order_cap) {
+		ui->nvtx.order_cap = ui->nvtx.stats.count * 2;
+		ui->nvtx.order = xrealloc(ui->nvtx.order, ui->nvtx.order_cap * sizeof *ui->nvtx.order);
 	}
-	nvtx_stats_order(&ui->stats, ui->order);
+	nvtx_stats_order(&ui->nvtx.stats, ui->nvtx.order);
 }
 
 int ui_panel_shown(const struct ui *ui)
 {
-	return !ui->panel_hidden && ui->stats.count > 0;
+	return !ui->nvtx.hidden && ui->nvtx.stats.count > 0;
 }
 
 /* The NVTX panel: per name and domain n, p50, p90, p99, max and a log-scale histogram. */
 void ui_draw_panel(struct ui *ui, int y0, int h)
 {
 	ui_panel_order(ui);
-	if (ui->panel_sel >= ui->stats.count)
-		ui->panel_sel = ui->stats.count ? ui->stats.count - 1 : 0;
+	if (ui->nvtx.sel >= ui->nvtx.stats.count)
+		ui->nvtx.sel = ui->nvtx.stats.count ? ui->nvtx.stats.count - 1 : 0;
 	int rows = h - 1;
-	if (ui->panel_sel < ui->panel_top)
-		ui->panel_top = ui->panel_sel;
-	if (rows > 0 && ui->panel_sel >= ui->panel_top + (size_t)rows)
-		ui->panel_top = ui->panel_sel - (size_t)rows + 1;
+	if (ui->nvtx.sel < ui->nvtx.top)
+		ui->nvtx.top = ui->nvtx.sel;
+	if (rows > 0 && ui->nvtx.sel >= ui->nvtx.top + (size_t)rows)
+		ui->nvtx.top = ui->nvtx.sel - (size_t)rows + 1;
 	int hist_w = COLS >= 120 ? 20 : COLS >= 100 ? 14 : 10;
 	int num_w = 7 + 4 * 8;
 	int name_w = COLS - num_w - hist_w - 3;
 	if (name_w < 8)
 		name_w = 8;
 	char line[512], hdr[512];
-	attr_t ha = ui_attr(ui, THEME_PANEL_HEADER) | (ui->panel_focus ? A_REVERSE : 0);
+	attr_t ha = ui_attr(ui, THEME_PANEL_HEADER) | (ui->nvtx.focus ? A_REVERSE : 0);
 	ui_fill(y0, 0, COLS, ha, " ");
 	snprintf(hdr, sizeof hdr, " %-*.*s %6s %7s %7s %7s %7s  %s", name_w - 1, name_w - 1,
-	         ui->panel_focus ? "NVTX ranges (Enter: slowest, Tab: back)" : "NVTX ranges (Tab: focus)",
-	         "n", "p50", "p90", "p99", "max", "histogram (log)");
+	         ui->nvtx.focus ? "NVTX ranges (Enter: slowest, Tab: back)" : "NVTX ranges (Tab: focus)", "n",
+	         "p50", "p90", "p99", "max", "histogram (log)");
 	ui_put(ui, y0, 0, COLS, ha, hdr);
 	for (int i = 0; i < rows; i++) {
-		size_t k = ui->panel_top + (size_t)i;
-		if (k >= ui->stats.count)
+		size_t k = ui->nvtx.top + (size_t)i;
+		if (k >= ui->nvtx.stats.count)
 			break;
-		const struct nvtx_stat *e = ui->stats.v[ui->order[k]];
+		const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[k]];
 		char name[256], p50[16], p90[16], p99[16], mx[16], n[16];
 		if (e->domain_id)
 			snprintf(name, sizeof name, "%s (%s)", store_string(ui->store, e->name_id),
@@ -67,7 +67,7 @@ void ui_draw_panel(struct ui *ui, int y0, int h)
 		ui_format_rate(n, sizeof n, (double)e->hist.count);
 		if (e->hist.count < 100000)
 			snprintf(n, sizeof n, "%llu", (unsigned long long)e->hist.count);
-		int sel = ui->panel_focus && k == ui->panel_sel;
+		int sel = ui->nvtx.focus && k == ui->nvtx.sel;
 		attr_t a = ui_attr(ui, THEME_PANEL) | (sel ? A_REVERSE : 0);
 		int y = y0 + 1 + i;
 		ui_fill(y, 0, COLS, a, " ");
@@ -85,12 +85,12 @@ void ui_draw_panel(struct ui *ui, int y0, int h)
 			continue;
 		uint64_t top = hist_coarse(&e->hist, (size_t)bw, bins);
 		attrset(ui_attr(ui, ui_range_slot(e->name_id)) & ~A_REVERSE);
-		if (!ui->color)
+		if (!ui->cells.color)
 			attrset(a);
 		move(y, x);
 		for (int b = 0; b < bw; b++) {
 			int lvl = top ? (int)((bins[b] * 8 + top - 1) / top) : 0;
-			addstr(ui->g->spark[lvl > 8 ? 8 : lvl]);
+			addstr(ui->cells.g->spark[lvl > 8 ? 8 : lvl]);
 		}
 	}
 }
@@ -101,9 +101,9 @@ void ui_draw_panel(struct ui *ui, int y0, int h)
  */
 static int ui_hot_lane(const struct ui *ui, size_t *process, size_t *lane)
 {
-	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
-	if (ui->layout.selected < ui->layout.count) {
-		const struct layout_row *r = &ui->layout.rows[ui->layout.selected];
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
+	if (ui->lanes.layout.selected < ui->lanes.layout.count) {
+		const struct layout_row *r = &ui->lanes.layout.rows[ui->lanes.layout.selected];
 		if (layout_is_thread_row(r)) {
 			*process = r->process;
 			*lane = r->lane;
@@ -117,7 +117,7 @@ static int ui_hot_lane(const struct ui *ui, size_t *process, size_t *lane)
 		store_process_get(ui->store, p, &pi);
 		for (size_t l = 0; l < pi.lane_count; l++) {
 			const struct store_sample *v;
-			size_t n = store_lane_samples(ui->store, p, l, ui->vp.start_ns, to, &v);
+			size_t n = store_lane_samples(ui->store, p, l, ui->view.vp.start_ns, to, &v);
 			if (n > most) {
 				most = n;
 				*process = p;
@@ -143,8 +143,8 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 		store_lane_get(ui->store, process, lane, &li);
 		snprintf(tn, sizeof tn, "%s %d", li.name && *li.name ? li.name : "thread", (int)li.tid);
 		size_t top = h - 1 < UI_HOT_TOP ? (size_t)(h - 1) : UI_HOT_TOP;
-		n = store_hot_functions(ui->store, process, lane, ui->vp.start_ns,
-		                        ui_data_end(ui, viewport_end_ns(&ui->vp)), top, hot, &samples);
+		n = store_hot_functions(ui->store, process, lane, ui->view.vp.start_ns,
+		                        ui_data_end(ui, viewport_end_ns(&ui->view.vp)), top, hot, &samples);
 	}
 	ui_fill(y0, 0, COLS, ha, " ");
 	if (tn[0])
@@ -230,7 +230,7 @@ void ui_draw_log(struct ui *ui, const struct ui_status *st, int y0, int h)
 {
 	char title[512];
 	const char *path = st && st->log_path ? st->log_path : NULL;
-	ui_fill(y0, 0, COLS, ui_attr(ui, THEME_AXIS), ui->g->hline);
+	ui_fill(y0, 0, COLS, ui_attr(ui, THEME_AXIS), ui->cells.g->hline);
 	snprintf(title, sizeof title, " log: %s  (l hides) ", path ? path : "none (output not captured)");
 	ui_put(ui, y0, 2, COLS - 4, ui_attr(ui, THEME_AXIS) | A_BOLD, title);
 	if (!path || h < 2)
@@ -265,8 +265,8 @@ void ui_draw_box_lines(struct ui *ui, const char *title, const char *const *line
 void ui_draw_details(struct ui *ui)
 {
 	const char *lines[UI_DETAIL_LINES];
-	for (int i = 0; i < ui->detail_count; i++)
-		lines[i] = ui->details[i];
-	ui_draw_box_lines(ui, "event details", lines, ui->detail_count, "Esc or Enter closes",
+	for (int i = 0; i < ui->details.count; i++)
+		lines[i] = ui->details.lines[i];
+	ui_draw_box_lines(ui, "event details", lines, ui->details.count, "Esc or Enter closes",
 	                  COLS - 4 > 110 ? 110 : COLS - 4);
 }

@@ -20,15 +20,15 @@ int ui_timeline_cols(void)
 /* "Now" for drawing: the pause instant, the CLI's clock when live, else the end of the data. */
 uint64_t ui_now(const struct ui *ui)
 {
-	if (ui->paused)
-		return ui->pause_ns;
-	return ui->now_ns ? ui->now_ns : store_last_ns(ui->store);
+	if (ui->view.paused)
+		return ui->view.pause_ns;
+	return ui->view.now_ns ? ui->view.now_ns : store_last_ns(ui->store);
 }
 
 /* Upper bound of the data drawn: the pause instant while paused. */
 uint64_t ui_data_end(const struct ui *ui, uint64_t to)
 {
-	return ui->paused && ui->pause_ns < to ? ui->pause_ns : to;
+	return ui->view.paused && ui->view.pause_ns < to ? ui->view.pause_ns : to;
 }
 
 /* Time labelled 0 on the axis: the first process's start. */
@@ -62,30 +62,30 @@ static uint64_t ui_max_span(const struct ui *ui)
 
 int ui_cursor_col(const struct ui *ui)
 {
-	int c = ui->cursor_col < 0 ? ui->vp.cols / 2 : ui->cursor_col;
-	return c >= ui->vp.cols ? ui->vp.cols - 1 : c;
+	int c = ui->view.cursor_col < 0 ? ui->view.vp.cols / 2 : ui->view.cursor_col;
+	return c >= ui->view.vp.cols ? ui->view.vp.cols - 1 : c;
 }
 
 /* Time at the middle of the cursor's cell. */
 uint64_t ui_cursor_ns(const struct ui *ui)
 {
 	int c = ui_cursor_col(ui);
-	uint64_t a = viewport_ns_of(&ui->vp, c), b = viewport_ns_of(&ui->vp, c + 1);
+	uint64_t a = viewport_ns_of(&ui->view.vp, c), b = viewport_ns_of(&ui->view.vp, c + 1);
 	return a + (b - a) / 2;
 }
 
 /* Places the right edge on now, aligned to whole cells so columns don't shimmer as time moves. */
 void ui_follow_now(struct ui *ui)
 {
-	uint64_t npc = viewport_ns_per_col(&ui->vp);
+	uint64_t npc = viewport_ns_per_col(&ui->view.vp);
 	uint64_t now = ui_now(ui);
 	uint64_t right = (now / npc + 1) * npc;
-	ui->vp.start_ns = right > ui->vp.span_ns ? right - ui->vp.span_ns : 0;
+	ui->view.vp.start_ns = right > ui->view.vp.span_ns ? right - ui->view.vp.span_ns : 0;
 	/* Until the data fills the window it grows from the left edge: no empty time before it. */
 	uint64_t first = store_first_ns(ui->store), origin = ui_origin(ui);
 	uint64_t floor_ns = first && first < origin ? first : origin;
-	if (ui->vp.start_ns < floor_ns)
-		ui->vp.start_ns = floor_ns;
+	if (ui->view.vp.start_ns < floor_ns)
+		ui->view.vp.start_ns = floor_ns;
 }
 
 static int ui_any_connected(const struct ui *ui)
@@ -102,33 +102,33 @@ static int ui_any_connected(const struct ui *ui)
 
 void ui_update_view(struct ui *ui, const struct ui_status *status)
 {
-	ui->now_ns = status && status->live ? status->now_ns : 0;
+	ui->view.now_ns = status && status->live ? status->now_ns : 0;
 	/* Once nothing can send any more, "now" is the end of the data: following an empty future
 	 * would only scroll the capture off the screen. */
-	if (ui->now_ns && !status->target_alive && !ui_any_connected(ui) && store_last_ns(ui->store))
-		ui->now_ns = store_last_ns(ui->store);
-	ui->vp.cols = ui_timeline_cols();
-	if (!ui->view_ready) {
+	if (ui->view.now_ns && !status->target_alive && !ui_any_connected(ui) && store_last_ns(ui->store))
+		ui->view.now_ns = store_last_ns(ui->store);
+	ui->view.vp.cols = ui_timeline_cols();
+	if (!ui->view.ready) {
 		if (status && status->live) {
-			viewport_set(&ui->vp, 0, ui_window_ns(ui), ui_timeline_cols());
-			ui->follow = 1;
-			ui->view_ready = 1;
+			viewport_set(&ui->view.vp, 0, ui_window_ns(ui), ui_timeline_cols());
+			ui->view.follow = 1;
+			ui->view.ready = 1;
 		} else if (store_event_count(ui->store) > 0) {
 			/* A capture opens showing all of it. */
 			uint64_t first = store_first_ns(ui->store), last = store_last_ns(ui->store);
 			uint64_t span = last > first ? last - first : 0;
 			if (span < VIEWPORT_MIN_SPAN_NS)
 				span = VIEWPORT_MIN_SPAN_NS;
-			viewport_set(&ui->vp, first, span + span / 50, ui_timeline_cols());
-			ui->follow = 0;
-			ui->view_ready = 1;
+			viewport_set(&ui->view.vp, first, span + span / 50, ui_timeline_cols());
+			ui->view.follow = 0;
+			ui->view.ready = 1;
 		} else {
-			viewport_set(&ui->vp, 0, ui_window_ns(ui), ui_timeline_cols());
+			viewport_set(&ui->view.vp, 0, ui_window_ns(ui), ui_timeline_cols());
 		}
 	}
 	if (status && !status->live)
-		ui->follow = 0;
-	if (ui->follow && !ui->paused)
+		ui->view.follow = 0;
+	if (ui->view.follow && !ui->view.paused)
 		ui_follow_now(ui);
 }
 
@@ -136,17 +136,17 @@ void ui_update_view(struct ui *ui, const struct ui_status *status)
 void ui_rebuild_layout(struct ui *ui, int force)
 {
 	uint64_t gen = store_generation(ui->store);
-	if (force || ((gen != ui->gen_built || !ui->drawn_once) && !ui->paused)) {
-		layout_build(&ui->layout, ui->store);
-		ui->gen_built = gen;
+	if (force || ((gen != ui->lanes.gen_built || !ui->frame.drawn_once) && !ui->view.paused)) {
+		layout_build(&ui->lanes.layout, ui->store);
+		ui->lanes.gen_built = gen;
 	}
 }
 
 /* Shows a message now (the answer to a key), replacing what the line shows. */
 void ui_say(struct ui *ui, const char *text)
 {
-	snprintf(ui->message, sizeof ui->message, " %.250s", text);
-	ui->message_until = clock_mono_ns() + UI_MESSAGE_NS;
+	snprintf(ui->msg.text, sizeof ui->msg.text, " %.250s", text);
+	ui->msg.until = clock_mono_ns() + UI_MESSAGE_NS;
 }
 
 void ui_set_message(struct ui *ui, const char *fmt, const char *arg)
@@ -165,28 +165,28 @@ void ui_show_event(struct ui *ui, const struct ui_hit *hit)
 		b = a;
 	uint64_t w = b - a;
 	/* Keep the zoom unless the event is narrower than a cell or wider than the view. */
-	if (w * (uint64_t)ui->vp.cols < ui->vp.span_ns || w > ui->vp.span_ns) {
-		uint64_t span = w * (uint64_t)ui->vp.cols / 20;
-		if (w > ui->vp.span_ns)
+	if (w * (uint64_t)ui->view.vp.cols < ui->view.vp.span_ns || w > ui->view.vp.span_ns) {
+		uint64_t span = w * (uint64_t)ui->view.vp.cols / 20;
+		if (w > ui->view.vp.span_ns)
 			span = w + w / 4;
 		if (span < VIEWPORT_MIN_SPAN_NS)
 			span = VIEWPORT_MIN_SPAN_NS;
 		if (span > ui_max_span(ui))
 			span = ui_max_span(ui);
-		ui->vp.span_ns = span;
+		ui->view.vp.span_ns = span;
 	}
 	uint64_t mid = a + w / 2;
-	ui->vp.start_ns = mid > ui->vp.span_ns / 2 ? mid - ui->vp.span_ns / 2 : 0;
-	ui->follow = 0;
-	int64_t c = viewport_col_of(&ui->vp, mid);
-	ui->cursor_col = c >= 0 && c < ui->vp.cols ? (int)c : -1;
+	ui->view.vp.start_ns = mid > ui->view.vp.span_ns / 2 ? mid - ui->view.vp.span_ns / 2 : 0;
+	ui->view.follow = 0;
+	int64_t c = viewport_col_of(&ui->view.vp, mid);
+	ui->view.cursor_col = c >= 0 && c < ui->view.vp.cols ? (int)c : -1;
 	struct layout_row key = ui_hit_row(ui, hit);
-	layout_reveal(&ui->layout, key.pid, key.tid, key.kind == LAYOUT_ROW_GPU_STREAM, key.device);
+	layout_reveal(&ui->lanes.layout, key.pid, key.tid, key.kind == LAYOUT_ROW_GPU_STREAM, key.device);
 	ui_rebuild_layout(ui, 1);
-	size_t i = layout_find(&ui->layout, &key);
-	if (i < ui->layout.count) {
-		ui->layout.selected = i;
-		layout_clamp(&ui->layout, ui->lanes_height);
+	size_t i = layout_find(&ui->lanes.layout, &key);
+	if (i < ui->lanes.layout.count) {
+		ui->lanes.layout.selected = i;
+		layout_clamp(&ui->lanes.layout, ui->lanes.height);
 	}
 }
 
@@ -197,14 +197,14 @@ int ui_live(const struct ui_status *status)
 
 void ui_set_paused(struct ui *ui, int on)
 {
-	if (on && !ui->paused) {
-		ui->pause_ns = ui->now_ns ? ui->now_ns : store_last_ns(ui->store);
-		ui->pause_events = store_event_count(ui->store);
-		ui->paused = 1;
-		ui->follow = 0;
-	} else if (!on && ui->paused) {
-		ui->paused = 0;
-		ui->follow = 1;
+	if (on && !ui->view.paused) {
+		ui->view.pause_ns = ui->view.now_ns ? ui->view.now_ns : store_last_ns(ui->store);
+		ui->view.pause_events = store_event_count(ui->store);
+		ui->view.paused = 1;
+		ui->view.follow = 0;
+	} else if (!on && ui->view.paused) {
+		ui->view.paused = 0;
+		ui->view.follow = 1;
 		ui_follow_now(ui);
 	}
 }
@@ -213,37 +213,37 @@ void ui_set_paused(struct ui *ui, int on)
 void ui_zoom(struct ui *ui, double factor)
 {
 	uint64_t around = ui_cursor_ns(ui);
-	if (ui->follow)
+	if (ui->view.follow)
 		around = ui_now(ui);
-	viewport_zoom(&ui->vp, factor, around, VIEWPORT_MIN_SPAN_NS, ui_max_span(ui));
-	if (ui->follow)
+	viewport_zoom(&ui->view.vp, factor, around, VIEWPORT_MIN_SPAN_NS, ui_max_span(ui));
+	if (ui->view.follow)
 		ui_follow_now(ui);
 }
 
 /* Pans by cols columns; looking back in time means not following now. */
 void ui_pan_cols(struct ui *ui, int64_t cols)
 {
-	ui->follow = 0;
-	viewport_pan(&ui->vp, cols);
+	ui->view.follow = 0;
+	viewport_pan(&ui->view.vp, cols);
 	uint64_t end = ui_now(ui);
-	if (ui->vp.start_ns > end)
-		ui->vp.start_ns = end;
+	if (ui->view.vp.start_ns > end)
+		ui->view.vp.start_ns = end;
 }
 
 /* Minimum length of a GPU idle gap worth explaining or jumping to. */
 uint64_t ui_gap_min(const struct ui *ui)
 {
-	return ui->gap_ns ? ui->gap_ns : (uint64_t)(UI_DEFAULT_GAP_MS * 1e6);
+	return ui->view.gap_ns ? ui->view.gap_ns : (uint64_t)(UI_DEFAULT_GAP_MS * 1e6);
 }
 
 void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns)
 {
 	if (!ui)
 		return;
-	viewport_set(&ui->vp, start_ns, span_ns, ui_timeline_cols());
-	ui->view_ready = 1;
-	ui->follow = 0;
-	ui->paused = 0;
+	viewport_set(&ui->view.vp, start_ns, span_ns, ui_timeline_cols());
+	ui->view.ready = 1;
+	ui->view.follow = 0;
+	ui->view.paused = 0;
 }
 
 void ui_message(struct ui *ui, const char *text)
@@ -252,13 +252,12 @@ void ui_message(struct ui *ui, const char *text)
 		return;
 	uint64_t now = clock_mono_ns();
 	/* A message shown for less than a second is not replaced: the new one waits its turn. */
-	if (ui->message[0] && now < ui->message_until &&
-	    ui->message_until - now > UI_MESSAGE_NS - 1000000000ull) {
-		if (ui->queued_count < 4)
-			snprintf(ui->queued[ui->queued_count++], sizeof ui->queued[0], " %.250s",
+	if (ui->msg.text[0] && now < ui->msg.until && ui->msg.until - now > UI_MESSAGE_NS - 1000000000ull) {
+		if (ui->msg.queued_count < 4)
+			snprintf(ui->msg.queued[ui->msg.queued_count++], sizeof ui->msg.queued[0], " %.250s",
 			         text ? text : "");
 		return;
 	}
-	snprintf(ui->message, sizeof ui->message, " %.250s", text ? text : "");
-	ui->message_until = now + UI_MESSAGE_NS;
+	snprintf(ui->msg.text, sizeof ui->msg.text, " %.250s", text ? text : "");
+	ui->msg.until = now + UI_MESSAGE_NS;
 }

@@ -15,24 +15,25 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 
 	if (!st || !st->live)
 		snprintf(state, sizeof state, "CAPTURE");
-	else if (ui->paused) {
+	else if (ui->view.paused) {
 		char newer[32], ev[32];
 		uint64_t last = store_last_ns(ui->store), cnt = store_event_count(ui->store);
-		ui_format_span(newer, sizeof newer, last > ui->pause_ns ? last - ui->pause_ns : 0);
-		ui_format_rate(ev, sizeof ev, (double)(cnt > ui->pause_events ? cnt - ui->pause_events : 0));
+		ui_format_span(newer, sizeof newer, last > ui->view.pause_ns ? last - ui->view.pause_ns : 0);
+		ui_format_rate(ev, sizeof ev,
+		               (double)(cnt > ui->view.pause_events ? cnt - ui->view.pause_events : 0));
 		snprintf(state, sizeof state, "PAUSED +%s / %s ev newer", newer, ev);
 	} else if (st->target_alive)
-		snprintf(state, sizeof state, "%s LIVE%s", ui->g->live,
-		         ui->follow ? "" : " (scrolled, End follows)");
+		snprintf(state, sizeof state, "%s LIVE%s", ui->cells.g->live,
+		         ui->view.follow ? "" : " (scrolled, End follows)");
 	else if (st->exit_signal)
 		snprintf(state, sizeof state, "EXITED (signal %d)", st->exit_signal);
 	else
 		snprintf(state, sizeof state, "EXITED (code %d)", st->exit_code);
-	ui_format_span(span, sizeof span, ui->vp.span_ns);
+	ui_format_span(span, sizeof span, ui->view.vp.span_ns);
 	ui_format_rate(rate, sizeof rate, st ? st->events_per_s : 0);
 
 	int x = ui_put(ui, 0, 0, COLS, a | A_BOLD, " cuscope ");
-	snprintf(line, sizeof line, "%s %s ", ui->g->arrow, st && st->command ? st->command : "");
+	snprintf(line, sizeof line, "%s %s ", ui->cells.g->arrow, st && st->command ? st->command : "");
 	/* The latest overhead-budget back-off (or what the budget holds reduced now). */
 	char budget[256];
 	const char *bnote = costview_budget_note(ui->store, budget, sizeof budget, NULL);
@@ -41,14 +42,14 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 		bw = 64;
 	/* The command gets what the rest leaves, but at least some of it shows. */
 	uint64_t from = store_memory_from_ns(ui->store);
-	int room = COLS - x - 60 - (ui->paused ? 16 : 0) - (from ? 22 : 0) - bw -
+	int room = COLS - x - 60 - (ui->view.paused ? 16 : 0) - (from ? 22 : 0) - bw -
 	           (st && st->log_note ? (int)strlen(st->log_note) + 2 : 0);
 	x += ui_put(ui, 0, x, room > 12 ? room : 12, a, line);
 	if (st && st->pid) {
 		snprintf(line, sizeof line, " pid %d ", (int)st->pid);
 		x += ui_put(ui, 0, x, COLS - x, a, line);
 	}
-	enum theme_slot ss = ui->paused                           ? THEME_STATUS_PAUSED
+	enum theme_slot ss = ui->view.paused                      ? THEME_STATUS_PAUSED
 	                     : st && st->live && st->target_alive ? THEME_STATUS_LIVE
 	                                                          : THEME_STATUS;
 	x += ui_put(ui, 0, x, COLS - x, ss == THEME_STATUS ? a | A_BOLD : ui_attr(ui, ss), state);
@@ -70,7 +71,7 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	uint64_t gpu = store_gpu_event_count(ui->store);
 	if (gpu) {
 		if (st && st->live) {
-			ui_format_rate(rate, sizeof rate, ui->gpu_rate);
+			ui_format_rate(rate, sizeof rate, ui->gpu.rate);
 			snprintf(line, sizeof line, "  gpu %s/s", rate);
 		} else {
 			ui_format_rate(rate, sizeof rate, (double)gpu);
@@ -100,41 +101,42 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 
 void ui_draw_bottom(struct ui *ui, int y)
 {
-	if (ui->prompt == UI_PROMPT_QUIT) {
+	if (ui->prompt.kind == UI_PROMPT_QUIT) {
 		attr_t a = ui_attr(ui, THEME_PROMPT);
 		ui_fill(y, 0, COLS, a, " ");
 		ui_put(ui, y, 0, COLS, a | A_BOLD,
 		       " Target running: [d]etach (it runs on)  [s]top it  [c]ancel");
 		return;
 	}
-	if (ui->prompt == UI_PROMPT_DUMP_SCOPE) {
+	if (ui->prompt.kind == UI_PROMPT_DUMP_SCOPE) {
 		attr_t a = ui_attr(ui, THEME_PROMPT);
 		ui_fill(y, 0, COLS, a, " ");
 		ui_put(ui, y, 0, COLS, a | A_BOLD,
 		       " Dump to a file: [v]isible window  [w]hole capture  [c]ancel (capture goes on)");
 		return;
 	}
-	if (ui->prompt == UI_PROMPT_FIND || ui->prompt == UI_PROMPT_GOTO ||
-	    ui->prompt == UI_PROMPT_DUMP_FILE) {
+	if (ui->prompt.kind == UI_PROMPT_FIND || ui->prompt.kind == UI_PROMPT_GOTO ||
+	    ui->prompt.kind == UI_PROMPT_DUMP_FILE) {
 		attr_t a = ui_attr(ui, THEME_PROMPT);
 		char text[700];
 		snprintf(text, sizeof text,
-		         ui->prompt == UI_PROMPT_FIND   ? " find: %s_"
-		         : ui->prompt == UI_PROMPT_GOTO ? " go to (s since origin): %s_"
-		                                        : " dump to file (Enter writes, Esc cancels): %s_",
-		         ui->input);
+		         ui->prompt.kind == UI_PROMPT_FIND ? " find: %s_"
+		         : ui->prompt.kind == UI_PROMPT_GOTO
+		             ? " go to (s since origin): %s_"
+		             : " dump to file (Enter writes, Esc cancels): %s_",
+		         ui->prompt.input);
 		ui_fill(y, 0, COLS, a, " ");
 		ui_put(ui, y, 0, COLS, a | A_BOLD, text);
 		return;
 	}
-	if (ui->message[0] && clock_mono_ns() < ui->message_until) {
-		ui_put(ui, y, 0, COLS, ui_attr(ui, THEME_MESSAGE), ui->message);
+	if (ui->msg.text[0] && clock_mono_ns() < ui->msg.until) {
+		ui_put(ui, y, 0, COLS, ui_attr(ui, THEME_MESSAGE), ui->msg.text);
 		return;
 	}
 	char hint[256];
 	snprintf(hint, sizeof hint,
 	         " space pause  +/- zoom  %s pan  %s lanes  Enter details  / find  h nvtx  H hot  ] gap  "
 	         "? help  q quit",
-	         ui->g->leftright, ui->g->updown);
+	         ui->cells.g->leftright, ui->cells.g->updown);
 	ui_put(ui, y, 0, COLS, ui_attr(ui, THEME_NORMAL) | A_DIM, hint);
 }

@@ -20,7 +20,7 @@ static void ui_cursor_cell(const struct ui *ui, int y)
 	if (cx >= COLS || mvin_wch(y, cx, &cc) != OK || getcchar(&cc, wch, &at, &pair, NULL) != OK)
 		return;
 	if (wch[0] == L' ')
-		ui_put(ui, y, cx, 1, ui_attr(ui, THEME_CURSOR), ui->g->cursor);
+		ui_put(ui, y, cx, 1, ui_attr(ui, THEME_CURSOR), ui->cells.g->cursor);
 	else
 		mvchgat(y, cx, 1, at ^ A_REVERSE, pair, NULL);
 }
@@ -31,9 +31,9 @@ void ui_draw_axis(struct ui *ui, int y)
 	attr_t a = ui_attr(ui, THEME_AXIS);
 	struct viewport_tick ticks[128];
 	struct viewport_axis ax;
-	size_t n = viewport_axis_ticks(&ui->vp, ui_origin(ui), ticks, 128, &ax);
+	size_t n = viewport_axis_ticks(&ui->view.vp, ui_origin(ui), ticks, 128, &ax);
 	int next_free = 0;
-	const char *unit = strcmp(ax.unit, "us") == 0 ? ui->g->micro : ax.unit;
+	const char *unit = strcmp(ax.unit, "us") == 0 ? ui->cells.g->micro : ax.unit;
 	int uw = strcmp(ax.unit, "us") == 0 ? 2 : (int)strlen(ax.unit);
 	for (size_t i = 0; i < n; i++) {
 		int x = gx + ticks[i].col;
@@ -53,7 +53,7 @@ void ui_draw_axis(struct ui *ui, int y)
 	else
 		snprintf(g, sizeof g, " time");
 	ui_put(ui, y, 0, gx - 1, a | A_DIM, g);
-	ui_put(ui, y, gx - 1, 1, a, ui->g->vline);
+	ui_put(ui, y, gx - 1, 1, a, ui->cells.g->vline);
 	ui_cursor_cell(ui, y);
 }
 
@@ -67,13 +67,14 @@ static void ui_draw_box(struct ui *ui, int y, int col0, int col1, int clip_left,
 	if (w <= 0)
 		return;
 	if (w == 1 && !clip_left) {
-		ui_put(ui, y, gx + col0, 1, a, open ? ui->g->open_end : (ui->color ? " " : ui->g->single));
+		ui_put(ui, y, gx + col0, 1, a,
+		       open ? ui->cells.g->open_end : (ui->cells.color ? " " : ui->cells.g->single));
 		return;
 	}
 	char text[1024];
 	size_t o = 0;
 	int used = 0;
-	const char *filler = ui->color ? " " : ".";
+	const char *filler = ui->cells.color ? " " : ".";
 	if (!clip_left) {
 		text[o++] = '[';
 		used++;
@@ -92,7 +93,7 @@ static void ui_draw_box(struct ui *ui, int y, int col0, int col1, int clip_left,
 	text[o] = 0;
 	ui_put(ui, y, gx + col0, w, a, text);
 	if (tail)
-		ui_put(ui, y, gx + col1 - 1, 1, a, open ? ui->g->open_end : "]");
+		ui_put(ui, y, gx + col1 - 1, 1, a, open ? ui->cells.g->open_end : "]");
 }
 
 /* Ranges of one store row: completed ones folded into cells, then the open ones up to now. */
@@ -100,14 +101,14 @@ static void ui_draw_ranges(struct ui *ui, int y, size_t process, size_t lane, si
                            const struct store_lane_info *li)
 {
 	const struct store_range *r = NULL;
-	uint64_t from = ui->vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->vp));
+	uint64_t from = ui->view.vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
 	size_t n = from < to ? store_lane_row_query(ui->store, process, lane, row, from, to, &r) : 0;
-	size_t ns = viewport_fold(&ui->vp, r, n, ui->segs, ui->seg_cap);
+	size_t ns = viewport_fold(&ui->view.vp, r, n, ui->lanes.segs, ui->lanes.seg_cap);
 	for (size_t i = 0; i < ns; i++) {
-		const struct viewport_seg *s = &ui->segs[i];
+		const struct viewport_seg *s = &ui->lanes.segs[i];
 		if (s->kind == VIEWPORT_SEG_FOLD) {
 			attr_t a = ui_attr(ui, THEME_FOLD) | (s->count >= 8 ? A_BOLD : 0);
-			ui_put(ui, y, ui_gutter() + s->col0, 1, a, ui->g->fold);
+			ui_put(ui, y, ui_gutter() + s->col0, 1, a, ui->cells.g->fold);
 		} else {
 			ui_draw_box(ui, y, s->col0, s->col1, s->clip_left, s->clip_right, 0,
 			            r[s->first].name_id);
@@ -121,35 +122,36 @@ static void ui_draw_ranges(struct ui *ui, int y, size_t process, size_t lane, si
 		store_lane_open_get(ui->store, process, lane, i, &o, &orow);
 		if (orow != row || o.start_ns >= to || now < from || o.start_ns > now)
 			continue;
-		int64_t c0 = viewport_col_of(&ui->vp, o.start_ns);
-		int64_t c1 = viewport_col_of(&ui->vp, now > o.start_ns ? now : o.start_ns);
+		int64_t c0 = viewport_col_of(&ui->view.vp, o.start_ns);
+		int64_t c1 = viewport_col_of(&ui->view.vp, now > o.start_ns ? now : o.start_ns);
 		int clip_left = c0 < 0;
-		int clip_right = c1 >= ui->vp.cols;
+		int clip_right = c1 >= ui->view.vp.cols;
 		if (c0 < 0)
 			c0 = 0;
-		if (c1 >= ui->vp.cols)
-			c1 = ui->vp.cols - 1;
+		if (c1 >= ui->view.vp.cols)
+			c1 = ui->view.vp.cols - 1;
 		ui_draw_box(ui, y, (int)c0, (int)c1 + 1, clip_left, clip_right, 1, o.name_id);
 	}
 }
 
-/* Samples per cell of a thread lane over the view into ui->density; 0 when it has none there. */
+/* Samples per cell of a thread lane over the view into ui->lanes.density; 0 when it has none there. */
 static uint64_t ui_lane_density(struct ui *ui, size_t process, size_t lane)
 {
 	struct store_lane_cpu_info ci;
 	store_lane_cpu_get(ui->store, process, lane, &ci);
-	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
-	if (!ci.samples || to <= ui->vp.start_ns)
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
+	if (!ci.samples || to <= ui->view.vp.start_ns)
 		return 0;
-	xgrow((void **)&ui->density, &ui->density_cap, (size_t)ui->vp.cols, sizeof *ui->density);
+	xgrow((void **)&ui->lanes.density, &ui->lanes.density_cap, (size_t)ui->view.vp.cols,
+	      sizeof *ui->lanes.density);
 	/* Whole cells only: a paused view clips the data, not the cell width. */
-	uint64_t end = viewport_end_ns(&ui->vp);
-	uint64_t total = store_lane_sample_density(ui->store, process, lane, ui->vp.start_ns, end,
-	                                           (size_t)ui->vp.cols, ui->density);
-	if (ui->paused) {
-		int64_t last = viewport_col_of(&ui->vp, to);
-		for (int64_t c = last + 1; c < ui->vp.cols; c++)
-			ui->density[c] = 0;
+	uint64_t end = viewport_end_ns(&ui->view.vp);
+	uint64_t total = store_lane_sample_density(ui->store, process, lane, ui->view.vp.start_ns, end,
+	                                           (size_t)ui->view.vp.cols, ui->lanes.density);
+	if (ui->view.paused) {
+		int64_t last = viewport_col_of(&ui->view.vp, to);
+		for (int64_t c = last + 1; c < ui->view.vp.cols; c++)
+			ui->lanes.density[c] = 0;
 	}
 	return total;
 }
@@ -157,14 +159,14 @@ static uint64_t ui_lane_density(struct ui *ui, size_t process, size_t lane)
 /* The strips' full scale: the fullest cell over the thread rows on screen. */
 void ui_density_scale(struct ui *ui, size_t first, size_t rows)
 {
-	ui->density_max = 0;
-	for (size_t i = first; i < first + rows && i < ui->layout.count; i++) {
-		const struct layout_row *r = &ui->layout.rows[i];
+	ui->lanes.density_max = 0;
+	for (size_t i = first; i < first + rows && i < ui->lanes.layout.count; i++) {
+		const struct layout_row *r = &ui->lanes.layout.rows[i];
 		if (r->kind != LAYOUT_ROW_THREAD || !ui_lane_density(ui, r->process, r->lane))
 			continue;
-		for (int c = 0; c < ui->vp.cols; c++)
-			if (ui->density[c] > ui->density_max)
-				ui->density_max = ui->density[c];
+		for (int c = 0; c < ui->view.vp.cols; c++)
+			if (ui->lanes.density[c] > ui->lanes.density_max)
+				ui->lanes.density_max = ui->lanes.density[c];
 	}
 }
 
@@ -172,20 +174,20 @@ void ui_density_scale(struct ui *ui, size_t first, size_t rows)
 static void ui_draw_calls(struct ui *ui, int y, const struct layout_row *row)
 {
 	const struct store_call *c = NULL;
-	uint64_t from = ui->vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->vp));
+	uint64_t from = ui->view.vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
 	int osrt = row->kind == LAYOUT_ROW_OSRT;
 	size_t n = 0;
 	if (from < to)
 		n = osrt ? store_lane_osrt_query(ui->store, row->process, row->lane, row->row, from, to, &c)
 		         : store_lane_gc_query(ui->store, row->process, row->lane, row->row, from, to, &c);
-	size_t ns = viewport_fold_calls(&ui->vp, c, n, ui->segs, ui->seg_cap);
+	size_t ns = viewport_fold_calls(&ui->view.vp, c, n, ui->lanes.segs, ui->lanes.seg_cap);
 	attr_t a = ui_attr(ui, osrt ? THEME_OSRT : THEME_GC);
 	int gx = ui_gutter();
 	for (size_t i = 0; i < ns; i++) {
-		const struct viewport_seg *sg = &ui->segs[i];
+		const struct viewport_seg *sg = &ui->lanes.segs[i];
 		int w = sg->col1 - sg->col0;
 		if (sg->kind == VIEWPORT_SEG_FOLD || w <= 1) {
-			ui_put(ui, y, gx + sg->col0, 1, a | (sg->count >= 8 ? A_BOLD : 0), ui->g->fold);
+			ui_put(ui, y, gx + sg->col0, 1, a | (sg->count >= 8 ? A_BOLD : 0), ui->cells.g->fold);
 			continue;
 		}
 		const struct store_call *k = &c[sg->first];
@@ -195,7 +197,7 @@ static void ui_draw_calls(struct ui *ui, int y, const struct layout_row *row)
 		cpuview_call_label(store_string(ui->store, k->name_id), k->end_ns - k->start_ns,
 		                   room > 0 ? (size_t)room : 0, label, sizeof label);
 		snprintf(text, sizeof text, "%s%s", sg->clip_left ? "" : "[", label);
-		ui_fill(y, gx + sg->col0, w, a, ui->g->bar);
+		ui_fill(y, gx + sg->col0, w, a, ui->cells.g->bar);
 		ui_put(ui, y, gx + sg->col0, w - (sg->clip_right ? 0 : 1), a | A_BOLD, text);
 		if (!sg->clip_right)
 			ui_put(ui, y, gx + sg->col1 - 1, 1, a | A_BOLD, "]");
@@ -208,14 +210,15 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 {
 	int gx = ui_gutter();
 	uint64_t end = li->end_ns ? li->end_ns : ui_now(ui);
-	int64_t c0 = viewport_col_of(&ui->vp, li->first_ns);
-	int64_t c1 = viewport_col_of(&ui->vp, end);
+	int64_t c0 = viewport_col_of(&ui->view.vp, li->first_ns);
+	int64_t c1 = viewport_col_of(&ui->view.vp, end);
 	if (c0 < 0)
 		c0 = 0;
-	if (c1 >= ui->vp.cols)
-		c1 = ui->vp.cols - 1;
+	if (c1 >= ui->view.vp.cols)
+		c1 = ui->view.vp.cols - 1;
 	if (li->first_ns && c1 >= c0)
-		ui_fill(y, gx + (int)c0, (int)(c1 - c0 + 1), ui_attr(ui, THEME_BASELINE), ui->g->baseline);
+		ui_fill(y, gx + (int)c0, (int)(c1 - c0 + 1), ui_attr(ui, THEME_BASELINE),
+		        ui->cells.g->baseline);
 	/* Where the overhead budget reduced sampling (or blocking calls, counters) for this process: the
 	 * baseline is marked, and samples there are underlined (they are sparser than asked). */
 	int any_reduced = 0;
@@ -223,7 +226,8 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 		uint64_t until = ui_cost_until(ui, process);
 		for (int64_t c = c0; c <= c1; c++) {
 			if (ui_cost_reduced_cell(ui, process, (int)c, until)) {
-				ui_put(ui, y, gx + (int)c, 1, ui_attr(ui, THEME_MESSAGE), ui->g->reduced);
+				ui_put(ui, y, gx + (int)c, 1, ui_attr(ui, THEME_MESSAGE),
+				       ui->cells.g->reduced);
 				any_reduced = 1;
 			}
 		}
@@ -232,22 +236,23 @@ static void ui_draw_thread_line(struct ui *ui, int y, size_t process, size_t lan
 	if (ui_lane_density(ui, process, lane)) {
 		attr_t sa = ui_attr(ui, THEME_SAMPLE);
 		uint64_t until = any_reduced ? ui_cost_until(ui, process) : 0;
-		for (int c = 0; c < ui->vp.cols; c++) {
-			int lvl = cpuview_density_level(ui->density[c], ui->density_max);
+		for (int c = 0; c < ui->view.vp.cols; c++) {
+			int lvl = cpuview_density_level(ui->lanes.density[c], ui->lanes.density_max);
 			int under = any_reduced && ui_cost_reduced_cell(ui, process, c, until);
 			if (lvl)
-				ui_put(ui, y, gx + c, 1, sa | (under ? A_UNDERLINE : 0), ui->g->spark[lvl]);
+				ui_put(ui, y, gx + c, 1, sa | (under ? A_UNDERLINE : 0),
+				       ui->cells.g->spark[lvl]);
 		}
 	}
 
 	const struct store_range *m = NULL;
-	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
-	size_t n = ui->vp.start_ns < to
-	               ? store_lane_mark_query(ui->store, process, lane, ui->vp.start_ns, to, &m)
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
+	size_t n = ui->view.vp.start_ns < to
+	               ? store_lane_mark_query(ui->store, process, lane, ui->view.vp.start_ns, to, &m)
 	               : 0;
-	size_t ns = viewport_fold(&ui->vp, m, n, ui->segs, ui->seg_cap);
+	size_t ns = viewport_fold(&ui->view.vp, m, n, ui->lanes.segs, ui->lanes.seg_cap);
 	for (size_t i = 0; i < ns; i++)
-		ui_put(ui, y, gx + ui->segs[i].col0, 1, ui_attr(ui, THEME_MARK), ui->g->mark);
+		ui_put(ui, y, gx + ui->lanes.segs[i].col0, 1, ui_attr(ui, THEME_MARK), ui->cells.g->mark);
 }
 
 /* "HtoD" -> "H2D": the short copy label of the timeline. */
@@ -275,35 +280,35 @@ static void ui_draw_op(struct ui *ui, int y, const struct viewport_seg *seg, con
 	case WIRE_GPU_KERNEL:
 		a = ui_attr(ui, ui_range_slot(op->name_id));
 		snprintf(label, sizeof label, "%s", store_short_name(ui->store, op->name_id));
-		fill = ui->color ? " " : ui->g->block;
+		fill = ui->cells.color ? " " : ui->cells.g->block;
 		if (w == 1) {
-			ui_put(ui, y, gx + seg->col0, 1, a, ui->color ? " " : ui->g->block);
+			ui_put(ui, y, gx + seg->col0, 1, a, ui->cells.color ? " " : ui->cells.g->block);
 			return;
 		}
 		break;
 	case WIRE_GPU_MEMCPY:
 		a = ui_attr(ui, THEME_COPY);
 		ui_copy_label(op->subkind, label, sizeof label);
-		fill = ui->g->bar;
+		fill = ui->cells.g->bar;
 		break;
 	case WIRE_GPU_MEMSET:
 		a = ui_attr(ui, THEME_MEMSET);
 		snprintf(label, sizeof label, "memset");
-		fill = ui->g->bar;
+		fill = ui->cells.g->bar;
 		break;
 	case WIRE_GPU_SYNC:
 		a = ui_attr(ui, THEME_SYNC);
 		snprintf(label, sizeof label, "sync");
-		fill = ui->g->bar;
+		fill = ui->cells.g->bar;
 		break;
 	default: /* API calls: a launch is a ▮, a long call shows its name */
 		a = ui_attr(ui, THEME_API);
 		if (w == 1) {
-			ui_put(ui, y, gx + seg->col0, 1, a, ui->g->fold);
+			ui_put(ui, y, gx + seg->col0, 1, a, ui->cells.g->fold);
 			return;
 		}
 		snprintf(label, sizeof label, "%s", store_string(ui->store, op->name_id));
-		fill = ui->g->bar;
+		fill = ui->cells.g->bar;
 		break;
 	}
 	if (w == 1) {
@@ -319,21 +324,21 @@ static void ui_draw_op(struct ui *ui, int y, const struct viewport_seg *seg, con
 /* Shades an idle gap [a, b) of a stream row when it is over the threshold, with its length inside. */
 static void ui_draw_gap(struct ui *ui, int y, uint64_t a, uint64_t b)
 {
-	if (b <= a || b - a < ui->gap_ns)
+	if (b <= a || b - a < ui->view.gap_ns)
 		return;
-	int64_t c0 = viewport_col_of(&ui->vp, a), c1 = viewport_col_of(&ui->vp, b);
-	if (c1 < 0 || c0 >= ui->vp.cols)
+	int64_t c0 = viewport_col_of(&ui->view.vp, a), c1 = viewport_col_of(&ui->view.vp, b);
+	if (c1 < 0 || c0 >= ui->view.vp.cols)
 		return;
 	if (c0 < 0)
 		c0 = 0;
-	if (c1 > ui->vp.cols)
-		c1 = ui->vp.cols;
+	if (c1 > ui->view.vp.cols)
+		c1 = ui->view.vp.cols;
 	int w = (int)(c1 - c0);
 	if (w <= 0)
 		return;
 	int gx = ui_gutter();
 	attr_t at = ui_attr(ui, THEME_GAP);
-	ui_fill(y, gx + (int)c0, w, at, ui->color ? " " : ui->g->gap);
+	ui_fill(y, gx + (int)c0, w, at, ui->cells.color ? " " : ui->cells.g->gap);
 	char len[32], text[40];
 	ui_format_dur(len, sizeof len, b - a);
 	snprintf(text, sizeof text, "idle %s", len);
@@ -351,33 +356,33 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 {
 	const struct store_gpu_op *ops;
 	size_t n = store_lane_gpu_all(ui->store, process, lane, row, &ops);
-	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->vp));
-	if (ui->paused) /* ops that began after the pause stay hidden */
+	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
+	if (ui->view.paused) /* ops that began after the pause stay hidden */
 		n = ui_op_lower_bound(ops, n, to);
-	size_t ns = viewport_fold_gpu(&ui->vp, ops, n, ui->segs, ui->seg_cap);
-	if (stream && ui->gap_ns) {
+	size_t ns = viewport_fold_gpu(&ui->view.vp, ops, n, ui->lanes.segs, ui->lanes.seg_cap);
+	if (stream && ui->view.gap_ns) {
 		/* Idle gaps sit between segments: inside a fold every gap is under a cell. */
-		size_t first = ns ? ui->segs[0].first : 0;
+		size_t first = ns ? ui->lanes.segs[0].first : 0;
 		if (!ns) {
 			/* Nothing visible: maybe the whole view is one gap. */
-			size_t i = ui_op_lower_bound(ops, n, ui->vp.start_ns);
+			size_t i = ui_op_lower_bound(ops, n, ui->view.vp.start_ns);
 			if (i > 0 && i < n)
 				ui_draw_gap(ui, y, ops[i - 1].end_ns, ops[i].start_ns);
 		} else {
 			if (first > 0)
 				ui_draw_gap(ui, y, ops[first - 1].end_ns, ops[first].start_ns);
 			for (size_t i = 1; i < ns; i++) {
-				size_t f = ui->segs[i].first;
+				size_t f = ui->lanes.segs[i].first;
 				if (f > 0)
 					ui_draw_gap(ui, y, ops[f - 1].end_ns, ops[f].start_ns);
 			}
-			size_t last = ui->segs[ns - 1].first + ui->segs[ns - 1].count;
+			size_t last = ui->lanes.segs[ns - 1].first + ui->lanes.segs[ns - 1].count;
 			if (last > 0 && last < n)
 				ui_draw_gap(ui, y, ops[last - 1].end_ns, ops[last].start_ns);
 		}
 	}
 	for (size_t i = 0; i < ns; i++) {
-		const struct viewport_seg *seg = &ui->segs[i];
+		const struct viewport_seg *seg = &ui->lanes.segs[i];
 		if (seg->kind == VIEWPORT_SEG_FOLD) {
 			/* Dense API calls read as launches; dense GPU work as a busy cell. */
 			const struct store_gpu_op *op = &ops[seg->first];
@@ -386,7 +391,7 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 			               : ui_attr(ui, THEME_FOLD) | (seg->count >= 8 ? A_BOLD : 0);
 			if (op->kind == WIRE_GPU_MEMCPY)
 				a = ui_attr(ui, THEME_COPY);
-			ui_put(ui, y, ui_gutter() + seg->col0, 1, a, ui->g->fold);
+			ui_put(ui, y, ui_gutter() + seg->col0, 1, a, ui->cells.g->fold);
 		} else {
 			ui_draw_op(ui, y, seg, &ops[seg->first]);
 		}
@@ -428,7 +433,7 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 	store_process_get(ui->store, row->process, &pi);
 	if (row->kind != LAYOUT_ROW_PROCESS)
 		store_lane_get(ui->store, row->process, row->lane, &li);
-	const char *fold_mark = row->folded ? ui->g->folded : ui->g->unfolded;
+	const char *fold_mark = row->folded ? ui->cells.g->folded : ui->cells.g->unfolded;
 
 	switch (row->kind) {
 	case LAYOUT_ROW_PROCESS: {
@@ -444,10 +449,10 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 			snprintf(info, sizeof info, "exited");
 		else
 			snprintf(info, sizeof info, "%s", pi.connected ? "" : "disconnected");
-		snprintf(label, sizeof label, "%s%s %d ", row->folded ? ui->g->folded : "", base,
+		snprintf(label, sizeof label, "%s%s %d ", row->folded ? ui->cells.g->folded : "", base,
 		         (int)pi.pid);
 		la = ui_attr(ui, THEME_PROCESS) | (selected ? A_REVERSE : 0);
-		ui_fill(y, 0, COLS, ui_attr(ui, THEME_BASELINE), ui->g->hline);
+		ui_fill(y, 0, COLS, ui_attr(ui, THEME_BASELINE), ui->cells.g->hline);
 		int x = ui_put(ui, y, 0, COLS, la, label);
 		const char *why = ui_gpu_unavailable(ui, row->process);
 		if (why)
@@ -498,7 +503,7 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 		}
 		snprintf(label, sizeof label, "%sGPU%u %s", fold_mark, row->device, name);
 		la = ui_attr(ui, THEME_GPU_HEADER);
-		ui_fill(y, gx, COLS - gx, ui_attr(ui, THEME_BASELINE), ui->g->hline);
+		ui_fill(y, gx, COLS - gx, ui_attr(ui, THEME_BASELINE), ui->cells.g->hline);
 		break;
 	}
 	case LAYOUT_ROW_GPU_STREAM:
@@ -523,8 +528,8 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 		ui_fill(y, 0, gx - 1, la, " ");
 	}
 	ui_put(ui, y, 0, gx - 1, la, label);
-	ui_put(ui, y, gx - 1, 1, ui_attr(ui, THEME_AXIS), ui->g->vline);
-	if (selected && !ui->panel_focus) {
+	ui_put(ui, y, gx - 1, 1, ui_attr(ui, THEME_AXIS), ui->cells.g->vline);
+	if (selected && !ui->nvtx.focus) {
 		/* The time cursor on the selected lane: its cell in reverse video. */
 		ui_cursor_cell(ui, y);
 	}
@@ -536,7 +541,7 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
  */
 void ui_draw_evicted_band(struct ui *ui, int y0, int h)
 {
-	int band = viewport_band_cols(&ui->vp, store_memory_from_ns(ui->store));
+	int band = viewport_band_cols(&ui->view.vp, store_memory_from_ns(ui->store));
 	if (band <= 0 || h <= 0)
 		return;
 	int gx = ui_gutter();
@@ -544,11 +549,11 @@ void ui_draw_evicted_band(struct ui *ui, int y0, int h)
 	static const char label[] = " not in memory ";
 	int lw = (int)sizeof label - 1;
 	for (int y = y0; y < y0 + h; y++) {
-		size_t idx = ui->layout.top + (size_t)(y - y0);
+		size_t idx = ui->lanes.layout.top + (size_t)(y - y0);
 		/* A process header keeps its text (it spans the whole width and holds no events). */
-		if (idx < ui->layout.count && ui->layout.rows[idx].kind == LAYOUT_ROW_PROCESS)
+		if (idx < ui->lanes.layout.count && ui->lanes.layout.rows[idx].kind == LAYOUT_ROW_PROCESS)
 			continue;
-		ui_fill(y, gx, band, a, ui->g->evicted);
+		ui_fill(y, gx, band, a, ui->cells.g->evicted);
 		/* The label on the second row (below a first process header) and every eighth after. */
 		if ((y - y0) % 8 == 1 && band >= lw + 2)
 			ui_put(ui, y, gx + (band - lw) / 2, lw, ui_attr(ui, THEME_EVICTED) | A_BOLD, label);

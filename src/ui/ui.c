@@ -40,15 +40,15 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 {
 	memset(sig, 0, sizeof *sig);
 	sig->generation = store_generation(ui->store);
-	sig->view_start = ui->vp.start_ns;
-	sig->view_span = ui->vp.span_ns;
-	sig->now_col = ui_now(ui) / viewport_ns_per_col(&ui->vp);
-	sig->input_serial = ui->input_serial;
+	sig->view_start = ui->view.vp.start_ns;
+	sig->view_span = ui->view.vp.span_ns;
+	sig->now_col = ui_now(ui) / viewport_ns_per_col(&ui->view.vp);
+	sig->input_serial = ui->frame.input_serial;
 	if (st) {
 		sig->command = st->command;
 		sig->log_path = st->log_path;
 		sig->events_per_s = (long)st->events_per_s;
-		sig->gpu_per_s = (long)ui->gpu_rate;
+		sig->gpu_per_s = (long)ui->gpu.rate;
 		sig->pid = st->pid;
 		sig->live = st->live;
 		sig->alive = st->target_alive;
@@ -61,10 +61,10 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 	sig->notices = store_notice_total(ui->store);
 	sig->lines = LINES;
 	sig->cols = COLS;
-	sig->message = ui->message[0] && clock_mono_ns() < ui->message_until;
-	sig->nvml_sum = ui->nvml_sum;
+	sig->message = ui->msg.text[0] && clock_mono_ns() < ui->msg.until;
+	sig->nvml_sum = ui->gpu.nvml_sum;
 	struct stat sb;
-	if (ui->show_log && st && st->log_path && stat(st->log_path, &sb) == 0) {
+	if (ui->log.shown && st && st->log_path && stat(st->log_path, &sb) == 0) {
 		sig->log_size = (long long)sb.st_size;
 		sig->log_mtime = (long long)sb.st_mtim.tv_sec * 1000000000ll + sb.st_mtim.tv_nsec;
 	}
@@ -76,42 +76,43 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		return;
 	ui_check_size();
 	ui_update_view(ui, status);
-	if ((size_t)ui->vp.cols > ui->seg_cap) {
-		ui->seg_cap = (size_t)ui->vp.cols;
-		ui->segs = xrealloc(ui->segs, ui->seg_cap * sizeof *ui->segs);
+	if ((size_t)ui->view.vp.cols > ui->lanes.seg_cap) {
+		ui->lanes.seg_cap = (size_t)ui->view.vp.cols;
+		ui->lanes.segs = xrealloc(ui->lanes.segs, ui->lanes.seg_cap * sizeof *ui->lanes.segs);
 	}
 	ui_update_gpu(ui);
-	if (ui->queued_count && clock_mono_ns() >= ui->message_until) {
-		snprintf(ui->message, sizeof ui->message, "%s", ui->queued[0]);
-		ui->message_until = clock_mono_ns() + UI_MESSAGE_NS;
-		memmove(ui->queued, ui->queued + 1, (size_t)--ui->queued_count * sizeof ui->queued[0]);
+	if (ui->msg.queued_count && clock_mono_ns() >= ui->msg.until) {
+		snprintf(ui->msg.text, sizeof ui->msg.text, "%s", ui->msg.queued[0]);
+		ui->msg.until = clock_mono_ns() + UI_MESSAGE_NS;
+		memmove(ui->msg.queued, ui->msg.queued + 1,
+		        (size_t)--ui->msg.queued_count * sizeof ui->msg.queued[0]);
 	}
 	ui_rebuild_layout(ui, 0);
-	if (!ui->paused)
-		nvtx_stats_update(&ui->stats, ui->store);
-	if (!ui->nvml_tried && store_gpu_event_count(ui->store)) {
-		ui->nvml_tried = 1;
-		ui->nvml = nvml_open();
+	if (!ui->view.paused)
+		nvtx_stats_update(&ui->nvtx.stats, ui->store);
+	if (!ui->gpu.nvml_tried && store_gpu_event_count(ui->store)) {
+		ui->gpu.nvml_tried = 1;
+		ui->gpu.nvml = nvml_open();
 	}
-	ui->nvml_sum = 0;
+	ui->gpu.nvml_sum = 0;
 
 	struct ui_frame_sig sig;
 	ui_signature(ui, status, &sig);
-	sig.nvml_sum = ui->last.nvml_sum; /* NVML changes show with the next data change */
-	if (!force && ui->drawn_once && memcmp(&sig, &ui->last, sizeof sig) == 0)
+	sig.nvml_sum = ui->frame.last.nvml_sum; /* NVML changes show with the next data change */
+	if (!force && ui->frame.drawn_once && memcmp(&sig, &ui->frame.last, sizeof sig) == 0)
 		return;
 
 	ui_collect_devices(ui);
 	int hdr_h = ui_header_lines(ui);
 	int log_h = 0;
-	if (ui->show_log) {
+	if (ui->log.shown) {
 		log_h = (LINES - 3) / 3;
 		if (log_h < 4)
 			log_h = LINES - 3 >= 8 ? 4 : 0;
 	}
 	int panel_h = 0;
 	if (ui_panel_shown(ui)) {
-		int want = (int)ui->stats.count + 1, cap = LINES / 4;
+		int want = (int)ui->nvtx.stats.count + 1, cap = LINES / 4;
 		if (cap < 3)
 			cap = 3;
 		panel_h = want < cap ? want : cap;
@@ -119,7 +120,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 			panel_h = 0;
 	}
 	int hot_h = 0;
-	if (ui->hot_shown) {
+	if (ui->hot.shown) {
 		hot_h = UI_HOT_TOP + 1;
 		if (hot_h > LINES / 3)
 			hot_h = LINES / 3;
@@ -129,41 +130,43 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	int axis_y = 1 + hdr_h;
 	int lanes_y = axis_y + 1;
 	int lanes_h = LINES - lanes_y - 1 - log_h - panel_h - hot_h;
-	ui->lanes_y = lanes_y;
-	ui->lanes_height = lanes_h > 0 ? (size_t)lanes_h : 0;
-	layout_clamp(&ui->layout, ui->lanes_height);
+	ui->lanes.y = lanes_y;
+	ui->lanes.height = lanes_h > 0 ? (size_t)lanes_h : 0;
+	layout_clamp(&ui->lanes.layout, ui->lanes.height);
 
 	erase();
 	ui_draw_status(ui, status);
 	for (int i = 0; i < hdr_h; i++)
-		ui_draw_gpu_header(ui, 1 + i, &ui->devices[i]);
-	sig.nvml_sum = ui->nvml_sum;
-	ui->last = sig;
-	ui->drawn_once = 1;
-	ui->frames++;
+		ui_draw_gpu_header(ui, 1 + i, &ui->gpu.devices[i]);
+	sig.nvml_sum = ui->gpu.nvml_sum;
+	ui->frame.last = sig;
+	ui->frame.drawn_once = 1;
+	ui->frame.count++;
 	if (LINES > axis_y + 1)
 		ui_draw_axis(ui, axis_y);
-	ui_density_scale(ui, ui->layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
+	ui_density_scale(ui, ui->lanes.layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
 	for (int i = 0; i < lanes_h; i++) {
-		size_t idx = ui->layout.top + (size_t)i;
-		if (idx >= ui->layout.count) {
-			ui_put(ui, lanes_y + i, ui_gutter() - 1, 1, ui_attr(ui, THEME_AXIS), ui->g->vline);
+		size_t idx = ui->lanes.layout.top + (size_t)i;
+		if (idx >= ui->lanes.layout.count) {
+			ui_put(ui, lanes_y + i, ui_gutter() - 1, 1, ui_attr(ui, THEME_AXIS),
+			       ui->cells.g->vline);
 			continue;
 		}
-		ui_draw_lane_row(ui, lanes_y + i, &ui->layout.rows[idx], idx == ui->layout.selected);
+		ui_draw_lane_row(ui, lanes_y + i, &ui->lanes.layout.rows[idx],
+		                 idx == ui->lanes.layout.selected);
 	}
 	ui_draw_evicted_band(ui, lanes_y, lanes_h);
-	if (ui->layout.count == 0 && lanes_h > 0)
-		ui_put(ui, lanes_y, ui_gutter() + 1, ui->vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
+	if (ui->lanes.layout.count == 0 && lanes_h > 0)
+		ui_put(ui, lanes_y, ui_gutter() + 1, ui->view.vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
 		       status && status->live ? "waiting for the target's first events..." : "no events");
-	ui->hot_y = lanes_y + (lanes_h > 0 ? lanes_h : 0);
-	ui->hot_h = hot_h;
+	ui->hot.y = lanes_y + (lanes_h > 0 ? lanes_h : 0);
+	ui->hot.h = hot_h;
 	if (hot_h > 1)
-		ui_draw_hot(ui, ui->hot_y, hot_h);
-	ui->panel_y = ui->hot_y + hot_h;
-	ui->panel_h = panel_h;
+		ui_draw_hot(ui, ui->hot.y, hot_h);
+	ui->nvtx.y = ui->hot.y + hot_h;
+	ui->nvtx.h = panel_h;
 	if (panel_h > 0)
-		ui_draw_panel(ui, ui->panel_y, panel_h);
+		ui_draw_panel(ui, ui->nvtx.y, panel_h);
 	if (log_h > 0)
 		ui_draw_log(ui, status, LINES - 1 - log_h, log_h);
 	if (LINES > 1)
@@ -189,11 +192,11 @@ static void ui_find_exe_dir(struct ui *ui)
 {
 	char path[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-	ui->exe_dir[0] = 0;
+	ui->cells.exe_dir[0] = 0;
 	if (n <= 0)
 		return;
 	path[n] = 0;
-	snprintf(ui->exe_dir, sizeof ui->exe_dir, "%s", dirname(path));
+	snprintf(ui->cells.exe_dir, sizeof ui->cells.exe_dir, "%s", dirname(path));
 }
 
 struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE *out, FILE *in,
@@ -206,22 +209,22 @@ struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE
 		ui->options = *options;
 	const char *codeset = nl_langinfo(CODESET);
 	int utf8 = codeset && (strcmp(codeset, "UTF-8") == 0 || strcmp(codeset, "utf8") == 0);
-	ui->g = utf8 && !ui->options.ascii ? &ui_glyphs_utf8 : &ui_glyphs_ascii;
+	ui->cells.g = utf8 && !ui->options.ascii ? &ui_glyphs_utf8 : &ui_glyphs_ascii;
 	double gap_ms = ui->options.gap_ms > 0   ? ui->options.gap_ms
 	                : ui->options.gap_ms < 0 ? 0
 	                                         : UI_DEFAULT_GAP_MS;
-	ui->gap_ns = (uint64_t)(gap_ms * 1e6);
-	ui->cursor_col = -1;
+	ui->view.gap_ns = (uint64_t)(gap_ms * 1e6);
+	ui->view.cursor_col = -1;
 	ui_find_exe_dir(ui);
 
-	ui->screen = newterm(NULL, out, in);
-	if (!ui->screen) {
+	ui->cells.screen = newterm(NULL, out, in);
+	if (!ui->cells.screen) {
 		if (cause)
 			*cause = "cannot initialise the terminal (check TERM)";
 		free(ui);
 		return NULL;
 	}
-	set_term(ui->screen);
+	set_term(ui->cells.screen);
 	ui_curses_active = 1;
 	cbreak(); /* not raw: Ctrl-C must stay a signal for the CLI */
 	noecho();
@@ -237,14 +240,14 @@ struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE
 		mouseinterval(0);
 	}
 	ui_init_colors(ui);
-	theme_parse(&ui->mono, theme_builtin_text("mono"), NULL, 0);
+	theme_parse(&ui->cells.mono, theme_builtin_text("mono"), NULL, 0);
 	ui_load_theme(ui, ui->options.theme && *ui->options.theme ? ui->options.theme : "dark", 1);
 	for (size_t i = 0; theme_builtin_names[i]; i++)
-		if (strcmp(theme_builtin_names[i], ui->theme.name) == 0)
-			ui->theme_index = i;
-	layout_init(&ui->layout);
-	nvtx_stats_init(&ui->stats);
-	viewport_set(&ui->vp, 0, ui_window_ns(ui), ui_timeline_cols());
+		if (strcmp(theme_builtin_names[i], ui->cells.theme.name) == 0)
+			ui->cells.theme_index = i;
+	layout_init(&ui->lanes.layout);
+	nvtx_stats_init(&ui->nvtx.stats);
+	viewport_set(&ui->view.vp, 0, ui_window_ns(ui), ui_timeline_cols());
 	ui_current = ui;
 	log_set_sink(ui_log_sink);
 	return ui;
@@ -272,18 +275,18 @@ void ui_free(struct ui *ui)
 		endwin();
 		ui_curses_active = 0;
 	}
-	if (ui->screen)
-		delscreen(ui->screen);
-	layout_fini(&ui->layout);
-	nvtx_stats_fini(&ui->stats);
-	nvml_close(ui->nvml);
+	if (ui->cells.screen)
+		delscreen(ui->cells.screen);
+	layout_fini(&ui->lanes.layout);
+	nvtx_stats_fini(&ui->nvtx.stats);
+	nvml_close(ui->gpu.nvml);
 	for (size_t i = 0; i < UI_MAX_DEVICES; i++)
-		free(ui->devices[i].rows);
-	free(ui->order);
-	free(ui->match);
-	free(ui->segs);
-	free(ui->density);
-	free(ui->cost_cells);
+		free(ui->gpu.devices[i].rows);
+	free(ui->nvtx.order);
+	free(ui->find.match);
+	free(ui->lanes.segs);
+	free(ui->lanes.density);
+	free(ui->cost.cells);
 	free(ui);
 }
 

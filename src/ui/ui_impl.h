@@ -117,93 +117,146 @@ struct ui_hit {
 	int open; /* a range still open */
 };
 
-struct ui {
-	struct store *store;
-	struct ui_options options;
+/* cells.c: the terminal, glyphs and colours. */
+struct ui_cells {
 	SCREEN *screen;
 	const struct ui_glyphs *g;
 	int color;
 	struct theme theme, mono;
 	size_t theme_index; /* in theme_builtin_names, for t */
 	char exe_dir[PATH_MAX];
+};
 
+/* state.c: the visible time window and how it moves. */
+struct ui_view {
 	struct viewport vp;
-	int view_ready; /* vp set from the data once */
-	int follow;     /* live view tracks now */
-	int paused;     /* frozen: no follow, no layout or panel updates, data clipped at pause_ns */
+	int ready;  /* vp set from the data once */
+	int follow; /* live view tracks now */
+	int paused; /* frozen: no follow, no layout or panel updates, data clipped at pause_ns */
 	uint64_t pause_ns, pause_events;
-	int cursor_col; /* time cursor column in the timeline; < 0 = centre */
-	uint64_t now_ns;
-	uint64_t gen_built; /* store generation the layout was built from */
-	struct layout layout;
-	size_t lanes_height; /* rows for lanes in the last frame */
-	int lanes_y;
-	uint64_t gap_ns;
+	int cursor_col;  /* time cursor column in the timeline; < 0 = centre */
+	uint64_t now_ns; /* CLOCK_MONOTONIC "now" of a live view, 0 for a capture */
+	uint64_t gap_ns; /* shade GPU idle gaps at least this long (0: off) */
+};
 
-	int show_log;
-	enum ui_overlay overlay;
-	enum ui_prompt prompt;
+/* timeline.c: the lane rows on screen. */
+struct ui_lanes {
+	struct layout layout;
+	uint64_t gen_built; /* store generation the layout was built from */
+	size_t height;      /* rows for lanes in the last frame */
+	int y;              /* first screen line of the lanes */
+	struct viewport_seg *segs;
+	size_t seg_cap;
+	uint32_t *density; /* samples per timeline cell of one thread lane */
+	size_t density_cap;
+	uint32_t density_max; /* fullest cell over the visible thread rows: the strips' full scale */
+};
+
+/* keys.c: the prompt on the bottom line and the dump it asks for. */
+struct ui_prompts {
+	enum ui_prompt kind;
 	char input[512];
 	int dump_whole; /* the pending dump covers the whole capture */
 	int dump_ready; /* a dump request waits for the CLI (ui_dump_request) */
 	uint64_t dump_from_ns, dump_to_ns;
 	char dump_path[512];
-	char details[UI_DETAIL_LINES][256];
-	int detail_count;
-	char message[768];
-	uint64_t message_until;
+};
+
+/* keys.c: a mouse drag in progress. */
+struct ui_mouse {
+	int drag_x, dragging;
+};
+
+/* state.c, status.c: the message on the bottom line and those waiting for it. */
+struct ui_messages {
+	char text[768];
+	uint64_t until;      /* CLOCK_MONOTONIC end of the shown message */
 	char queued[4][256]; /* messages waiting for the line (each gets its few seconds) */
 	int queued_count;
-	uint64_t input_serial;
+	uint64_t notice_shown; /* store_notice_total already put on the line */
+};
 
-	/* find */
+/* details.c, panes.c: the details overlay's text. */
+struct ui_details {
+	char lines[UI_DETAIL_LINES][256];
+	int count;
+};
+
+/* details.c, keys.c: the last search. */
+struct ui_find {
 	char query[128];
 	int8_t *match; /* per name id: -1 unknown, 0/1 */
 	size_t match_cap;
 	struct ui_hit last_hit;
+};
 
-	/* NVTX panel */
+/* panes.c: the NVTX statistics panel. */
+struct ui_nvtx_pane {
 	struct nvtx_stats stats;
-	size_t *order;
+	size_t *order; /* display order of stats.v */
 	size_t order_cap;
-	int panel_hidden; /* h */
-	int panel_focus;  /* Tab */
-	size_t panel_sel, panel_top;
-	int panel_y, panel_h;
+	int hidden; /* h */
+	int focus;  /* Tab */
+	size_t sel, top;
+	int y, h; /* where the last frame put it */
+};
 
-	/* GPU header */
+/* panes.c: the hot-functions pane (H). */
+struct ui_hot_pane {
+	int shown;
+	int y, h;
+};
+
+/* panes.c: the target's output log (l). */
+struct ui_log_pane {
+	int shown;
+};
+
+/* gpu_header.c: the utilisation header and the GPU record rate. */
+struct ui_gpu_header {
 	struct ui_device devices[UI_MAX_DEVICES];
 	size_t device_count;
 	struct nvml *nvml;
 	int nvml_tried;
 	unsigned nvml_sum;
+	uint64_t rate_t0, rate_c0; /* last rate sample: time, store_gpu_event_count */
+	double rate;               /* GPU records per second */
+};
 
-	/* hot-functions panel (H) and the sample density of thread rows */
-	int hot_shown;
-	int hot_y, hot_h;
-	uint32_t *density; /* per timeline cell */
-	size_t density_cap;
-	uint32_t density_max; /* fullest cell over the visible thread rows: the strips' full scale */
+/* cost_rows.c: per timeline cell of one process, shared by its two rows in a frame. */
+struct ui_cost_rows {
+	struct costview_rate *cells;
+	size_t cap;
+	uint64_t frame; /* frame and process the cells hold */
+	size_t process;
+};
 
-	/* mouse drag */
-	int drag_x, dragging;
-
-	struct viewport_seg *segs;
-	size_t seg_cap;
-
+/* ui.c: what the last frame showed, to skip drawing an unchanged one. */
+struct ui_frame {
 	struct ui_frame_sig last;
 	int drawn_once;
+	uint64_t count;        /* frames drawn */
+	uint64_t input_serial; /* keys read */
+};
 
-	uint64_t gpu_rate_t0, gpu_rate_c0; /* last GPU rate sample: time, store_gpu_event_count */
-	double gpu_rate;                   /* GPU records per second */
-	uint64_t notice_shown;             /* store_notice_total already put on the message line */
-
-	/* cost rows: per timeline cell of one process */
-	struct costview_rate *cost_cells;
-	size_t cost_cells_cap;
-	uint64_t frames;           /* frames drawn */
-	uint64_t cost_cells_frame; /* frame and process cost_cells hold (both rows use them) */
-	size_t cost_cells_process;
+struct ui {
+	struct store *store;
+	struct ui_options options;
+	struct ui_cells cells;
+	struct ui_view view;
+	struct ui_lanes lanes;
+	enum ui_overlay overlay;
+	struct ui_prompts prompt;
+	struct ui_mouse mouse;
+	struct ui_messages msg;
+	struct ui_details details;
+	struct ui_find find;
+	struct ui_nvtx_pane nvtx;
+	struct ui_hot_pane hot;
+	struct ui_log_pane log;
+	struct ui_gpu_header gpu;
+	struct ui_cost_rows cost;
+	struct ui_frame frame;
 };
 
 /* ---- cells.c ---- */
