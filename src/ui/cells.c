@@ -147,18 +147,6 @@ void ui_format_rate(char *buf, size_t size, double rate)
 		snprintf(buf, size, "%.0f", rate);
 }
 
-void ui_format_bytes(char *buf, size_t size, uint64_t b)
-{
-	if (b >= (1ull << 30))
-		snprintf(buf, size, "%.2f GiB (%llu B)", (double)b / (1ull << 30), (unsigned long long)b);
-	else if (b >= (1ull << 20))
-		snprintf(buf, size, "%.2f MiB (%llu B)", (double)b / (1ull << 20), (unsigned long long)b);
-	else if (b >= 1024)
-		snprintf(buf, size, "%.1f KiB (%llu B)", (double)b / 1024, (unsigned long long)b);
-	else
-		snprintf(buf, size, "%llu B", (unsigned long long)b);
-}
-
 /* Applies the theme of ui->cells.theme to the colour pairs. */
 static void ui_apply_theme(struct ui *ui)
 {

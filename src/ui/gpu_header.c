@@ -58,13 +58,6 @@ void ui_collect_devices(struct ui *ui)
 	ui->gpu.device_count = nd;
 }
 
-/* How many header lines the GPUs get on this screen. */
-int ui_header_lines(const struct ui *ui)
-{
-	int max = LINES >= 40 ? 4 : LINES >= 20 ? 2 : 0;
-	return (int)ui->gpu.device_count < max ? (int)ui->gpu.device_count : max;
-}
-
 /* A sparkline of busy fractions over [from, to) in w cells. */
 static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_device *dv, uint8_t kind,
                          uint64_t from, uint64_t to, attr_t a)

@@ -118,12 +118,12 @@ static void ui_panel_jump(struct ui *ui)
 	const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[ui->nvtx.sel]];
 	struct store_lane_info li;
 	store_lane_get(ui->store, e->process, e->lane, &li);
-	struct ui_hit hit = {.found = 1,
-	                     .process = e->process,
-	                     .lane = e->lane,
-	                     .row = e->row,
-	                     .lane_kind = li.kind,
-	                     .range = {e->slow_start_ns, e->slow_end_ns, e->name_id, e->domain_id}};
+	struct inspect_hit hit = {.found = 1,
+	                          .process = e->process,
+	                          .lane = e->lane,
+	                          .row = e->row,
+	                          .lane_kind = li.kind,
+	                          .range = {e->slow_start_ns, e->slow_end_ns, e->name_id, e->domain_id}};
 	ui_show_event(ui, &hit);
 	char dur[32], msg[256];
 	ui_format_dur(dur, sizeof dur, e->slow_end_ns - e->slow_start_ns);
@@ -167,8 +167,11 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 	const struct layout_row *row = &ui->lanes.layout.rows[ui->lanes.layout.selected];
 	if (layout_is_group(row) && row->kind != LAYOUT_ROW_THREAD)
 		return ui_key_fold(ui, status, key);
-	struct ui_hit hit = ui_row_hit(ui, row, ui_cursor_ns(ui), viewport_ns_per_col(&ui->view.vp));
-	if (!hit.found && ui_cpu_details(ui, row)) {
+	struct inspect_view v;
+	ui_inspect_view(ui, &v);
+	struct inspect_hit hit =
+	    inspect_row_hit(&v, row, ui_cursor_ns(ui), viewport_ns_per_col(&ui->view.vp));
+	if (!hit.found && inspect_cell_details(&v, &ui->details, row)) {
 		ui->overlay = UI_OVERLAY_DETAILS;
 		return UI_ACTION_NONE;
 	}
@@ -178,7 +181,7 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 		ui_say(ui, "nothing under the cursor on this lane (move it with < >, or click)");
 		return UI_ACTION_NONE;
 	}
-	ui_details(ui, &hit);
+	inspect_details(&v, &ui->details, &hit);
 	ui->overlay = UI_OVERLAY_DETAILS;
 	return UI_ACTION_NONE;
 }
@@ -189,37 +192,9 @@ static int ui_key_gap(struct ui *ui, const struct ui_status *status, int key)
 	(void)status;
 	int dir = key == '[' ? -1 : 1;
 	uint64_t t = ui_cursor_ns(ui);
-	struct ui_hit best = {0};
-	struct cpuview_gap bg = {0};
-	for (size_t p = 0; p < store_process_count(ui->store); p++) {
-		struct store_process_info pi;
-		store_process_get(ui->store, p, &pi);
-		for (size_t l = 0; l < pi.lane_count; l++) {
-			struct store_lane_info li;
-			store_lane_get(ui->store, p, l, &li);
-			if (li.kind != STORE_LANE_GPU_STREAM)
-				continue;
-			for (size_t r = 0; r < li.gpu_row_count; r++) {
-				const struct store_gpu_op *ops;
-				size_t n = store_lane_gpu_all(ui->store, p, l, r, &ops);
-				struct cpuview_gap g;
-				if (!cpuview_gap_step(ops, n, t, dir, ui_gap_min(ui), &g))
-					continue;
-				if (best.found &&
-				    (dir > 0 ? g.start_ns >= bg.start_ns : g.start_ns <= bg.start_ns))
-					continue;
-				bg = g;
-				best = (struct ui_hit){.found = 1,
-				                       .gpu = 1,
-				                       .process = p,
-				                       .lane = l,
-				                       .row = r,
-				                       .lane_kind = li.kind};
-				best.op.start_ns = g.start_ns;
-				best.op.end_ns = g.end_ns;
-			}
-		}
-	}
+	struct inspect_hit best;
+	struct cpuview_gap bg;
+	inspect_gap_step(ui->store, t, dir, ui_gap_min(ui), &best, &bg);
 	if (!best.found) {
 		ui_say(ui,
 		       dir > 0 ? "no GPU idle gap after the cursor" : "no GPU idle gap before the cursor");
@@ -263,16 +238,15 @@ static void ui_find_step(struct ui *ui, int dir)
 		return;
 	}
 	uint64_t from;
-	if (ui->find.last_hit.found)
-		from =
-		    ui->find.last_hit.gpu ? ui->find.last_hit.op.start_ns : ui->find.last_hit.range.start_ns;
+	if (ui->last_hit.found)
+		from = ui->last_hit.gpu ? ui->last_hit.op.start_ns : ui->last_hit.range.start_ns;
 	else
 		from = dir > 0 ? (ui->view.vp.start_ns ? ui->view.vp.start_ns - 1 : 0)
 		               : viewport_end_ns(&ui->view.vp);
-	struct ui_hit hit = ui_find(ui, dir, from);
+	struct inspect_hit hit = inspect_find(&ui->find, ui->store, dir, from);
 	if (!hit.found) {
 		/* Wrap around once. */
-		hit = ui_find(ui, dir, dir > 0 ? 0 : UINT64_MAX - 1);
+		hit = inspect_find(&ui->find, ui->store, dir, dir > 0 ? 0 : UINT64_MAX - 1);
 		if (hit.found)
 			ui_say(ui, dir > 0 ? "search wrapped to the start" : "search wrapped to the end");
 	}
@@ -280,7 +254,7 @@ static void ui_find_step(struct ui *ui, int dir)
 		ui_set_message(ui, "no match for '%s'", ui->find.query);
 		return;
 	}
-	ui->find.last_hit = hit;
+	ui->last_hit = hit;
 	ui_show_event(ui, &hit);
 }
 
@@ -426,9 +400,9 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 	MEVENT ev;
 	if (getmouse(&ev) != OK)
 		return UI_ACTION_NONE;
-	int gx = ui_gutter();
-	int col = ev.x - gx;
-	int in_lanes = ev.y >= ui->lanes.y && ev.y < ui->lanes.y + (int)ui->lanes.height;
+	struct panes_cell cell = panes_hit(&ui->panes, ev.x, ev.y);
+	int col = cell.col;
+	int in_lanes = cell.area == PANES_LANES;
 	if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
 		if (col >= 0 && col < ui->view.vp.cols)
 			ui->view.cursor_col = col;
@@ -443,7 +417,7 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 		ui->mouse.dragging = 1;
 		ui->mouse.drag_x = ev.x;
 		if (in_lanes) {
-			size_t i = ui->lanes.layout.top + (size_t)(ev.y - ui->lanes.y);
+			size_t i = ui->lanes.layout.top + (size_t)cell.line;
 			if (i < ui->lanes.layout.count)
 				ui->lanes.layout.selected = i;
 		}
@@ -524,22 +498,19 @@ static void ui_prompt_submit(struct ui *ui, enum ui_prompt kind)
 	if (kind == UI_PROMPT_FIND) {
 		if (!ui->prompt.input[0])
 			return;
-		snprintf(ui->find.query, sizeof ui->find.query, "%.*s", (int)sizeof ui->find.query - 1,
-		         ui->prompt.input);
-		if (ui->find.match)
-			memset(ui->find.match, -1, ui->find.match_cap);
-		ui->find.last_hit.found = 0;
+		inspect_find_set(&ui->find, ui->prompt.input);
+		ui->last_hit.found = 0;
 		/* The first match at or after the cursor. */
 		uint64_t t = ui_cursor_ns(ui);
-		struct ui_hit hit =
-		    ui_find(ui, 1, t > ui->view.vp.span_ns / 2 ? t - ui->view.vp.span_ns / 2 : 0);
+		struct inspect_hit hit = inspect_find(
+		    &ui->find, ui->store, 1, t > ui->view.vp.span_ns / 2 ? t - ui->view.vp.span_ns / 2 : 0);
 		if (!hit.found)
-			hit = ui_find(ui, 1, 0);
+			hit = inspect_find(&ui->find, ui->store, 1, 0);
 		if (!hit.found) {
 			ui_set_message(ui, "no match for '%s'", ui->find.query);
 			return;
 		}
-		ui->find.last_hit = hit;
+		ui->last_hit = hit;
 		ui_show_event(ui, &hit);
 		return;
 	}

@@ -135,14 +135,14 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 	attr_t ha = ui_attr(ui, THEME_PANEL_HEADER), a = ui_attr(ui, THEME_PANEL);
 	char hdr[512], tn[128] = "";
 	size_t process = 0, lane = 0;
-	struct store_hot_function hot[UI_HOT_TOP];
+	struct store_hot_function hot[PANES_HOT_TOP];
 	uint64_t samples = 0;
 	size_t n = 0;
 	if (ui_hot_lane(ui, &process, &lane)) {
 		struct store_lane_info li;
 		store_lane_get(ui->store, process, lane, &li);
 		snprintf(tn, sizeof tn, "%s %d", li.name && *li.name ? li.name : "thread", (int)li.tid);
-		size_t top = h - 1 < UI_HOT_TOP ? (size_t)(h - 1) : UI_HOT_TOP;
+		size_t top = h - 1 < PANES_HOT_TOP ? (size_t)(h - 1) : PANES_HOT_TOP;
 		n = store_hot_functions(ui->store, process, lane, ui->view.vp.start_ns,
 		                        ui_data_end(ui, viewport_end_ns(&ui->view.vp)), top, hot, &samples);
 	}
@@ -264,7 +264,7 @@ void ui_draw_box_lines(struct ui *ui, const char *title, const char *const *line
 
 void ui_draw_details(struct ui *ui)
 {
-	const char *lines[UI_DETAIL_LINES];
+	const char *lines[INSPECT_LINES];
 	for (int i = 0; i < ui->details.count; i++)
 		lines[i] = ui->details.lines[i];
 	ui_draw_box_lines(ui, "event details", lines, ui->details.count, "Esc or Enter closes",

@@ -8,13 +8,12 @@
 
 int ui_gutter(void)
 {
-	return COLS < 3 * UI_GUTTER ? COLS / 3 : UI_GUTTER;
+	return panes_gutter(COLS);
 }
 
 int ui_timeline_cols(void)
 {
-	int c = COLS - ui_gutter();
-	return c > 1 ? c : 1;
+	return panes_timeline_cols(COLS);
 }
 
 /* "Now" for drawing: the pause instant, the CLI's clock when live, else the end of the data. */
@@ -157,7 +156,7 @@ void ui_set_message(struct ui *ui, const char *fmt, const char *arg)
 }
 
 /* Moves the view onto an event, selects its row and puts the cursor on it. */
-void ui_show_event(struct ui *ui, const struct ui_hit *hit)
+void ui_show_event(struct ui *ui, const struct inspect_hit *hit)
 {
 	uint64_t a = hit->gpu ? hit->op.start_ns : hit->range.start_ns;
 	uint64_t b = hit->gpu ? hit->op.end_ns : hit->range.end_ns;
@@ -180,7 +179,7 @@ void ui_show_event(struct ui *ui, const struct ui_hit *hit)
 	ui->view.follow = 0;
 	int64_t c = viewport_col_of(&ui->view.vp, mid);
 	ui->view.cursor_col = c >= 0 && c < ui->view.vp.cols ? (int)c : -1;
-	struct layout_row key = ui_hit_row(ui, hit);
+	struct layout_row key = inspect_hit_row(ui->store, hit);
 	layout_reveal(&ui->lanes.layout, key.pid, key.tid, key.kind == LAYOUT_ROW_GPU_STREAM, key.device);
 	ui_rebuild_layout(ui, 1);
 	size_t i = layout_find(&ui->lanes.layout, &key);
@@ -260,4 +259,22 @@ void ui_message(struct ui *ui, const char *text)
 	}
 	snprintf(ui->msg.text, sizeof ui->msg.text, " %.250s", text ? text : "");
 	ui->msg.until = now + UI_MESSAGE_NS;
+}
+
+void ui_inspect_view(const struct ui *ui, struct inspect_view *v)
+{
+	*v = (struct inspect_view){.store = ui->store,
+	                           .vp = ui->view.vp,
+	                           .cursor_col = ui_cursor_col(ui),
+	                           .now_ns = ui_now(ui),
+	                           .clip_ns = ui->view.paused ? ui->view.pause_ns : UINT64_MAX,
+	                           .origin_ns = ui_origin(ui),
+	                           .gap_min_ns = ui_gap_min(ui)};
+}
+
+uint64_t ui_cost_until(const struct ui *ui, size_t process)
+{
+	struct inspect_view v;
+	ui_inspect_view(ui, &v);
+	return inspect_cost_until(&v, process);
 }

@@ -358,14 +358,14 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 	size_t n = store_lane_gpu_all(ui->store, process, lane, row, &ops);
 	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
 	if (ui->view.paused) /* ops that began after the pause stay hidden */
-		n = ui_op_lower_bound(ops, n, to);
+		n = inspect_op_lower_bound(ops, n, to);
 	size_t ns = viewport_fold_gpu(&ui->view.vp, ops, n, ui->lanes.segs, ui->lanes.seg_cap);
 	if (stream && ui->view.gap_ns) {
 		/* Idle gaps sit between segments: inside a fold every gap is under a cell. */
 		size_t first = ns ? ui->lanes.segs[0].first : 0;
 		if (!ns) {
 			/* Nothing visible: maybe the whole view is one gap. */
-			size_t i = ui_op_lower_bound(ops, n, ui->view.vp.start_ns);
+			size_t i = inspect_op_lower_bound(ops, n, ui->view.vp.start_ns);
 			if (i > 0 && i < n)
 				ui_draw_gap(ui, y, ops[i - 1].end_ns, ops[i].start_ns);
 		} else {

@@ -103,35 +103,17 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 		return;
 
 	ui_collect_devices(ui);
-	int hdr_h = ui_header_lines(ui);
-	int log_h = 0;
-	if (ui->log.shown) {
-		log_h = (LINES - 3) / 3;
-		if (log_h < 4)
-			log_h = LINES - 3 >= 8 ? 4 : 0;
-	}
-	int panel_h = 0;
-	if (ui_panel_shown(ui)) {
-		int want = (int)ui->nvtx.stats.count + 1, cap = LINES / 4;
-		if (cap < 3)
-			cap = 3;
-		panel_h = want < cap ? want : cap;
-		if (LINES - 3 - hdr_h - log_h - panel_h < 4)
-			panel_h = 0;
-	}
-	int hot_h = 0;
-	if (ui->hot.shown) {
-		hot_h = UI_HOT_TOP + 1;
-		if (hot_h > LINES / 3)
-			hot_h = LINES / 3;
-		if (LINES - 3 - hdr_h - log_h - panel_h - hot_h < 4)
-			hot_h = 0;
-	}
-	int axis_y = 1 + hdr_h;
-	int lanes_y = axis_y + 1;
-	int lanes_h = LINES - lanes_y - 1 - log_h - panel_h - hot_h;
-	ui->lanes.y = lanes_y;
-	ui->lanes.height = lanes_h > 0 ? (size_t)lanes_h : 0;
+	struct panes_input pin = {.lines = LINES,
+	                          .cols = COLS,
+	                          .devices = ui->gpu.device_count,
+	                          .log_shown = ui->log.shown,
+	                          .nvtx_shown = ui_panel_shown(ui),
+	                          .nvtx_rows = ui->nvtx.stats.count,
+	                          .hot_shown = ui->hot.shown};
+	panes_compute(&pin, &ui->panes);
+	const struct panes *pn = &ui->panes;
+	int hdr_h = pn->header_h, lanes_y = pn->lanes_y, lanes_h = pn->lanes_h;
+	ui->lanes.height = (size_t)lanes_h;
 	layout_clamp(&ui->lanes.layout, ui->lanes.height);
 
 	erase();
@@ -142,9 +124,9 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	ui->frame.last = sig;
 	ui->frame.drawn_once = 1;
 	ui->frame.count++;
-	if (LINES > axis_y + 1)
-		ui_draw_axis(ui, axis_y);
-	ui_density_scale(ui, ui->lanes.layout.top, lanes_h > 0 ? (size_t)lanes_h : 0);
+	if (pn->axis_h)
+		ui_draw_axis(ui, pn->axis_y);
+	ui_density_scale(ui, ui->lanes.layout.top, (size_t)lanes_h);
 	for (int i = 0; i < lanes_h; i++) {
 		size_t idx = ui->lanes.layout.top + (size_t)i;
 		if (idx >= ui->lanes.layout.count) {
@@ -159,18 +141,14 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	if (ui->lanes.layout.count == 0 && lanes_h > 0)
 		ui_put(ui, lanes_y, ui_gutter() + 1, ui->view.vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
 		       status && status->live ? "waiting for the target's first events..." : "no events");
-	ui->hot.y = lanes_y + (lanes_h > 0 ? lanes_h : 0);
-	ui->hot.h = hot_h;
-	if (hot_h > 1)
-		ui_draw_hot(ui, ui->hot.y, hot_h);
-	ui->nvtx.y = ui->hot.y + hot_h;
-	ui->nvtx.h = panel_h;
-	if (panel_h > 0)
-		ui_draw_panel(ui, ui->nvtx.y, panel_h);
-	if (log_h > 0)
-		ui_draw_log(ui, status, LINES - 1 - log_h, log_h);
-	if (LINES > 1)
-		ui_draw_bottom(ui, LINES - 1);
+	if (pn->hot_h > 1)
+		ui_draw_hot(ui, pn->hot_y, pn->hot_h);
+	if (pn->nvtx_h > 0)
+		ui_draw_panel(ui, pn->nvtx_y, pn->nvtx_h);
+	if (pn->log_h > 0)
+		ui_draw_log(ui, status, pn->log_y, pn->log_h);
+	if (pn->bottom_y >= 0)
+		ui_draw_bottom(ui, pn->bottom_y);
 	if (ui->overlay == UI_OVERLAY_HELP)
 		ui_draw_help(ui);
 	else if (ui->overlay == UI_OVERLAY_DETAILS)
@@ -283,7 +261,7 @@ void ui_free(struct ui *ui)
 	for (size_t i = 0; i < UI_MAX_DEVICES; i++)
 		free(ui->gpu.devices[i].rows);
 	free(ui->nvtx.order);
-	free(ui->find.match);
+	inspect_find_fini(&ui->find);
 	free(ui->lanes.segs);
 	free(ui->lanes.density);
 	free(ui->cost.cells);

@@ -13,8 +13,10 @@
 
 #include "cuscope/ui.h"
 #include "cuscope/costview.h"
+#include "cuscope/inspect.h"
 #include "cuscope/layout.h"
 #include "cuscope/nvtxstats.h"
+#include "cuscope/panes.h"
 #include "cuscope/store.h"
 #include "cuscope/theme.h"
 #include "cuscope/util.h"
@@ -22,16 +24,12 @@
 
 struct nvml;
 
-#define UI_GUTTER         24 /* label cells plus the separator */
 #define UI_MESSAGE_NS     (3ull * 1000000000ull)
 #define UI_LOG_TAIL       (64 * 1024) /* bytes of the log read per draw */
 #define UI_DEFAULT_SPAN   (10ull * 1000000000ull)
 #define UI_DEFAULT_GAP_MS 10.0
-#define UI_DETAIL_LINES   48
 #define UI_MAX_DEVICES    8
 #define UI_SPARK_MAX      256
-#define UI_HOT_TOP        8  /* rows of the hot-functions panel */
-#define UI_STACK_FRAMES   16 /* frames of a stack in the details overlay */
 
 /* Glyph sets: UTF-8 only when the locale says so and --ascii was not given. */
 struct ui_glyphs {
@@ -104,19 +102,6 @@ struct ui_device {
 	size_t nrows, cap;
 };
 
-/* A search hit or an event picked under the cursor: where it is and what it is. */
-struct ui_hit {
-	int found;
-	int gpu;  /* a struct store_gpu_op on a gpu row; else a store_range (or call) */
-	int call; /* LAYOUT_ROW_OSRT or LAYOUT_ROW_GC: a struct store_call in `calls` */
-	struct store_call calls;
-	size_t process, lane, row;
-	enum store_lane_kind lane_kind;
-	struct store_range range;
-	struct store_gpu_op op;
-	int open; /* a range still open */
-};
-
 /* cells.c: the terminal, glyphs and colours. */
 struct ui_cells {
 	SCREEN *screen;
@@ -144,7 +129,6 @@ struct ui_lanes {
 	struct layout layout;
 	uint64_t gen_built; /* store generation the layout was built from */
 	size_t height;      /* rows for lanes in the last frame */
-	int y;              /* first screen line of the lanes */
 	struct viewport_seg *segs;
 	size_t seg_cap;
 	uint32_t *density; /* samples per timeline cell of one thread lane */
@@ -176,20 +160,6 @@ struct ui_messages {
 	uint64_t notice_shown; /* store_notice_total already put on the line */
 };
 
-/* details.c, panes.c: the details overlay's text. */
-struct ui_details {
-	char lines[UI_DETAIL_LINES][256];
-	int count;
-};
-
-/* details.c, keys.c: the last search. */
-struct ui_find {
-	char query[128];
-	int8_t *match; /* per name id: -1 unknown, 0/1 */
-	size_t match_cap;
-	struct ui_hit last_hit;
-};
-
 /* panes.c: the NVTX statistics panel. */
 struct ui_nvtx_pane {
 	struct nvtx_stats stats;
@@ -198,13 +168,11 @@ struct ui_nvtx_pane {
 	int hidden; /* h */
 	int focus;  /* Tab */
 	size_t sel, top;
-	int y, h; /* where the last frame put it */
 };
 
 /* panes.c: the hot-functions pane (H). */
 struct ui_hot_pane {
 	int shown;
-	int y, h;
 };
 
 /* panes.c: the target's output log (l). */
@@ -249,14 +217,16 @@ struct ui {
 	struct ui_prompts prompt;
 	struct ui_mouse mouse;
 	struct ui_messages msg;
-	struct ui_details details;
-	struct ui_find find;
+	struct inspect_text details; /* the details overlay (panes.c) */
+	struct inspect_find find;    /* the last search (keys.c) */
+	struct inspect_hit last_hit; /* its last match */
 	struct ui_nvtx_pane nvtx;
 	struct ui_hot_pane hot;
 	struct ui_log_pane log;
 	struct ui_gpu_header gpu;
 	struct ui_cost_rows cost;
 	struct ui_frame frame;
+	struct panes panes; /* the last frame's screen layout */
 };
 
 /* ---- cells.c ---- */
@@ -275,7 +245,6 @@ void ui_format_span(char *buf, size_t size, uint64_t ns);
 /* A duration in at most 7 cells: "812ns", "41.2us", "41.2ms", "1.20s". */
 void ui_format_dur(char *buf, size_t size, uint64_t ns);
 void ui_format_rate(char *buf, size_t size, double rate);
-void ui_format_bytes(char *buf, size_t size, uint64_t b);
 void ui_load_theme(struct ui *ui, const char *name, int quiet);
 void ui_init_colors(struct ui *ui);
 
@@ -301,7 +270,7 @@ void ui_rebuild_layout(struct ui *ui, int force);
 void ui_say(struct ui *ui, const char *text);
 void ui_set_message(struct ui *ui, const char *fmt, const char *arg);
 /* Moves the view onto an event, selects its row and puts the cursor on it. */
-void ui_show_event(struct ui *ui, const struct ui_hit *hit);
+void ui_show_event(struct ui *ui, const struct inspect_hit *hit);
 int ui_live(const struct ui_status *status);
 void ui_set_paused(struct ui *ui, int on);
 /* Zooms keeping the cursor's time on the cursor's column. */
@@ -310,28 +279,10 @@ void ui_zoom(struct ui *ui, double factor);
 void ui_pan_cols(struct ui *ui, int64_t cols);
 /* Minimum length of a GPU idle gap worth explaining or jumping to. */
 uint64_t ui_gap_min(const struct ui *ui);
-
-/* ---- details.c ---- */
-size_t ui_op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t ns);
-/* The event of a lane row nearest to time t, within slack ns. */
-struct ui_hit ui_row_hit(const struct ui *ui, const struct layout_row *row, uint64_t t, uint64_t slack);
-/*
- * The nearest event whose name matches the query, starting strictly after (dir > 0) or before
- * (dir < 0) time from, over every row of every lane. Scans from a binary-searched start and stops
- * at the first match of each row: O(rows · log n) plus the non-matching events skipped.
- */
-struct ui_hit ui_find(struct ui *ui, int dir, uint64_t from);
-/* The layout row showing a hit. */
-struct layout_row ui_hit_row(const struct ui *ui, const struct ui_hit *hit);
-/* Fills the details overlay for an event. */
-void ui_details(struct ui *ui, const struct ui_hit *hit);
-/* Where a reduced stretch still open ends: now while the process is connected, else its newest reading. */
+/* What model/inspect needs of the view: window, cursor, now, the pause clip, origin, gap threshold. */
+void ui_inspect_view(const struct ui *ui, struct inspect_view *v);
+/* Where a reduced stretch of the cost rows still open ends (inspect_cost_until). */
 uint64_t ui_cost_until(const struct ui *ui, size_t process);
-/*
- * Details with nothing under the cursor: the samples of the cursor's cell on a thread row, or the
- * GPU idle gap holding the cursor on a stream row. 1 when the overlay was filled.
- */
-int ui_cpu_details(struct ui *ui, const struct layout_row *row);
 
 /* ---- keys.c ---- */
 /* The help overlay, generated from the key table. */
@@ -362,8 +313,6 @@ void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row, char *
 /* ---- gpu_header.c ---- */
 /* Collects per (process, device) the stream rows, for the utilisation header. */
 void ui_collect_devices(struct ui *ui);
-/* How many header lines the GPUs get on this screen. */
-int ui_header_lines(const struct ui *ui);
 /* " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%": busy now (last second) and over the view. */
 void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv);
 /* GPU rate sample (once a second) and new collector warnings onto the message line. */
