@@ -66,6 +66,7 @@ struct inspect_hit inspect_row_hit(const struct inspect_view *v, const struct la
 /* The layout row showing a hit (compare with layout_find). */
 struct layout_row inspect_hit_row(const struct store *store, const struct inspect_hit *hit);
 
+/* An empty search; inspect_find_fini frees its cache. */
 void inspect_find_init(struct inspect_find *f);
 void inspect_find_fini(struct inspect_find *f);
 /* Sets the search text (case-insensitive substring) and forgets the cached matches. */

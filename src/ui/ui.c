@@ -224,6 +224,7 @@ struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE
 		if (strcmp(theme_builtin_names[i], ui->cells.theme.name) == 0)
 			ui->cells.theme_index = i;
 	layout_init(&ui->lanes.layout);
+	inspect_find_init(&ui->find);
 	nvtx_stats_init(&ui->nvtx.stats);
 	viewport_set(&ui->view.vp, 0, ui_window_ns(ui), ui_timeline_cols());
 	ui_current = ui;

@@ -231,6 +231,7 @@ struct ui {
 
 /* ---- cells.c ---- */
 attr_t ui_attr(const struct ui *ui, enum theme_slot slot);
+/* The colour slot of a range or kernel name: neighbouring ids get different colours. */
 enum theme_slot ui_range_slot(uint32_t name_id);
 /*
  * Copies up to maxw display cells of s into out, replacing what the terminal cannot show (control
@@ -241,15 +242,20 @@ int ui_clip(const struct ui *ui, const char *s, int maxw, char *out, size_t outs
 int ui_put(const struct ui *ui, int y, int x, int maxw, attr_t a, const char *s);
 /* Fills cells [x, x + n) of row y with one glyph. */
 void ui_fill(int y, int x, int n, attr_t a, const char *glyph);
+/* A span of time for the status line: "10.0s", "250.0ms", "12.5us". */
 void ui_format_span(char *buf, size_t size, uint64_t ns);
 /* A duration in at most 7 cells: "812ns", "41.2us", "41.2ms", "1.20s". */
 void ui_format_dur(char *buf, size_t size, uint64_t ns);
+/* A rate or count in a few cells: "812", "41k", "1.20M". */
 void ui_format_rate(char *buf, size_t size, double rate);
+/* Loads a theme by name or path and applies it; quiet: only problems are shown (start-up). */
 void ui_load_theme(struct ui *ui, const char *name, int quiet);
+/* Starts colour unless NO_COLOR is set or the terminal has none. */
 void ui_init_colors(struct ui *ui);
 
 /* ---- state.c ---- */
 int ui_gutter(void);
+/* Cells of the timeline on this terminal (panes_timeline_cols). */
 int ui_timeline_cols(void);
 /* "Now" for drawing: the pause instant, the CLI's clock when live, else the end of the data. */
 uint64_t ui_now(const struct ui *ui);
@@ -257,21 +263,27 @@ uint64_t ui_now(const struct ui *ui);
 uint64_t ui_data_end(const struct ui *ui, uint64_t to);
 /* Time labelled 0 on the axis: the first process's start. */
 uint64_t ui_origin(const struct ui *ui);
+/* The configured visible span (--window), ns. */
 uint64_t ui_window_ns(const struct ui *ui);
+/* The time cursor's column, inside the timeline (the centre until one is set). */
 int ui_cursor_col(const struct ui *ui);
 /* Time at the middle of the cursor's cell. */
 uint64_t ui_cursor_ns(const struct ui *ui);
 /* Places the right edge on now, aligned to whole cells so columns don't shimmer as time moves. */
 void ui_follow_now(struct ui *ui);
+/* Sets "now" and the columns for this frame; first sets the window from the data; follows now. */
 void ui_update_view(struct ui *ui, const struct ui_status *status);
 /* Rebuilds the lane rows from the store (not while paused: the picture stays still). */
 void ui_rebuild_layout(struct ui *ui, int force);
 /* Shows a message now (the answer to a key), replacing what the line shows. */
 void ui_say(struct ui *ui, const char *text);
+/* ui_say with one string argument formatted into fmt. */
 void ui_set_message(struct ui *ui, const char *fmt, const char *arg);
 /* Moves the view onto an event, selects its row and puts the cursor on it. */
 void ui_show_event(struct ui *ui, const struct inspect_hit *hit);
+/* Whether the view is of a live target (not a capture file). */
 int ui_live(const struct ui_status *status);
+/* Pauses (freezing the picture at now) or resumes following now. */
 void ui_set_paused(struct ui *ui, int on);
 /* Zooms keeping the cursor's time on the cursor's column. */
 void ui_zoom(struct ui *ui, double factor);
@@ -292,6 +304,7 @@ void ui_draw_help(struct ui *ui);
 void ui_draw_axis(struct ui *ui, int y);
 /* The strips' full scale: the fullest cell over the thread rows on screen. */
 void ui_density_scale(struct ui *ui, size_t first, size_t rows);
+/* One lane row on line y: its label in the gutter and its events on the timeline. */
 void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int selected);
 /*
  * The "not in memory" band over the lanes: time older than a bounded live store still holds is
@@ -321,19 +334,23 @@ void ui_update_gpu(struct ui *ui);
 /* ---- panes.c ---- */
 /* The panel's rows in display order (largest total first). */
 void ui_panel_order(struct ui *ui);
+/* Whether the NVTX panel is on and has statistics to show. */
 int ui_panel_shown(const struct ui *ui);
 /* The NVTX panel: per name and domain n, p50, p90, p99, max and a log-scale histogram. */
 void ui_draw_panel(struct ui *ui, int y0, int h);
 /* The hot-functions panel: top leaf functions of one thread in the visible window. */
 void ui_draw_hot(struct ui *ui, int y0, int h);
+/* The log pane: a rule with the log's path, then the last lines of the target's output. */
 void ui_draw_log(struct ui *ui, const struct ui_status *st, int y0, int h);
 /* A framed box of lines in the middle of the screen. */
 void ui_draw_box_lines(struct ui *ui, const char *title, const char *const *lines, int n, const char *footer,
                        int want_w);
+/* The details overlay (ui->details, filled by model/inspect). */
 void ui_draw_details(struct ui *ui);
 
 /* ---- status.c ---- */
 void ui_draw_status(struct ui *ui, const struct ui_status *st);
+/* The bottom line: a prompt, else the current message, else the key hints. */
 void ui_draw_bottom(struct ui *ui, int y);
 
 #endif
