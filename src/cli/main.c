@@ -130,7 +130,7 @@ static const struct verb verbs[] = {
      "finds it and its version), the GPUs NVML sees and the driver's GPU profiling restriction\n"
      "(RmProfilingAdminOnly). Exits 0 after the report; what is missing is a finding.\n"
      "\n"
-     "      --json   one JSON object: {\"checks\": [{\"check\", \"name\", \"status\", \"detail\", \"fix\"}]}\n"
+     "      --json   one JSON object: a \"checks\" array of {check, name, status, detail, fix}\n"
      "  -h, --help   this help\n"},
     {"info", cli_info, "print a capture's manifest, size, events and losses",
      "usage: cuscope info FILE\n"
