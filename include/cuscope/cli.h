@@ -45,6 +45,8 @@ int cli_diff(int argc, char **argv);
 
 /* `cuscope info FILE`: manifest, size, events and losses of a capture. */
 int cli_info(int argc, char **argv);
+/* `cuscope doctor [--json]`: what works on this machine and what does not, with fixes. */
+int cli_doctor(int argc, char **argv);
 
 #include <stdio.h>
 /* Flushes a verb's output; on any write error says so in one line and returns 1, else 0. */

@@ -119,6 +119,19 @@ static const struct verb verbs[] = {
      "\n"
      "  -f, --format F   table (default) or json\n"
      "  -h, --help       this help\n"},
+    {"doctor", cli_doctor, "check what works on this machine (perf, ptrace, CUPTI, GPU, Python)",
+     "usage: cuscope doctor [--json]\n"
+     "\n"
+     "Checks what cuscope can use on this machine and prints one line per item with its status\n"
+     "(ok, limited or missing), what it means for cuscope and the fix: the collector and session\n"
+     "directory, perf events (kernel.perf_event_paranoid, a software and a hardware event opened),\n"
+     "ptrace for attach (kernel.yama.ptrace_scope, capabilities, a real attach), libunwind,\n"
+     "libpfm4, python3 on PATH (CPython >= 3.12 with perf trampolines), CUPTI (where the collector\n"
+     "finds it and its version), the GPUs NVML sees and the driver's GPU profiling restriction\n"
+     "(RmProfilingAdminOnly). Exits 0 after the report; what is missing is a finding.\n"
+     "\n"
+     "      --json   one JSON object: a \"checks\" array of {check, name, status, detail, fix}\n"
+     "  -h, --help   this help\n"},
     {"info", cli_info, "print a capture's manifest, size, events and losses",
      "usage: cuscope info FILE\n"
      "\n"

@@ -12,27 +12,24 @@
 # Ends with a table, one line per check: name, PASS/FAIL/SKIP, numbers or reason; exits 1 on any
 # FAIL, else 0.
 set -u
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "SKIP: no GPU"
-	exit 77
-fi
-cd "$(dirname "$0")/../.." || exit 2
-ROOT=$(pwd)
-BUILD=${BUILD:-build}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-CUSCOPE=${CUSCOPE:-$BUILD/bin/cuscope}
-G=$BUILD/tests/gpu
-PY=${PYTHON:-python3}
-BUDGET=${GPU_TEST_BUDGET_S:-450}
-LANE_RE=${GPU_LANE_RE:-GPU ?0}
-CHECK="$PY $ROOT/tests/gpu/check.py"
-FILTERS=("$@")
-START=$SECONDS
-T=$(mktemp -d "${TMPDIR:-/tmp}/cuscope-gpu.XXXXXX")
-TMUX_SOCK=cuscope-gpu-$$
-TMUX_USED=0
-export LC_ALL=C.UTF-8 LANG=C.UTF-8
-RES_NAME=() RES_STATUS=() RES_INFO=()
+
+# The settings every check reads (also when a test sources this file to run one check).
+gpu_init()
+{
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	BUILD=${BUILD:-build}
+	case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+	CUSCOPE=${CUSCOPE:-$BUILD/bin/cuscope}
+	G=$BUILD/tests/gpu
+	PY=${PYTHON:-python3}
+	BUDGET=${GPU_TEST_BUDGET_S:-450}
+	LANE_RE=${GPU_LANE_RE:-GPU ?0}
+	CHECK="$PY $ROOT/tests/gpu/check.py"
+	START=$SECONDS
+	TMUX_SOCK=cuscope-gpu-$$
+	TMUX_USED=0
+	RES_NAME=() RES_STATUS=() RES_INFO=()
+}
 
 cleanup()
 {
@@ -51,7 +48,6 @@ cleanup()
 		rm -rf "$T"
 	fi
 }
-trap cleanup EXIT
 
 selected()
 {
@@ -75,7 +71,9 @@ result()
 # tail_of FILE: the last non-empty lines of FILE on one line, for a FAIL reason.
 tail_of()
 {
-	grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 3 | tr '\n' '|' | cut -c1-300
+	local t
+	t=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 3 | tr '\n' '|' | cut -c1-300)
+	echo "${t:-(no output)}"
 }
 
 left()
@@ -162,13 +160,15 @@ stats()
 # verdict NAME CHECK ARGS...: runs check.py and records its PASS/FAIL/SKIP line.
 verdict()
 {
-	local name=$1 line status
+	local name=$1 line status rc=0
 	shift
-	line=$(timeout 60 $CHECK "$@" 2>&1 | tail -n 1)
+	# shellcheck disable=SC2086 # CHECK is "python check.py"
+	timeout 60 $CHECK "$@" >"$T/$name.check" 2>&1 || rc=$?
+	line=$(grep -v '^[[:space:]]*$' "$T/$name.check" | tail -n 1)
 	status=${line%%$'\t'*}
 	case $status in
 	PASS | FAIL | SKIP) result "$name" "$status" "${line#*$'\t'}" ;;
-	*) result "$name" FAIL "checker crashed: $line" ;;
+	*) result "$name" FAIL "check.py gave no verdict (exit $rc$([ "$rc" = 124 ] && echo ", timed out after 60 s")): $(tail_of "$T/$name.check")" ;;
 	esac
 }
 
@@ -195,8 +195,18 @@ need_bin()
 	fi
 }
 
+# need_python NAME: records a SKIP and returns 1 when $PY is not there.
+need_python()
+{
+	if ! command -v "$PY" >/dev/null 2>&1; then
+		result "$1" SKIP "$PY not found (set PYTHON to an interpreter)"
+		return 1
+	fi
+}
+
 need_torch()
 {
+	need_python "$1" || return 1
 	if ! "$PY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
 		result "$1" SKIP "$PY has no torch"
 		return 1
@@ -361,11 +371,21 @@ check_tui()
 	fi
 }
 
-# Kernel events in an exported capture: count, and first kernel / first event times (µs).
+# export_times NAME: exports $T/NAME.cap and prints "KERNELS FIRST_KERNEL FIRST LAST" (µs; -1
+# when none); on failure prints the reason in words and returns 1.
 export_times()
 {
-	"$CUSCOPE" export -o "$T/$1.trace.json" "$T/$1.cap" 2>/dev/null || return 1
-	"$PY" - "$T/$1.trace.json" <<'EOF'
+	local rc=0
+	if [ ! -s "$T/$1.cap" ]; then
+		echo "no capture $1.cap was written"
+		return 1
+	fi
+	"$CUSCOPE" export -o "$T/$1.trace.json" "$T/$1.cap" 2>"$T/$1.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "cuscope export of $1.cap exited $rc: $(tail_of "$T/$1.export.err")"
+		return 1
+	fi
+	if ! "$PY" - "$T/$1.trace.json" 2>"$T/$1.times.err" <<'EOF'; then
 import json, sys
 ev = json.load(open(sys.argv[1]))
 ev = ev["traceEvents"] if isinstance(ev, dict) else ev
@@ -373,6 +393,9 @@ ts = [e["ts"] for e in ev if "ts" in e and e.get("ph") in ("X", "B", "i")]
 kern = [e["ts"] for e in ev if e.get("ph") == "X" and "grid" in str(e.get("args", {}))]
 print(len(kern), min(kern) if kern else -1, min(ts) if ts else -1, max(ts) if ts else -1)
 EOF
+		echo "reading the export of $1.cap failed: $(tail_of "$T/$1.times.err")"
+		return 1
+	fi
 }
 
 # Attach to a PyTorch loop started without cuscope after CUDA is up: kernels within a second of
@@ -380,9 +403,10 @@ EOF
 check_attach()
 {
 	need_torch attach || return
-	local lim pid i line k first_k first last loss0 loss1
+	local lim pid i k first_k first last loss0 loss1 ref_rc t1 t2 k2
 	lim=$(limit 150)
 	run_limited "$lim" "$T/attach_ref.out" "$T/attach_ref.err" "$PY" tests/gpu/torch_loop.py --steps 250 --sleep-ms 20
+	ref_rc=$RC
 	loss0=$(grep '^loss' "$T/attach_ref.out")
 	"$PY" tests/gpu/torch_loop.py --steps 250 --sleep-ms 20 >"$T/attach_tgt.out" 2>"$T/attach_tgt.err" </dev/null &
 	pid=$!
@@ -397,22 +421,31 @@ check_attach()
 	wait "$pid"
 	local tgt_rc=$?
 	loss1=$(grep '^loss' "$T/attach_tgt.out")
-	read -r k first_k first last < <(export_times attach1)
-	local k2
-	read -r k2 _ _ _ < <(export_times attach2)
-	if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
+	if [ -z "$loss0" ]; then
+		result attach FAIL "the unattached reference run printed no loss line (exit $ref_rc): $(tail_of "$T/attach_ref.err")"
+	elif [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
 		result attach FAIL "attach exited $rc1 / $rc2: $(tail_of "$T/attach1.err") $(tail_of "$T/attach2.err")"
-	elif [ "$tgt_rc" != 0 ] || [ -z "$loss1" ] || [ "$loss0" != "$loss1" ]; then
-		result attach FAIL "target exit $tgt_rc, '$loss1' vs unattached '$loss0'"
-	elif [ "${k:-0}" -lt 1 ] || [ "${k2:-0}" -lt 1 ]; then
-		result attach FAIL "kernels in capture: first attach ${k:-0}, second ${k2:-0}"
+	elif [ "$tgt_rc" != 0 ] || [ -z "$loss1" ]; then
+		result attach FAIL "the attached loop exited $tgt_rc without its loss line: $(tail_of "$T/attach_tgt.err")"
+	elif [ "$loss0" != "$loss1" ]; then
+		result attach FAIL "the attached loop computed '$loss1', unattached '$loss0' (attach changed the result)"
+	elif ! t1=$(export_times attach1); then
+		result attach FAIL "first attach: $t1"
+	elif ! t2=$(export_times attach2); then
+		result attach FAIL "second attach: $t2"
 	else
-		local lag
-		lag=$("$PY" -c "print('%.0f' % (($first_k - $first) / 1000.0))")
-		if [ "$lag" -gt 1000 ]; then
-			result attach FAIL "first kernel ${lag} ms after the attach began"
+		read -r k first_k first last <<<"$t1"
+		read -r k2 _ <<<"$t2"
+		if [ "$k" -lt 1 ] || [ "$k2" -lt 1 ]; then
+			result attach FAIL "no kernels recorded after attach: first attach $k, second $k2 (GPU tracing did not start?)"
 		else
-			result attach PASS "kernels=$k (re-attach $k2) first_kernel_after=${lag}ms $loss1 (same as unattached)"
+			local lag
+			lag=$("$PY" -c "print('%.0f' % (($first_k - $first) / 1000.0))")
+			if [ "$lag" -gt 1000 ]; then
+				result attach FAIL "first kernel ${lag} ms after the attach began (want <= 1000)"
+			else
+				result attach PASS "kernels=$k (re-attach $k2) first_kernel_after=${lag}ms $loss1 (same as unattached)"
+			fi
 		fi
 	fi
 }
@@ -421,13 +454,13 @@ check_attach()
 check_attach_armed()
 {
 	need_torch attach_armed || return
-	local out pid k first_k first last span
+	local out pid k first_k first last span times
 	out=$("$CUSCOPE" run --detached -- "$PY" tests/gpu/torch_loop.py --seconds 20 2>&1)
 	pid=$(echo "$out" | sed -n 's/^pid \([0-9]*\) armed.*/\1/p')
 	local log i
 	log=$(echo "$out" | sed -n 's/.*output in \([^ ]*\).*/\1/p')
 	if [ -z "$pid" ]; then
-		result attach_armed FAIL "run --detached said: $(echo "$out" | head -n 2 | tr '\n' '|')"
+		result attach_armed FAIL "run --detached printed no 'pid N armed' line: $(echo "$out" | head -n 2 | tr '\n' '|')"
 		return
 	fi
 	# CUDA and cuBLAS start-up take seconds: let the loop run 4 s unwatched, then attach.
@@ -438,52 +471,135 @@ check_attach_armed()
 	sleep 4
 	run_limited 30 "$T/armed.out" "$T/armed.err" "$CUSCOPE" attach --record -o "$T/armed.cap" --duration 2 "$pid"
 	local rc=$RC
-	read -r k first_k first last < <(export_times armed)
-	span=$("$PY" -c "print('%.1f' % (($last - $first) / 1e6))")
 	kill_tree "$pid" >/dev/null 2>&1
 	if [ "$rc" != 0 ]; then
 		result attach_armed FAIL "attach exited $rc: $(tail_of "$T/armed.err")"
-	elif "$PY" -c "import sys; sys.exit(0 if $span >= 5.0 else 1)"; then
+		return
+	fi
+	if ! times=$(export_times armed); then
+		result attach_armed FAIL "$times"
+		return
+	fi
+	read -r k first_k first last <<<"$times"
+	if [ "$first" -lt 0 ]; then
+		result attach_armed FAIL "the attach capture holds no timed events"
+		return
+	fi
+	span=$("$PY" -c "print('%.1f' % (($last - $first) / 1e6))")
+	if "$PY" -c "import sys; sys.exit(0 if $span >= 5.0 else 1)"; then
 		result attach_armed PASS "capture spans ${span}s for a 2 s attach (flight recorder), kernels=$k"
 	else
 		result attach_armed FAIL "capture spans only ${span}s: the seconds before the attach are missing"
 	fi
 }
 
-# Python >= 3.12 with perf trampolines (--python-perf): samples name the Python function.
+# Python >= 3.12 with perf trampolines (--python-perf): samples name the Python function. The
+# stacks are read by $BUILD/tests/stack_grep (built with `make tests-build`; it must run here).
 check_python_perf()
 {
-	if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
-		result python_perf SKIP "$PY is older than 3.12 (no perf trampolines)"
+	local grep_bin=$BUILD/tests/stack_grep version
+	need_python python_perf || return
+	if ! version=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2]); sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>&1); then
+		case $version in
+		[0-9].[0-9]*) result python_perf SKIP "$PY is Python $version, older than 3.12 (no perf trampolines)" ;;
+		*) result python_perf FAIL "$PY does not run: $(echo "$version" | tail -n 1 | cut -c1-200)" ;;
+		esac
+		return
+	fi
+	if [ ! -x "$grep_bin" ]; then
+		result python_perf FAIL "helper $grep_bin not built (make tests-build), so the stacks cannot be read"
 		return
 	fi
 	run_limited "$(limit 60)" "$T/pyperf.out" "$T/pyperf.err" "$CUSCOPE" record --python-perf -o "$T/pyperf.cap" -- \
-		"$PY" tests/gpu/py_hot.py 2
-	if [ "$RC" != 0 ]; then
-		result python_perf FAIL "record exited $RC: $(tail_of "$T/pyperf.err")"
+		"$PY" "$ROOT/tests/gpu/py_hot.py" 2
+	if [ "$RC" = 124 ]; then
+		result python_perf FAIL "cuscope record of py_hot.py ran past its time limit: $(tail_of "$T/pyperf.err")"
 		return
 	fi
-	local hits total fn
+	if [ "$RC" != 0 ]; then
+		result python_perf FAIL "cuscope record of py_hot.py exited $RC: $(tail_of "$T/pyperf.err")"
+		return
+	fi
+	local hits total fn rc=0 extra
 	# Stacks, not just leaves: the leaf of a Python sample is the interpreter loop.
-	read -r hits total fn < <("$BUILD/tests/stack_grep" "$T/pyperf.cap" cuscope_py_hot 2>&1)
-	if [ "${hits:-0}" -gt 0 ] 2>/dev/null && [ "$hits" -ge $((total / 2)) ]; then
+	# Run by bash (not through timeout's execvp, which hands a foreign binary to /bin/sh), so a
+	# helper this host cannot run ends 126 and one missing a library 127.
+	run_limited 60 "$T/pyperf.grep" "$T/pyperf.grep.err" "$grep_bin" "$T/pyperf.cap" cuscope_py_hot
+	rc=$RC
+	if [ "$rc" != 0 ]; then
+		local why
+		case $rc in
+		124) why="timed out after 60 s" ;;
+		126) why="cannot be executed on this host (another architecture, or not a program)" ;;
+		127) why="cannot start (a library it needs is missing here?)" ;;
+		*) why="exited $rc" ;;
+		esac
+		result python_perf FAIL "helper $(basename "$grep_bin") $why: $(tail_of "$T/pyperf.grep.err")"
+		return
+	fi
+	read -r hits total fn extra <"$T/pyperf.grep"
+	if ! [[ $hits =~ ^[0-9]+$ && $total =~ ^[0-9]+$ && -n $fn && -z $extra ]]; then
+		result python_perf FAIL "helper $(basename "$grep_bin") printed '$(head -c 200 "$T/pyperf.grep" | tr '\n' '|')', not 'MATCHING TOTAL FUNCTION'"
+	elif [ "$total" = 0 ]; then
+		result python_perf FAIL "the capture holds no CPU samples (sampling off or refused?): $(tail_of "$T/pyperf.err")"
+	elif [ "$hits" -gt 0 ] && [ "$hits" -ge $((total / 2)) ]; then
 		result python_perf PASS "samples with cuscope_py_hot on the stack: $hits of $total (frame $fn)"
 	else
-		result python_perf FAIL "cuscope_py_hot on ${hits:-?} of ${total:-?} sampled stacks"
+		result python_perf FAIL "cuscope_py_hot is on $hits of $total sampled stacks, want at least half: Python frames missing (perf trampolines not active?)"
 	fi
+}
+
+# cuscope doctor on the GPU host: CUPTI and the GPU must be found.
+check_doctor()
+{
+	local rc=0 line
+	timeout 60 "$CUSCOPE" doctor --json >"$T/doctor.json" 2>"$T/doctor.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result doctor FAIL "cuscope doctor exited $rc: $(tail_of "$T/doctor.err")"
+		return
+	fi
+	need_python doctor || return
+	line=$("$PY" - "$T/doctor.json" 2>&1 <<'EOF'
+import json, sys
+try:
+    checks = {c["check"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+except Exception as e:
+    print("FAIL\tcuscope doctor --json does not parse: %s" % e)
+    sys.exit()
+bad = ["%s is %s: %s" % (k, checks[k]["status"], checks[k]["detail"])
+       for k in ("cupti", "gpu") if k not in checks or checks[k]["status"] != "ok"]
+if bad:
+    print("FAIL\t" + "; ".join(bad))
+else:
+    print("PASS\t" + "; ".join("%s: %s" % (k, checks[k]["detail"]) for k in ("cupti", "gpu")))
+EOF
+)
+	case $line in
+	PASS* | FAIL*) result doctor "${line%%$'\t'*}" "${line#*$'\t'}" ;;
+	*) result doctor FAIL "reading cuscope doctor --json failed: $(echo "$line" | tail -n 1)" ;;
+	esac
+}
+
+# gap_result NAME LINE RC: records the PASS/SKIP/FAIL line of a standalone gap test.
+gap_result()
+{
+	case $2 in
+	PASS*) result "$1" PASS "${2#PASS: }" ;;
+	SKIP*) result "$1" SKIP "${2#SKIP: }" ;;
+	FAIL*) result "$1" FAIL "${2#FAIL: }" ;;
+	"") result "$1" FAIL "${1}_test printed nothing (exit $3)" ;;
+	*) result "$1" FAIL "${1}_test ended without a verdict (exit $3): $2" ;;
+	esac
 }
 
 check_tui_cpu_gap()
 {
-	local line
+	local line rc
 	# shellcheck source=tests/gpu/tui_cpu_gap.sh
 	. "$ROOT/tests/gpu/tui_cpu_gap.sh"
-	line=$(tui_cpu_gap_test 2>&1 | tail -n 1)
-	case $line in
-	PASS*) result tui_cpu_gap PASS "${line#PASS: }" ;;
-	SKIP*) result tui_cpu_gap SKIP "${line#SKIP: }" ;;
-	*) result tui_cpu_gap FAIL "${line#FAIL: }" ;;
-	esac
+	line=$(tui_cpu_gap_test 2>&1 | tail -n 1; exit "${PIPESTATUS[0]}")
+	rc=$?
+	gap_result tui_cpu_gap "$line" "$rc"
 }
 
 check_tui_gap()
@@ -491,22 +607,35 @@ check_tui_gap()
 	local line rc
 	# shellcheck source=tests/gpu/tui_gap.sh
 	. "$ROOT/tests/gpu/tui_gap.sh"
-	line=$(tui_gap_test 2>&1 | tail -n 1)
-	rc=${PIPESTATUS[0]}
-	case $line in
-	PASS*) result tui_gap PASS "${line#PASS: }" ;;
-	SKIP*) result tui_gap SKIP "${line#SKIP: }" ;;
-	*) result tui_gap FAIL "${line#FAIL: }" ;;
-	esac
+	line=$(tui_gap_test 2>&1 | tail -n 1; exit "${PIPESTATUS[0]}")
+	rc=$?
+	gap_result tui_gap "$line" "$rc"
 }
 
+# Sourced (tests/runtime/t161_gpu_check_reasons.sh): the functions only; the checks run when this
+# file is executed.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+	return 0
+fi
+
 # ---- main --------------------------------------------------------------------------------------
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "SKIP: no GPU"
+	exit 77
+fi
+gpu_init
+cd "$ROOT" || exit 2
+FILTERS=("$@")
+T=$(mktemp -d "${TMPDIR:-/tmp}/cuscope-gpu.XXXXXX")
+export LC_ALL=C.UTF-8 LANG=C.UTF-8
+trap cleanup EXIT
 
 echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
+	for c in doctor counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

@@ -35,7 +35,7 @@ tui_cpu_gap_test()
 	fi
 	export LC_ALL=C.UTF-8 LANG=C.UTF-8
 	tmux -L "$sock" -f /dev/null new-session -d -s t -x 200 -y 60 \
-		"$cuscope view --gap-ms 100 $tmp/cap; sleep 3600" || { echo "FAIL: tmux"; return 1; }
+		"$cuscope view --gap-ms 100 $tmp/cap; sleep 3600" || { echo "FAIL: tmux new-session failed (tmux server?)"; return 1; }
 	screen() { tmux -L "$sock" capture-pane -p -t t; }
 	keys() { tmux -L "$sock" send-keys -t t "$@"; sleep 0.4; }
 	local i ok=0 seen="" gaps=0
