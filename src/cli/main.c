@@ -104,7 +104,7 @@ static const struct verb verbs[] = {
      "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
      "Memory does not grow with the output: events are written as the capture is walked.\n"
      "--format=perfetto writes the same tracks, names, args, flows and counters as a Perfetto\n"
-     "protobuf trace (CLOCK_MONOTONIC nanoseconds), several times smaller than the JSON.\n"
+     "protobuf trace (CLOCK_MONOTONIC nanoseconds), about 2.5 times smaller than the JSON.\n"
      "\n"
      "  -o, --output OUT      file to write (default and \"-\": standard output); a name ending\n"
      "                        in .gz is gzip-compressed\n"
