@@ -607,7 +607,8 @@ static void merge_opens(struct pf *x, struct merge *m, size_t l, const struct st
 		xgrow((void **)&m->opens, &m->open_cap, m->open_n + 1, sizeof *m->opens);
 		m->opens[m->open_n++] = r;
 	}
-	qsort(m->opens, m->open_n, sizeof *m->opens, cmp_range_start);
+	if (m->open_n > 1)
+		qsort(m->opens, m->open_n, sizeof *m->opens, cmp_range_start);
 	merge_add(m, m->opens, m->open_n, sizeof *m->opens, SRC_OPEN, style);
 }
 
