@@ -68,4 +68,17 @@ else
 		say "could not install the nvtx Python package (offline?): the Python NVTX test will be skipped"
 	fi
 fi
+# The official Perfetto protos (perfetto wheel) and protobuf >= 6.31 in the same venv, for
+# tests/runtime/t160_export_perfetto.sh (which makes a venv of its own, or skips, without them).
+if [ -x "$VENV/bin/python" ]; then
+	if "$VENV/bin/python" -c 'import google.protobuf as p, sys; from perfetto.protos.perfetto.trace import perfetto_trace_pb2
+sys.exit(tuple(map(int, p.__version__.split(".")[:2])) < (6, 31))' 2>/dev/null; then
+		say "python venv: $VENV (perfetto protos present)"
+	elif timeout 300 "$VENV/bin/python" -m pip install -q --disable-pip-version-check perfetto 'protobuf>=6.31' \
+		>"$BUILD/venv-pip-perfetto.log" 2>&1; then
+		say "python venv: $VENV (installed perfetto, protobuf)"
+	else
+		say "could not install perfetto/protobuf (offline?): the Perfetto export test makes its own venv or skips"
+	fi
+fi
 exit 0

@@ -7,6 +7,8 @@
  * valid UTF-8 become "\xNN" (one per byte); valid UTF-8 is kept. A backslash is kept as it is.
  * JSON (RFC 8259): '"', '\' and every control (C0, DEL, C1) as \" \\ \n \t \r or \u00NN; bytes that
  * are not valid UTF-8 as \ufffd (JSON strings hold Unicode text only).
+ * UTF-8 (length-delimited formats such as protobuf): text kept as it is, controls included; bytes that
+ * are not valid UTF-8 as U+FFFD (the same text a JSON reader gets from the JSON form).
  * CSV (RFC 4180): terminal-escaped text, in double quotes (inner quotes doubled) when it holds a
  * comma, a quote or leading/trailing spaces.
  */
@@ -19,6 +21,7 @@
 enum escape_kind {
 	ESCAPE_TERM,
 	ESCAPE_JSON, /* the string's body, without the surrounding quotes */
+	ESCAPE_UTF8, /* valid UTF-8 only, nothing else changed */
 };
 
 /* Receives escaped output in pieces. */

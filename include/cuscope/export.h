@@ -24,7 +24,8 @@ struct export_counts {
 	uint64_t open;     /* "B" events: ranges begun but never ended */
 	uint64_t instant;  /* "i" events: NVTX marks */
 	uint64_t flows;    /* "s"/"f" pairs: launch call to GPU op */
-	uint64_t bytes;    /* uncompressed JSON bytes */
+	uint64_t counters; /* "C" events: a thread's counter (newest value) */
+	uint64_t bytes;    /* uncompressed bytes written */
 };
 
 /* The time zero of an export: the earliest event, or the earliest process start (CLOCK_MONOTONIC). */
@@ -36,5 +37,12 @@ uint64_t export_time_base(const struct store *store);
  */
 int export_chrome_json(const struct store *store, const char *path, const struct export_options *opt,
                        struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
+
+/*
+ * Writes the store as a Perfetto protobuf trace (perfetto.protos.Trace) with the same tracks, names,
+ * args, flows and counters as the JSON; timestamps are CLOCK_MONOTONIC ns. Path and result as above.
+ */
+int export_perfetto(const struct store *store, const char *path, const struct export_options *opt,
+                    struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
 
 #endif

@@ -78,7 +78,7 @@ static void escape_walk(const char *s, size_t len, enum escape_kind kind, escape
 		if (c < 0x80) {
 			if (kind == ESCAPE_JSON)
 				e = escape_json_code(esc, c);
-			else if (c < 0x20 || c == 0x7f)
+			else if (kind == ESCAPE_TERM && (c < 0x20 || c == 0x7f))
 				e = escape_byte_hex(esc, (unsigned char)c);
 		} else {
 			n = escape_utf8_len(p, (size_t)(end - p));
@@ -87,10 +87,13 @@ static void escape_walk(const char *s, size_t len, enum escape_kind kind, escape
 				if (kind == ESCAPE_JSON) {
 					memcpy(esc, "\\ufffd", 6);
 					e = 6;
+				} else if (kind == ESCAPE_UTF8) {
+					memcpy(esc, "\xef\xbf\xbd", 3);
+					e = 3;
 				} else {
 					e = escape_byte_hex(esc, (unsigned char)c);
 				}
-			} else if (n == 2 && c == 0xc2 && p[1] < 0xa0) {
+			} else if (n == 2 && c == 0xc2 && p[1] < 0xa0 && kind != ESCAPE_UTF8) {
 				/* A C1 control (U+0080..U+009F): some terminals act on it in UTF-8 too. */
 				if (kind == ESCAPE_JSON) {
 					e = escape_json_code(esc, p[1]);

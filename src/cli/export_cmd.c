@@ -1,4 +1,4 @@
-/* `cuscope export [-o OUT] [--from S] [--to S] FILE`: Chrome Trace Event JSON of a capture. */
+/* `cuscope export [-o OUT] [--from S] [--to S] [--format F] FILE`: Chrome JSON or Perfetto protobuf. */
 #include "cuscope/cli.h"
 #include "cuscope/export.h"
 #include "cuscope/log.h"
@@ -31,6 +31,8 @@ int cli_export(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},         {0},
 	};
 	const char *out_path = NULL;
+	int (*write)(const struct store *, const char *, const struct export_options *,
+	             struct export_counts *, char *, size_t, const char **) = export_chrome_json;
 	double from = 0, to = -1;
 	int opt;
 	optind = 1;
@@ -55,9 +57,12 @@ int cli_export(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			if (strcmp(optarg, "chrome") != 0 && strcmp(optarg, "json") != 0) {
-				log_error("export: unknown format '%s' (only chrome JSON is written)",
-				          optarg);
+			if (strcmp(optarg, "perfetto") == 0) {
+				write = export_perfetto;
+			} else if (strcmp(optarg, "chrome") == 0 || strcmp(optarg, "json") == 0) {
+				write = export_chrome_json;
+			} else {
+				log_error("export: unknown format '%s' (chrome, json or perfetto)", optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -87,7 +92,7 @@ int cli_export(int argc, char **argv)
 		struct export_counts counts;
 		char msg[512];
 		const char *cause = NULL;
-		int err = export_chrome_json(store, out_path, &eo, &counts, msg, sizeof msg, &cause);
+		int err = write(store, out_path, &eo, &counts, msg, sizeof msg, &cause);
 		if (err) {
 			log_error("export: %s", cause);
 			rc = err == -ENOENT || err == -EACCES || err == -EISDIR || err == -ENOTDIR

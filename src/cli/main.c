@@ -94,7 +94,7 @@ static const struct verb verbs[] = {
      "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
      "  -h, --help            this help\n"},
     {"export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
-     "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] FILE\n"
+     "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] [--format F] FILE\n"
      "\n"
      "Writes the capture as Chrome Trace Event JSON, which Perfetto UI (ui.perfetto.dev) and\n"
      "chrome://tracing open. Each process is a process track with its threads (NVTX push/pop ranges,\n"
@@ -103,9 +103,12 @@ static const struct verb verbs[] = {
      "launch parameters, and flow arrows from each launch call (id = correlation id). Timestamps are\n"
      "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
      "Memory does not grow with the output: events are written as the capture is walked.\n"
+     "--format=perfetto writes the same tracks, names, args, flows and counters as a Perfetto\n"
+     "protobuf trace (CLOCK_MONOTONIC nanoseconds), about 2.5 times smaller than the JSON.\n"
      "\n"
      "  -o, --output OUT      file to write (default and \"-\": standard output); a name ending\n"
      "                        in .gz is gzip-compressed\n"
+     "  -f, --format F        chrome (default, also json) or perfetto\n"
      "      --from SECONDS    only events overlapping the window starting this long after the\n"
      "      --to SECONDS      capture start, and ending at --to\n"
      "  -h, --help            this help\n"},

@@ -5,6 +5,7 @@
  *                           host syncs ("X")
  *   NVTX async row          pseudo-thread "NVTX async" (one per packed row, so slices never overlap)
  *   GPU stream row          pseudo-thread named like the UI label, "GPU0 s7": kernels, copies, memsets
+ *   thread counter          "C" event named by the event ("task-clock"), series "tid N": the newest value
  * Flow arrows ("s" on the launching API call, "f" with bp "e" on the GPU op) carry id = correlation id
  * (plus process index << 32 beyond the first process). Written through a 64 KiB buffer, hand-formatted.
  */
@@ -462,6 +463,27 @@ static void export_lane(struct exporter *x, size_t l)
 	}
 }
 
+/* A thread's counters as "C" events (newest cumulative value), one series per thread: "tid N". */
+static void export_counters(struct exporter *x)
+{
+	for (size_t i = 0; i < store_counter_count(x->st, x->process); i++) {
+		struct store_counter c;
+		store_counter_get(x->st, x->process, i, &c);
+		if (c.time_ns < x->from || c.time_ns >= x->to)
+			continue;
+		char key[32];
+		snprintf(key, sizeof key, "tid %d", (int)c.tid);
+		ev_begin(x, "C", c.tid);
+		out_s(x->o, ",\"name\":");
+		out_str(x->o, store_string(x->st, c.event_id));
+		ev_ts(x, c.time_ns);
+		out_s(x->o, ",\"args\":{");
+		arg_u64(x, key, c.value, 1);
+		out_s(x->o, "}}");
+		x->counts->counters++;
+	}
+}
+
 int export_chrome_json(const struct store *st, const char *path, const struct export_options *opt,
                        struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause)
 {
@@ -515,6 +537,7 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 		ev_meta(&x, "process_name", 0, pi.cmdline && *pi.cmdline ? pi.cmdline : label);
 		for (size_t l = 0; l < pi.lane_count; l++)
 			export_lane(&x, l);
+		export_counters(&x);
 	}
 	out_s(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"cuscope\",\"clock\":"
 	         "\"CLOCK_MONOTONIC\","

@@ -348,3 +348,6 @@ echo "recorder CPU (user+sys) while recording the loader: median $(awk '{print $
 
 echo
 budget_section
+
+echo
+./tests/bench/export_perfetto.sh
