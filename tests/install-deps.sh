@@ -69,7 +69,7 @@ else
 	fi
 fi
 # The official Perfetto protos (perfetto wheel) and protobuf >= 6.31 in the same venv, for
-# tests/runtime/t160_export_perfetto.sh (which makes a venv of its own, or skips, without them).
+# tests/runtime/t162_export_perfetto.sh (which makes a venv of its own, or skips, without them).
 if [ -x "$VENV/bin/python" ]; then
 	if "$VENV/bin/python" -c 'import google.protobuf as p, sys; from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 sys.exit(tuple(map(int, p.__version__.split(".")[:2])) < (6, 31))' 2>/dev/null; then
