@@ -4,6 +4,7 @@
  */
 #include "cuscope/store.h"
 #include "store_impl.h"
+#include "cuscope/hashmap.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -22,31 +23,33 @@ static uint32_t store_hash(const char *s, size_t n)
 	return h;
 }
 
-static void store_rehash(struct store *st)
+/* Interning looks a text up among the global strings (map references are string ids). */
+struct string_key {
+	const struct store *st;
+	const char *text;
+	size_t len;
+};
+
+static int store_string_eq(const void *key, uint32_t id)
 {
-	free(st->hash_slots);
-	st->hash_size = st->hash_size ? st->hash_size * 2 : 4096;
-	st->hash_slots = xcalloc(st->hash_size, sizeof *st->hash_slots);
-	for (uint32_t id = 1; id < st->string_count; id++) {
-		size_t slot = store_hash(st->strings[id], st->string_len[id]) & (st->hash_size - 1);
-		while (st->hash_slots[slot])
-			slot = (slot + 1) & (st->hash_size - 1);
-		st->hash_slots[slot] = id;
-	}
+	const struct string_key *k = key;
+	return k->st->string_len[id] == k->len && memcmp(k->st->strings[id], k->text, k->len) == 0;
+}
+
+static uint64_t store_string_hash(const void *ctx, uint32_t id)
+{
+	const struct store *st = ctx;
+	return store_hash(st->strings[id], st->string_len[id]);
 }
 
 /* Global id of text, interning it. */
 uint32_t store_intern(struct store *st, const char *text, size_t len)
 {
-	if (st->string_count * 2 >= st->hash_size)
-		store_rehash(st);
-	size_t slot = store_hash(text, len) & (st->hash_size - 1);
-	while (st->hash_slots[slot]) {
-		uint32_t id = st->hash_slots[slot];
-		if (st->string_len[id] == len && memcmp(st->strings[id], text, len) == 0)
-			return id;
-		slot = (slot + 1) & (st->hash_size - 1);
-	}
+	hashmap_reserve(&st->string_map, 4096, store_string_hash, st, xcalloc);
+	struct string_key key = {st, text, len};
+	uint32_t *slot = hashmap_slot(&st->string_map, store_hash(text, len), store_string_eq, &key);
+	if (*slot)
+		return *slot;
 	if (st->string_count == st->string_cap) {
 		size_t cap = st->string_cap;
 		xgrow((void **)&st->strings, &cap, st->string_count + 1, sizeof *st->strings);
@@ -57,7 +60,7 @@ uint32_t store_intern(struct store *st, const char *text, size_t len)
 	st->strings[id] = xstrndup(text, len);
 	st->string_len[id] = (uint32_t)len;
 	st->string_bytes += len + 1;
-	st->hash_slots[slot] = id;
+	hashmap_fill(&st->string_map, slot, id);
 	return id;
 }
 
@@ -75,7 +78,6 @@ struct store *store_new(void)
 	st->string_len = xcalloc(st->string_cap, sizeof *st->string_len);
 	st->strings[0] = xstrdup("");
 	st->string_bytes = 1;
-	store_rehash(st);
 	return st;
 }
 
@@ -100,8 +102,7 @@ void store_free(struct store *st)
 			lane_free(&pr->lanes[l]);
 		free(pr->lanes);
 		free(pr->cmdline);
-		free(pr->tid_keys);
-		free(pr->tid_vals);
+		hashmap_fini(&pr->tid_map);
 		free(pr->pending);
 		store_gpu_process_fini(pr);
 		store_cpu_process_fini(pr);
@@ -116,13 +117,13 @@ void store_free(struct store *st)
 		free(st->strings[i]);
 	free(st->strings);
 	free(st->string_len);
-	free(st->hash_slots);
+	hashmap_fini(&st->string_map);
 	free(st->demangled);
 	free(st->short_name);
 	store_cpu_fini(st);
 	free(st->sources);
 	free(st->procs);
-	free(st->pid_slots);
+	hashmap_fini(&st->pid_map);
 	free(st);
 }
 
@@ -140,44 +141,57 @@ struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pi
 	return l;
 }
 
-static void tid_map_insert(struct process *pr, pid_t tid, uint32_t lane_index)
+/* The thread map finds a thread lane by tid (map references are lane index + 1). */
+struct tid_key {
+	const struct process *pr;
+	pid_t tid;
+};
+
+static uint64_t store_tid_hash(pid_t tid)
 {
-	if ((pr->lane_count + 1) * 2 >= pr->tid_slots) {
-		size_t old_slots = pr->tid_slots;
-		pid_t *old_keys = pr->tid_keys;
-		uint32_t *old_vals = pr->tid_vals;
-		pr->tid_slots = old_slots ? old_slots * 2 : 64;
-		pr->tid_keys = xcalloc(pr->tid_slots, sizeof *pr->tid_keys);
-		pr->tid_vals = xcalloc(pr->tid_slots, sizeof *pr->tid_vals);
-		for (size_t i = 0; i < old_slots; i++)
-			if (old_keys[i])
-				tid_map_insert(pr, old_keys[i], old_vals[i] - 1);
-		free(old_keys);
-		free(old_vals);
-	}
-	size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
-	while (pr->tid_keys[slot] && pr->tid_keys[slot] != tid)
-		slot = (slot + 1) & (pr->tid_slots - 1);
-	pr->tid_keys[slot] = tid;
-	pr->tid_vals[slot] = lane_index + 1;
+	return (uint32_t)tid * 2654435761u;
+}
+
+static int store_tid_eq(const void *key, uint32_t ref)
+{
+	const struct tid_key *k = key;
+	return k->pr->lanes[ref - 1].tid == k->tid;
+}
+
+static uint64_t store_tid_rehash(const void *ctx, uint32_t ref)
+{
+	const struct process *pr = ctx;
+	return store_tid_hash(pr->lanes[ref - 1].tid);
+}
+
+/* Index of the lane of thread tid, SIZE_MAX if it has none. */
+static size_t store_tid_lane_index(const struct process *pr, pid_t tid)
+{
+	struct tid_key key = {pr, tid};
+	uint32_t ref = hashmap_find(&pr->tid_map, store_tid_hash(tid), store_tid_eq, &key);
+	return ref ? ref - 1 : SIZE_MAX;
+}
+
+size_t store_thread_lane_find(const struct store *st, size_t process, pid_t tid)
+{
+	return process < st->proc_count ? store_tid_lane_index(&st->procs[process], tid) : SIZE_MAX;
 }
 
 /* The lane of thread tid, created (first seen at t) if new. */
 struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t)
 {
-	if (pr->tid_slots) {
-		size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
-		while (pr->tid_keys[slot]) {
-			if (pr->tid_keys[slot] == tid)
-				return &pr->lanes[pr->tid_vals[slot] - 1];
-			slot = (slot + 1) & (pr->tid_slots - 1);
-		}
-	}
+	size_t index = store_tid_lane_index(pr, tid);
+	if (index != SIZE_MAX)
+		return &pr->lanes[index];
 	/* More threads than a real process has: a crafted stream must not grow a lane per record. */
 	if (pr->lane_count >= THREAD_LANES_MAX && tid != -1)
 		return store_thread_lane(pr, -1, t);
-	tid_map_insert(pr, tid, (uint32_t)pr->lane_count);
-	return store_lane_append(pr, STORE_LANE_THREAD, tid, t);
+	struct lane *l = store_lane_append(pr, STORE_LANE_THREAD, tid, t);
+	hashmap_reserve(&pr->tid_map, 64, store_tid_rehash, pr, xcalloc);
+	struct tid_key key = {pr, tid};
+	hashmap_fill(&pr->tid_map, hashmap_slot(&pr->tid_map, store_tid_hash(tid), store_tid_eq, &key),
+	             (uint32_t)pr->lane_count);
+	return l;
 }
 
 static struct range_row *lane_row(struct lane *l, size_t row)
@@ -373,33 +387,35 @@ static struct source *source_get(struct store *st, int source)
 	return &st->sources[source];
 }
 
-static size_t store_pid_hash(pid_t pid, size_t slots)
+/* The pid map finds the newest process of a pid (map references are process index + 1). */
+struct pid_key {
+	const struct store *st;
+	pid_t pid;
+};
+
+static uint64_t store_pid_hash(pid_t pid)
 {
-	return ((uint32_t)pid * 2654435761u) & (slots - 1);
+	return (uint32_t)pid * 2654435761u;
+}
+
+static int store_pid_eq(const void *key, uint32_t ref)
+{
+	const struct pid_key *k = key;
+	return k->st->procs[ref - 1].hello.pid == k->pid;
+}
+
+static uint64_t store_pid_rehash(const void *ctx, uint32_t ref)
+{
+	const struct store *st = ctx;
+	return store_pid_hash(st->procs[ref - 1].hello.pid);
 }
 
 /* The map slot of pid: holds the index + 1 of its newest process, or 0 (then fill it to add one). */
 static uint32_t *store_pid_slot(struct store *st, pid_t pid)
 {
-	if ((st->proc_count + 1) * 2 > st->pid_slot_count) {
-		size_t old = st->pid_slot_count;
-		uint32_t *old_slots = st->pid_slots;
-		st->pid_slot_count = old ? old * 2 : 64;
-		st->pid_slots = xcalloc(st->pid_slot_count, sizeof *st->pid_slots);
-		for (size_t i = 0; i < old; i++) {
-			if (!old_slots[i])
-				continue;
-			size_t s = store_pid_hash(st->procs[old_slots[i] - 1].hello.pid, st->pid_slot_count);
-			while (st->pid_slots[s])
-				s = (s + 1) & (st->pid_slot_count - 1);
-			st->pid_slots[s] = old_slots[i];
-		}
-		free(old_slots);
-	}
-	size_t s = store_pid_hash(pid, st->pid_slot_count);
-	while (st->pid_slots[s] && st->procs[st->pid_slots[s] - 1].hello.pid != pid)
-		s = (s + 1) & (st->pid_slot_count - 1);
-	return &st->pid_slots[s];
+	hashmap_reserve(&st->pid_map, 64, store_pid_rehash, st, xcalloc);
+	struct pid_key key = {st, pid};
+	return hashmap_slot(&st->pid_map, store_pid_hash(pid), store_pid_eq, &key);
 }
 
 static int ingest_hello(struct store *st, struct source *src, const void *payload, uint32_t length)
@@ -428,7 +444,10 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 			index = *slot - 1;
 	}
 	if (index == st->proc_count) {
-		*slot = (uint32_t)st->proc_count + 1;
+		if (*slot)
+			*slot = (uint32_t)st->proc_count + 1; /* the newest process of the pid */
+		else
+			hashmap_fill(&st->pid_map, slot, (uint32_t)st->proc_count + 1);
 		xgrow((void **)&st->procs, &st->proc_cap, st->proc_count + 1, sizeof *st->procs);
 		struct process *pr = &st->procs[st->proc_count++];
 		memset(pr, 0, sizeof *pr);
@@ -736,13 +755,13 @@ uint64_t store_notice_total(const struct store *st)
 /* First index in v[0..n) whose end_ns > t (ranges on a row are sorted by start and by end). */
 static size_t first_ending_after(const struct store_range *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_END, t, 1);
 }
 
 /* First index whose start_ns >= t. */
 static size_t first_starting_at(const struct store_range *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_START, t, 0);
 }
 
 size_t store_lane_row_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
@@ -799,14 +818,13 @@ size_t store_memory_bytes(const struct store *st)
 {
 	size_t bytes = sizeof *st + st->proc_cap * sizeof *st->procs + st->source_cap * sizeof *st->sources;
 	bytes += st->string_cap * (sizeof *st->strings + sizeof *st->string_len) +
-	         st->hash_size * sizeof *st->hash_slots;
+	         hashmap_bytes(&st->string_map) + hashmap_bytes(&st->pid_map);
 	bytes += st->string_bytes;
 	for (size_t s = 0; s < st->source_cap; s++)
 		bytes += st->sources[s].strmap_cap * sizeof *st->sources[s].strmap;
 	for (size_t p = 0; p < st->proc_count; p++) {
 		const struct process *pr = &st->procs[p];
-		bytes += pr->lane_cap * sizeof *pr->lanes +
-		         pr->tid_slots * (sizeof *pr->tid_keys + sizeof *pr->tid_vals);
+		bytes += pr->lane_cap * sizeof *pr->lanes + hashmap_bytes(&pr->tid_map);
 		bytes += pr->pending_cap * sizeof *pr->pending;
 		for (size_t l = 0; l < pr->lane_count; l++) {
 			const struct lane *ln = &pr->lanes[l];

@@ -72,17 +72,17 @@ static uint64_t evict_lane(struct lane *l, uint64_t t)
 	uint64_t dropped = 0;
 	for (size_t r = 0; r < l->row_count; r++) {
 		struct range_row *row = &l->rows[r];
-		size_t k = evict_count(row->v, row->n, sizeof *row->v, STORE_END_AT, t);
+		size_t k = evict_count(row->v, row->n, sizeof *row->v, TIMEROW_END, t);
 		row->n = evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
 		row->dropped += k;
 		dropped += k;
 	}
-	size_t k = evict_count(l->marks, l->mark_count, sizeof *l->marks, STORE_START_AT, t);
+	size_t k = evict_count(l->marks, l->mark_count, sizeof *l->marks, TIMEROW_START, t);
 	l->mark_count = evict_prefix((void **)&l->marks, l->mark_count, &l->mark_cap, k, sizeof *l->marks);
 	dropped += k;
 	for (size_t r = 0; r < l->gpu_row_count; r++) {
 		struct gpu_row *row = &l->gpu_rows[r];
-		k = evict_count(row->v, row->n, sizeof *row->v, STORE_END_AT, t);
+		k = evict_count(row->v, row->n, sizeof *row->v, TIMEROW_END, t);
 		row->n = evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
 		dropped += k;
 	}

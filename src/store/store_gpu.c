@@ -156,34 +156,28 @@ static uint64_t stream_key(uint32_t device, uint32_t stream)
 	return (uint64_t)device << 32 | stream;
 }
 
-static size_t stream_slot(uint64_t key, size_t slots)
+/* The stream map finds a stream lane by (device, stream) (map references are lane index + 1). */
+struct stream_lookup {
+	const struct process *pr;
+	uint32_t device, stream;
+};
+
+static uint64_t stream_hash(uint32_t device, uint32_t stream)
 {
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
+	return (stream_key(device, stream) * 0x9e3779b97f4a7c15ull) >> 32;
 }
 
-static void stream_map_put(struct process *pr, uint64_t key, uint32_t lane)
+static int stream_eq(const void *key, uint32_t ref)
 {
-	if ((pr->stream_count + 1) * 2 > pr->stream_slots) {
-		size_t old = pr->stream_slots;
-		uint64_t *keys = pr->stream_keys;
-		uint32_t *vals = pr->stream_vals;
-		pr->stream_slots = old ? old * 2 : 32;
-		pr->stream_keys = xcalloc(pr->stream_slots, sizeof *pr->stream_keys);
-		pr->stream_vals = xcalloc(pr->stream_slots, sizeof *pr->stream_vals);
-		pr->stream_count = 0;
-		for (size_t i = 0; i < old; i++)
-			if (vals[i])
-				stream_map_put(pr, keys[i], vals[i] - 1);
-		free(keys);
-		free(vals);
-	}
-	size_t s = stream_slot(key, pr->stream_slots);
-	while (pr->stream_vals[s] && pr->stream_keys[s] != key)
-		s = (s + 1) & (pr->stream_slots - 1);
-	if (!pr->stream_vals[s])
-		pr->stream_count++;
-	pr->stream_keys[s] = key;
-	pr->stream_vals[s] = lane + 1;
+	const struct stream_lookup *k = key;
+	const struct lane *l = &k->pr->lanes[ref - 1];
+	return l->device == k->device && l->stream == k->stream;
+}
+
+static uint64_t stream_rehash(const void *ctx, uint32_t ref)
+{
+	const struct process *pr = ctx;
+	return stream_hash(pr->lanes[ref - 1].device, pr->lanes[ref - 1].stream);
 }
 
 static const struct gpu_context *context_find(const struct process *pr, uint32_t context)
@@ -216,15 +210,10 @@ static void lane_relabel(struct lane *l)
 /* Index of the lane of (device, stream), created (first seen at t) if new. */
 static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, uint64_t t)
 {
-	uint64_t key = stream_key(device, stream);
-	if (pr->stream_slots) {
-		size_t s = stream_slot(key, pr->stream_slots);
-		while (pr->stream_vals[s]) {
-			if (pr->stream_keys[s] == key)
-				return pr->stream_vals[s] - 1;
-			s = (s + 1) & (pr->stream_slots - 1);
-		}
-	}
+	struct stream_lookup key = {pr, device, stream};
+	uint32_t ref = hashmap_find(&pr->stream_map, stream_hash(device, stream), stream_eq, &key);
+	if (ref)
+		return ref - 1;
 	/* More lanes than a real process has: a crafted stream must not grow a lane per record. */
 	if (pr->lane_count >= THREAD_LANES_MAX && !(device == UINT32_MAX && stream == UINT32_MAX))
 		return stream_lane(pr, UINT32_MAX, UINT32_MAX, t);
@@ -234,7 +223,10 @@ static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, 
 	l->stream = stream;
 	l->is_default = stream_is_default(pr, device, stream);
 	lane_relabel(l);
-	stream_map_put(pr, key, (uint32_t)index);
+	hashmap_reserve(&pr->stream_map, 32, stream_rehash, pr, xcalloc);
+	hashmap_fill(&pr->stream_map,
+	             hashmap_slot(&pr->stream_map, stream_hash(device, stream), stream_eq, &key),
+	             (uint32_t)index + 1);
 	return index;
 }
 
@@ -292,6 +284,33 @@ static void corr_put(struct process *pr, const struct corr_entry *in)
 	*e = *in;
 }
 
+/* The kernel configurations of a process, by value (map references are index + 1). */
+struct kcfg_key {
+	const struct process *pr;
+	const struct store_kernel_config *k;
+};
+
+static uint64_t kcfg_hash(const struct store_kernel_config *k)
+{
+	uint32_t h = 2166136261u;
+	const unsigned char *b = (const unsigned char *)k;
+	for (size_t i = 0; i < sizeof *k; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static int kcfg_eq(const void *key, uint32_t ref)
+{
+	const struct kcfg_key *q = key;
+	return memcmp(&q->pr->kcfg[ref - 1], q->k, sizeof *q->k) == 0;
+}
+
+static uint64_t kcfg_rehash(const void *ctx, uint32_t ref)
+{
+	const struct process *pr = ctx;
+	return kcfg_hash(&pr->kcfg[ref - 1]);
+}
+
 static uint32_t kernel_config(struct process *pr, const struct wire_gpu_event *ev)
 {
 	struct store_kernel_config k;
@@ -302,35 +321,14 @@ static uint32_t kernel_config(struct process *pr, const struct wire_gpu_event *e
 	k.shared_static = ev->shared_static;
 	k.shared_dynamic = ev->shared_dynamic;
 	k.graph_id = ev->graph_id;
-	uint32_t h = 2166136261u;
-	const unsigned char *b = (const unsigned char *)&k;
-	for (size_t i = 0; i < sizeof k; i++)
-		h = (h ^ b[i]) * 16777619u;
-	if ((pr->kcfg_count + 1) * 2 > pr->kcfg_slot_count) {
-		free(pr->kcfg_slots);
-		pr->kcfg_slot_count = pr->kcfg_slot_count ? pr->kcfg_slot_count * 2 : 256;
-		pr->kcfg_slots = xcalloc(pr->kcfg_slot_count, sizeof *pr->kcfg_slots);
-		for (size_t i = 0; i < pr->kcfg_count; i++) {
-			uint32_t hh = 2166136261u;
-			const unsigned char *bb = (const unsigned char *)&pr->kcfg[i];
-			for (size_t j = 0; j < sizeof k; j++)
-				hh = (hh ^ bb[j]) * 16777619u;
-			size_t s = hh & (pr->kcfg_slot_count - 1);
-			while (pr->kcfg_slots[s])
-				s = (s + 1) & (pr->kcfg_slot_count - 1);
-			pr->kcfg_slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = h & (pr->kcfg_slot_count - 1);
-	while (pr->kcfg_slots[s]) {
-		uint32_t i = pr->kcfg_slots[s] - 1;
-		if (memcmp(&pr->kcfg[i], &k, sizeof k) == 0)
-			return i;
-		s = (s + 1) & (pr->kcfg_slot_count - 1);
-	}
+	hashmap_reserve(&pr->kcfg_map, 256, kcfg_rehash, pr, xcalloc);
+	struct kcfg_key key = {pr, &k};
+	uint32_t *slot = hashmap_slot(&pr->kcfg_map, kcfg_hash(&k), kcfg_eq, &key);
+	if (*slot)
+		return *slot - 1;
 	xgrow((void **)&pr->kcfg, &pr->kcfg_cap, pr->kcfg_count + 1, sizeof *pr->kcfg);
 	pr->kcfg[pr->kcfg_count] = k;
-	pr->kcfg_slots[s] = (uint32_t)pr->kcfg_count + 1;
+	hashmap_fill(&pr->kcfg_map, slot, (uint32_t)pr->kcfg_count + 1);
 	return (uint32_t)pr->kcfg_count++;
 }
 
@@ -345,22 +343,16 @@ static uint32_t bytes_aux(struct process *pr, uint64_t bytes)
 
 /* ---- rows ---- */
 
-/* First index whose start_ns > t. */
-static size_t op_upper_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
-{
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 1);
-}
-
 /* First index whose start_ns >= t. */
 static size_t op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_START, t, 0);
 }
 
 /* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
 static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_END, t, 1);
 }
 
 /*
@@ -381,17 +373,11 @@ static void lane_gpu_insert(struct process *pr, struct lane *l, const struct sto
 			l->gpu_row_count++;
 		}
 		struct gpu_row *r = &l->gpu_rows[row];
-		size_t pos = r->n;
-		if (r->n && r->v[r->n - 1].start_ns > op->start_ns)
-			pos = op_upper_bound(r->v, r->n, op->start_ns);
-		if (pos > 0 && r->v[pos - 1].end_ns > op->start_ns)
-			continue;
-		if (pos < r->n && r->v[pos].start_ns < op->end_ns)
+		size_t pos = timerow_fit(r->v, r->n, sizeof *r->v, op->start_ns, op->end_ns);
+		if (pos == SIZE_MAX)
 			continue;
 		store_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
-		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
-		r->v[pos] = *op;
-		r->n++;
+		timerow_insert(r->v, &r->n, sizeof *r->v, pos, op);
 		l->gpu_ops++;
 		if (!l->first_ns || op->start_ns < l->first_ns)
 			l->first_ns = op->start_ns;
@@ -577,13 +563,12 @@ void store_gpu_lane_fini(struct lane *l)
 
 void store_gpu_process_fini(struct process *pr)
 {
-	free(pr->stream_keys);
-	free(pr->stream_vals);
+	hashmap_fini(&pr->stream_map);
 	free(pr->corr);
 	free(pr->psync);
 	free(pr->ctx);
 	free(pr->kcfg);
-	free(pr->kcfg_slots);
+	hashmap_fini(&pr->kcfg_map);
 	free(pr->big_bytes);
 	free(pr->devices);
 }
@@ -593,11 +578,11 @@ size_t store_gpu_memory_bytes(const struct store *st)
 	size_t bytes = st->name_cache_cap * (sizeof *st->demangled + sizeof *st->short_name);
 	for (size_t p = 0; p < st->proc_count; p++) {
 		const struct process *pr = &st->procs[p];
-		bytes += pr->stream_slots * (sizeof *pr->stream_keys + sizeof *pr->stream_vals);
+		bytes += hashmap_bytes(&pr->stream_map);
 		bytes += pr->corr_cap * sizeof *pr->corr +
 		         (pr->psync ? PENDING_SYNC_SLOTS * sizeof *pr->psync : 0);
 		bytes += pr->ctx_cap * sizeof *pr->ctx + pr->kcfg_cap * sizeof *pr->kcfg;
-		bytes += pr->kcfg_slot_count * sizeof *pr->kcfg_slots + pr->big_cap * sizeof *pr->big_bytes;
+		bytes += hashmap_bytes(&pr->kcfg_map) + pr->big_cap * sizeof *pr->big_bytes;
 		bytes += pr->device_cap * sizeof *pr->devices;
 		for (size_t l = 0; l < pr->lane_count; l++) {
 			const struct lane *ln = &pr->lanes[l];

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "cuscope/hashmap.h"
 #include "cuscope/store.h"
+#include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 
 #define PENDING_END_MAX    4096  /* ends waiting for their start, per process (each start scans them) */
@@ -121,29 +123,23 @@ struct process {
 	uint64_t events;
 	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
 	size_t lane_count, lane_cap;
-	/* tid -> lane index + 1, open addressing */
-	pid_t *tid_keys;
-	uint32_t *tid_vals;
-	size_t tid_slots;
+	struct hashmap tid_map; /* thread lanes by tid: lane index + 1 */
 	uint64_t losses[WIRE_LOSS_CAUSE_MAX];
 	uint64_t unmatched;
 	struct pending_end *pending;
 	size_t pending_count, pending_cap;
 	/* GPU */
 	uint64_t gpu_events;
-	uint64_t *stream_keys; /* (device << 32 | stream) */
-	uint32_t *stream_vals; /* lane index + 1, 0 = empty */
-	size_t stream_slots, stream_count;
-	struct corr_entry *corr; /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
+	struct hashmap stream_map; /* stream lanes by (device, stream): lane index + 1 */
+	struct corr_entry *corr;   /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
 	size_t corr_cap;
 	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
 	struct gpu_context *ctx;
 	size_t ctx_count, ctx_cap;
 	struct store_kernel_config *kcfg;
 	size_t kcfg_count, kcfg_cap;
-	uint32_t *kcfg_slots; /* index + 1 */
-	size_t kcfg_slot_count;
-	uint64_t *big_bytes; /* byte counts that do not fit an op's aux field */
+	struct hashmap kcfg_map; /* kcfg by value: index + 1 */
+	uint64_t *big_bytes;     /* byte counts that do not fit an op's aux field */
 	size_t big_count, big_cap;
 	struct gpu_device *devices;
 	size_t device_count, device_cap;
@@ -167,16 +163,14 @@ struct source {
 struct store {
 	struct process *procs;
 	size_t proc_count, proc_cap;
-	uint32_t *pid_slots; /* open addressing: index + 1 of the newest process of a pid, 0 = empty */
-	size_t pid_slot_count;
+	struct hashmap pid_map; /* the newest process of each pid: index + 1 */
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */
 	char **strings;
 	uint32_t *string_len;
 	size_t string_count, string_cap;
-	uint32_t *hash_slots; /* string id, 0 = empty */
-	size_t hash_size;
+	struct hashmap string_map; /* string ids by text */
 	uint64_t first_ns, last_ns;
 	uint64_t events;
 	uint64_t generation;
@@ -242,34 +236,13 @@ uint64_t store_cost_evict(struct process *pr, uint64_t t);
 void store_cost_process_fini(struct process *pr);
 size_t store_cost_memory_bytes(const struct store *st);
 
-/*
- * Binary search shared by every sorted row of the store (ranges, GPU ops, blocking calls): all
- * begin with uint64 start_ns, end_ns. Returns the first index in v[0..n) (elements of `stride`
- * bytes) whose time field at `offset` is > t (after != 0) or >= t (after == 0).
- */
-static inline size_t store_time_bound(const void *v, size_t n, size_t stride, size_t offset, uint64_t t,
-                                      int after)
-{
-	const unsigned char *base = v;
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t x;
-		memcpy(&x, base + mid * stride + offset, sizeof x);
-		if (after ? x > t : x >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
-}
-
-#define STORE_START_AT offsetof(struct store_range, start_ns)
-#define STORE_END_AT   offsetof(struct store_range, end_ns)
-_Static_assert(offsetof(struct store_gpu_op, start_ns) == STORE_START_AT &&
-                   offsetof(struct store_gpu_op, end_ns) == STORE_END_AT &&
-                   offsetof(struct store_call, start_ns) == STORE_START_AT &&
-                   offsetof(struct store_call, end_ns) == STORE_END_AT,
+/* Every sorted row of the store (ranges, GPU ops, blocking calls) is a time row (timerow.h). */
+_Static_assert(offsetof(struct store_range, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_range, end_ns) == TIMEROW_END &&
+                   offsetof(struct store_gpu_op, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_gpu_op, end_ns) == TIMEROW_END &&
+                   offsetof(struct store_call, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_call, end_ns) == TIMEROW_END,
                "sorted store rows share the time layout");
 
 #endif
