@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuscope/hashmap.h"
 #include "cuscope/histogram.h"
 
 struct store;
@@ -25,8 +26,7 @@ struct nvtx_stat {
 struct nvtx_stats {
 	struct nvtx_stat **v; /* entries, in order of first appearance */
 	size_t count, cap;
-	uint32_t *slots; /* open-addressing hash: index + 1, 0 = empty */
-	size_t slot_cap;
+	struct hashmap map; /* by (name, domain): index + 1 */
 	/* ranges already scanned per (process, lane, row) */
 	struct nvtx_seen_proc {
 		struct nvtx_seen_lane {

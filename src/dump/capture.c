@@ -1,6 +1,7 @@
 #include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/crc32.h"
+#include "cuscope/hashmap.h"
 #include "cuscope/safefs.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -642,9 +643,10 @@ struct reader {
 	ZSTD_DCtx *zstd;
 	uint64_t expand_left;          /* decompressed bytes still allowed */
 	uint64_t records, records_max; /* records read so far, and what the file may hold */
-	/* file source numbers -> dense store sources (index + 1), open addressing */
-	uint32_t *src_keys, *src_vals;
-	size_t src_slots, src_count;
+	/* file source numbers -> dense store sources (index + 1) */
+	struct hashmap src_map;
+	uint32_t *src_number; /* dense source -> file source number */
+	size_t src_count, src_number_cap;
 	uint8_t *src_state; /* SOURCE_* per dense source */
 	size_t src_state_cap;
 };
@@ -724,37 +726,36 @@ static uint32_t reader_source_hash(uint32_t source)
 	return source * 2654435761u;
 }
 
+struct source_key {
+	const struct reader *r;
+	uint32_t source;
+};
+
+static int reader_source_eq(const void *key, uint32_t ref)
+{
+	const struct source_key *k = key;
+	return k->r->src_number[ref - 1] == k->source;
+}
+
+static uint64_t reader_source_rehash(const void *ctx, uint32_t ref)
+{
+	const struct reader *r = ctx;
+	return reader_source_hash(r->src_number[ref - 1]);
+}
+
 /* Dense store source of a file source number, added when new; -1 past CAPTURE_SOURCES_MAX. */
 static long reader_source(struct reader *r, uint32_t source)
 {
-	if ((r->src_count + 1) * 2 > r->src_slots) {
-		size_t old = r->src_slots;
-		uint32_t *keys = r->src_keys, *vals = r->src_vals;
-		r->src_slots = old ? old * 2 : 64;
-		r->src_keys = xcalloc(r->src_slots, sizeof *r->src_keys);
-		r->src_vals = xcalloc(r->src_slots, sizeof *r->src_vals);
-		for (size_t i = 0; i < old; i++) {
-			if (!vals[i])
-				continue;
-			size_t s = reader_source_hash(keys[i]) & (r->src_slots - 1);
-			while (r->src_vals[s])
-				s = (s + 1) & (r->src_slots - 1);
-			r->src_keys[s] = keys[i];
-			r->src_vals[s] = vals[i];
-		}
-		free(keys);
-		free(vals);
-	}
-	size_t s = reader_source_hash(source) & (r->src_slots - 1);
-	while (r->src_vals[s]) {
-		if (r->src_keys[s] == source)
-			return (long)r->src_vals[s] - 1;
-		s = (s + 1) & (r->src_slots - 1);
-	}
+	hashmap_reserve(&r->src_map, 64, reader_source_rehash, r, xcalloc);
+	struct source_key key = {r, source};
+	uint32_t *slot = hashmap_slot(&r->src_map, reader_source_hash(source), reader_source_eq, &key);
+	if (*slot)
+		return (long)*slot - 1;
 	if (r->src_count >= CAPTURE_SOURCES_MAX)
 		return -1;
-	r->src_keys[s] = source;
-	r->src_vals[s] = (uint32_t)++r->src_count;
+	xgrow((void **)&r->src_number, &r->src_number_cap, r->src_count + 1, sizeof *r->src_number);
+	r->src_number[r->src_count] = source;
+	hashmap_fill(&r->src_map, slot, (uint32_t)++r->src_count);
 	xgrow((void **)&r->src_state, &r->src_state_cap, r->src_count, 1);
 	r->src_state[r->src_count - 1] = 0;
 	return (long)r->src_count - 1;
@@ -927,8 +928,8 @@ static void reader_fini(struct reader *r)
 	free(r->big);
 	free(r->raw);
 	ZSTD_freeDCtx(r->zstd);
-	free(r->src_keys);
-	free(r->src_vals);
+	hashmap_fini(&r->src_map);
+	free(r->src_number);
 	free(r->src_state);
 }
 

@@ -3,9 +3,11 @@
  * printed by one of three writers, so table, CSV and JSON always hold the same rows.
  */
 #include "cuscope/escape.h"
+#include "cuscope/hashmap.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
+#include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -78,9 +80,13 @@ struct nvtx_group {
 struct nvtx_groups {
 	struct nvtx_group *v;
 	size_t n, cap;
-	/* open addressing index over v */
-	uint32_t *slots;
-	size_t slot_count;
+	struct hashmap map; /* by (name, domain, style): index + 1 */
+};
+
+struct group_key {
+	const struct nvtx_groups *g;
+	uint32_t name, domain;
+	int style;
 };
 
 static uint32_t group_hash(uint32_t name, uint32_t domain, int style)
@@ -88,34 +94,33 @@ static uint32_t group_hash(uint32_t name, uint32_t domain, int style)
 	return (name * 2654435761u) ^ (domain * 40503u) ^ (uint32_t)style * 97u;
 }
 
+static int group_eq(const void *key, uint32_t ref)
+{
+	const struct group_key *k = key;
+	const struct nvtx_group *e = &k->g->v[ref - 1];
+	return e->name_id == k->name && e->domain_id == k->domain && e->style == k->style;
+}
+
+static uint64_t group_rehash(const void *ctx, uint32_t ref)
+{
+	const struct nvtx_groups *g = ctx;
+	return group_hash(g->v[ref - 1].name_id, g->v[ref - 1].domain_id, g->v[ref - 1].style);
+}
+
 static struct nvtx_group *group_get(struct nvtx_groups *g, uint32_t name, uint32_t domain, int style)
 {
-	if ((g->n + 1) * 2 > g->slot_count) {
-		free(g->slots);
-		g->slot_count = g->slot_count ? g->slot_count * 2 : 256;
-		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
-		for (size_t i = 0; i < g->n; i++) {
-			size_t s = group_hash(g->v[i].name_id, g->v[i].domain_id, g->v[i].style) &
-			           (g->slot_count - 1);
-			while (g->slots[s])
-				s = (s + 1) & (g->slot_count - 1);
-			g->slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = group_hash(name, domain, style) & (g->slot_count - 1);
-	while (g->slots[s]) {
-		struct nvtx_group *e = &g->v[g->slots[s] - 1];
-		if (e->name_id == name && e->domain_id == domain && e->style == style)
-			return e;
-		s = (s + 1) & (g->slot_count - 1);
-	}
+	hashmap_reserve(&g->map, 256, group_rehash, g, xcalloc);
+	struct group_key key = {g, name, domain, style};
+	uint32_t *slot = hashmap_slot(&g->map, group_hash(name, domain, style), group_eq, &key);
+	if (*slot)
+		return &g->v[*slot - 1];
 	xgrow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v);
 	struct nvtx_group *e = &g->v[g->n];
 	memset(e, 0, sizeof *e);
 	e->name_id = name;
 	e->domain_id = domain;
 	e->style = style;
-	g->slots[s] = (uint32_t)++g->n;
+	hashmap_fill(&g->map, slot, (uint32_t)++g->n);
 	return e;
 }
 
@@ -128,12 +133,6 @@ static void group_add(struct nvtx_groups *g, const struct store_range *r, int st
 	e->total += d;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_group_total(const void *a, const void *b)
 {
 	const struct nvtx_group *x = a, *y = b;
@@ -142,17 +141,6 @@ static int cmp_group_total(const void *a, const void *b)
 	if (x->n != y->n)
 		return x->n > y->n ? -1 : 1;
 	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
-}
-
-/* Nearest-rank percentile of sorted values (q in (0,1]). */
-static uint64_t percentile(const uint64_t *sorted, size_t n, double q)
-{
-	size_t rank = (size_t)(q * (double)n + 0.999999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return sorted[rank - 1];
 }
 
 static const struct column nvtx_cols[] = {
@@ -187,15 +175,15 @@ static void section_nvtx(const struct store *st, struct table *t)
 		qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
-		qsort(e->durations, e->n, sizeof *e->durations, cmp_u64);
+		u64_sort(e->durations, e->n);
 		table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
 		          style_names[e->style], (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
-		          (int64_t)percentile(e->durations, e->n, 0.50),
-		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
+		          (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		          (int64_t)u64_percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
 		free(e->durations);
 	}
 	free(g.v);
-	free(g.slots);
+	hashmap_fini(&g.map);
 }
 
 /* ---- threads, processes, losses ---- */
@@ -251,8 +239,12 @@ struct op_group {
 struct op_groups {
 	struct op_group *v;
 	size_t n, cap;
-	uint32_t *slots; /* index + 1 */
-	size_t slot_count;
+	struct hashmap map; /* by key: index + 1 */
+};
+
+struct op_key {
+	const struct op_groups *g;
+	const uint32_t *key;
 };
 
 static uint32_t op_key_hash(const uint32_t key[4])
@@ -263,32 +255,31 @@ static uint32_t op_key_hash(const uint32_t key[4])
 	return h;
 }
 
+static int op_key_eq(const void *key, uint32_t ref)
+{
+	const struct op_key *q = key;
+	return memcmp(q->g->v[ref - 1].key, q->key, sizeof q->g->v[ref - 1].key) == 0;
+}
+
+static uint64_t op_key_rehash(const void *ctx, uint32_t ref)
+{
+	const struct op_groups *g = ctx;
+	return op_key_hash(g->v[ref - 1].key);
+}
+
 static struct op_group *op_group_get(struct op_groups *g, uint32_t k0, uint32_t k1, uint32_t k2, uint32_t k3)
 {
 	const uint32_t key[4] = {k0, k1, k2, k3};
-	if ((g->n + 1) * 2 > g->slot_count) {
-		free(g->slots);
-		g->slot_count = g->slot_count ? g->slot_count * 2 : 64;
-		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
-		for (size_t i = 0; i < g->n; i++) {
-			size_t s = op_key_hash(g->v[i].key) & (g->slot_count - 1);
-			while (g->slots[s])
-				s = (s + 1) & (g->slot_count - 1);
-			g->slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = op_key_hash(key) & (g->slot_count - 1);
-	while (g->slots[s]) {
-		struct op_group *e = &g->v[g->slots[s] - 1];
-		if (memcmp(e->key, key, sizeof key) == 0)
-			return e;
-		s = (s + 1) & (g->slot_count - 1);
-	}
+	hashmap_reserve(&g->map, 64, op_key_rehash, g, xcalloc);
+	struct op_key q = {g, key};
+	uint32_t *slot = hashmap_slot(&g->map, op_key_hash(key), op_key_eq, &q);
+	if (*slot)
+		return &g->v[*slot - 1];
 	xgrow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v);
 	struct op_group *e = &g->v[g->n];
 	memset(e, 0, sizeof *e);
 	memcpy(e->key, key, sizeof key);
-	g->slots[s] = (uint32_t)++g->n;
+	hashmap_fill(&g->map, slot, (uint32_t)++g->n);
 	return e;
 }
 
@@ -343,7 +334,7 @@ static void op_groups_collect(const struct store *st, struct op_groups *g, unsig
 		qsort(g->v, g->n, sizeof *g->v, cmp_op_group);
 	for (size_t i = 0; i < g->n; i++)
 		if (g->v[i].n)
-			qsort(g->v[i].durations, g->v[i].n, sizeof *g->v[i].durations, cmp_u64);
+			u64_sort(g->v[i].durations, g->v[i].n);
 }
 
 static void op_groups_fini(struct op_groups *g)
@@ -351,7 +342,7 @@ static void op_groups_fini(struct op_groups *g)
 	for (size_t i = 0; i < g->n; i++)
 		free(g->v[i].durations);
 	free(g->v);
-	free(g->slots);
+	hashmap_fini(&g->map);
 }
 
 static void key_kernel(const struct store *st, size_t p, const struct store_lane_info *li,
@@ -376,8 +367,8 @@ static void section_kernels(const struct store *st, struct table *t)
 		const struct op_group *e = &g.v[i];
 		table_row(t, store_string(st, e->key[0]), (int64_t)e->key[1], (int64_t)e->count,
 		          (int64_t)e->total_ns, (int64_t)e->durations[0],
-		          (int64_t)percentile(e->durations, e->n, 0.50),
-		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
+		          (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		          (int64_t)u64_percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
 	}
 	op_groups_fini(&g);
 }
@@ -582,7 +573,7 @@ static void section_api(const struct store *st, struct table *t)
 	for (size_t i = 0; i < g.n; i++) {
 		const struct op_group *e = &g.v[i];
 		table_row(t, store_string(st, e->key[0]), (int64_t)e->count, (int64_t)e->total_ns,
-		          (int64_t)percentile(e->durations, e->n, 0.50));
+		          (int64_t)u64_percentile(e->durations, e->n, 0.50));
 	}
 	op_groups_fini(&g);
 }

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuscope/timerow.h"
+
 int cpuview_density_level(uint32_t count, uint32_t max)
 {
 	if (!count || !max)
@@ -50,15 +52,7 @@ double cpuview_share(uint64_t part, uint64_t whole)
 /* First index whose start_ns > t. */
 static size_t cpuview_upper_bound(const struct store_gpu_op *ops, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ops[mid].start_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return timerow_bound(ops, n, sizeof *ops, TIMEROW_START, t, 1);
 }
 
 /* The gap before ops[i] (i >= 1) if it is long enough. */
