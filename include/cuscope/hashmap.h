@@ -98,8 +98,16 @@ static inline void hashmap_fill(struct hashmap *m, uint32_t *slot, uint32_t ref)
 	m->count++;
 }
 
-/* Uses the caller's slot_count slots (a power of two, cleared here); the map never grows or frees them. */
-void hashmap_init_fixed(struct hashmap *m, uint32_t *slots, size_t slot_count);
+/*
+ * Uses the caller's slot_count slots (a power of two, cleared here); the map never grows or frees them.
+ * Inline like the lookups, so the collector links nothing of hashmap.c.
+ */
+static inline void hashmap_init_fixed(struct hashmap *m, uint32_t *slots, size_t slot_count)
+{
+	for (size_t i = 0; i < slot_count; i++)
+		slots[i] = 0;
+	*m = (struct hashmap){slots, slot_count, 0, 1};
+}
 /*
  * Makes room for one more reference while keeping the map at most half full: when needed, takes
  * max(min_slots, twice the slots) from alloc (calloc-like) and places each reference again by

@@ -4,12 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void hashmap_init_fixed(struct hashmap *m, uint32_t *slots, size_t slot_count)
-{
-	memset(slots, 0, slot_count * sizeof *slots);
-	*m = (struct hashmap){slots, slot_count, 0, 1};
-}
-
 static enum hashmap_look hashmap_look_empty(const void *ctx, size_t slot)
 {
 	const uint32_t *slots = ctx;
