@@ -10,12 +10,15 @@
 void nvtx_stats_init(struct nvtx_stats *s)
 {
 	memset(s, 0, sizeof *s);
+	s->exact_max = NVTX_STATS_EXACT_MAX;
 }
 
 void nvtx_stats_fini(struct nvtx_stats *s)
 {
-	for (size_t i = 0; i < s->count; i++)
+	for (size_t i = 0; i < s->count; i++) {
+		hist_fini(&s->v[i]->hist);
 		free(s->v[i]);
+	}
 	free(s->v);
 	hashmap_fini(&s->map);
 	for (size_t p = 0; p < s->proc_count; p++) {
@@ -70,6 +73,8 @@ void nvtx_stats_add(struct nvtx_stats *s, size_t process, size_t lane, size_t ro
 		e = xcalloc(1, sizeof *e);
 		e->name_id = name_id;
 		e->domain_id = domain_id;
+		if (s->exact_values < s->exact_max)
+			hist_keep_values(&e->hist);
 		xgrow((void **)&s->v, &s->cap, s->count + 1, sizeof *s->v);
 		s->v[s->count++] = e;
 		hashmap_fill(&s->map, slot, (uint32_t)s->count);
@@ -85,6 +90,11 @@ void nvtx_stats_add(struct nvtx_stats *s, size_t process, size_t lane, size_t ro
 		e->slow_end_ns = end_ns;
 	}
 	hist_add(&e->hist, d);
+	if (e->hist.values && ++s->exact_values > s->exact_max) {
+		/* Over the bound: the entry that grew past it estimates from now on. */
+		s->exact_values -= e->hist.values->n;
+		hist_drop_values(&e->hist);
+	}
 	s->ranges++;
 }
 
