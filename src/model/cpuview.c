@@ -55,12 +55,17 @@ static size_t cpuview_upper_bound(const struct store_gpu_op *ops, size_t n, uint
 	return timerow_bound(ops, n, sizeof *ops, TIMEROW_START, t, 1);
 }
 
+int cpuview_is_gap(uint64_t a, uint64_t b, uint64_t min_ns)
+{
+	return b > a && b - a >= min_ns;
+}
+
 /* The gap before ops[i] (i >= 1) if it is long enough. */
 static int cpuview_gap_before(const struct store_gpu_op *ops, size_t i, uint64_t min_ns,
                               struct cpuview_gap *out)
 {
 	uint64_t a = ops[i - 1].end_ns, b = ops[i].start_ns;
-	if (b <= a || b - a < min_ns)
+	if (!cpuview_is_gap(a, b, min_ns))
 		return 0;
 	*out = (struct cpuview_gap){a, b, i};
 	return 1;

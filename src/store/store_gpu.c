@@ -689,6 +689,7 @@ void store_gpu_device_get(const struct store *st, size_t process, size_t index,
 	const uint8_t *u = d->uuid;
 	out->device = d->device;
 	out->name = store_string(st, d->name_id);
+	out->short_name = strncmp(out->name, "NVIDIA ", 7) == 0 ? out->name + 7 : out->name;
 	snprintf(out->uuid, sizeof out->uuid,
 	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
 	         u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
