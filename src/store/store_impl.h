@@ -196,6 +196,10 @@ struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t);
 struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t);
 void store_note_time(struct store *st, uint64_t t);
 
+/* store_names.c */
+/* Global id of the demangled text of kernel name id (once per distinct id), its short label cached. */
+uint32_t store_kernel_name(struct store *st, uint32_t id);
+
 /* store_gpu.c */
 int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
                      const void *payload, uint32_t length);
