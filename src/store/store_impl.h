@@ -233,6 +233,14 @@ void store_cpu_process_fini(struct process *pr);
 void store_cpu_fini(struct store *st);
 size_t store_cpu_memory_bytes(const struct store *st);
 
+/* store_cpu_hot.c */
+struct stack_count {
+	uint32_t stack_id;
+	uint64_t count;
+};
+/* Distinct non-empty stacks of samples v[0..n) with their counts (the caller frees them). */
+struct stack_count *store_cpu_count_stacks(const struct store_sample *v, size_t n, size_t *out_n);
+
 /* store_cost.c */
 void store_cost_ingest(struct store *st, struct process *pr, const void *payload, uint32_t length);
 /* Drops readings before t and reduced stretches that ended before t; returns readings dropped. */
