@@ -281,14 +281,7 @@ void store_lane_get(const struct store *st, size_t process, size_t lane, struct 
 	out->row_count = l->row_count;
 	out->open_count = l->open_count;
 	out->mark_count = l->mark_count;
-	out->gpu_row_count = l->gpu_row_count;
-	out->gpu_ops = l->gpu_ops;
-	out->device = l->device;
-	out->stream = l->stream;
-	out->is_default = l->is_default;
-	out->kernels = l->kernels;
-	if (l->kind == STORE_LANE_GPU_STREAM)
-		out->name = l->label;
+	store_gpu_lane_info(l, out);
 }
 
 size_t store_notice_count(const struct store *st, size_t process)

@@ -37,12 +37,6 @@ struct open_range {
 	uint64_t range_id; /* start/end only */
 };
 
-/* One row of GPU operations (stream lanes) or CUDA API calls and syncs (thread lanes). */
-struct gpu_row {
-	struct store_gpu_op *v; /* sorted by start, never overlapping */
-	size_t n, cap;
-};
-
 struct lane {
 	enum store_lane_kind kind;
 	pid_t tid;
@@ -55,15 +49,8 @@ struct lane {
 	size_t open_count, open_cap;
 	struct store_range *marks;
 	size_t mark_count, mark_cap;
-	/* GPU: ops on a stream lane, API calls and syncs on a thread lane */
-	struct gpu_row *gpu_rows;
-	size_t gpu_row_count, gpu_row_cap;
-	uint64_t gpu_ops;
-	/* stream lanes only */
-	uint32_t device, stream;
-	uint64_t kernels, copies; /* kernels; memcpy + memset */
-	int is_default;
-	char label[48];
+	/* GPU (store_gpu.c): ops on a stream lane, API calls and syncs on a thread lane; NULL until any */
+	struct gpu_lane *gpu;
 	/* CPU (store_cpu.c): samples, blocking calls, GC; NULL until the thread has any */
 	struct cpu_lane *cpu;
 };
@@ -71,23 +58,6 @@ struct lane {
 struct pending_end {
 	uint64_t range_id;
 	uint64_t end_ns;
-};
-
-/* The API call behind a correlation id. */
-struct corr_entry {
-	uint32_t correlation_id; /* 0 = empty slot */
-	uint32_t tid;
-	uint32_t name_id; /* global */
-	uint16_t kind;    /* WIRE_GPU_API_RUNTIME or _DRIVER */
-	uint16_t pad;
-	uint64_t start_ns, end_ns;
-};
-
-/* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
-struct pending_sync {
-	uint32_t correlation_id; /* 0 = empty */
-	uint32_t lane;
-	uint64_t start_ns;
 };
 
 struct gpu_context {
@@ -128,21 +98,8 @@ struct process {
 	uint64_t unmatched;
 	struct pending_end *pending;
 	size_t pending_count, pending_cap;
-	/* GPU */
-	uint64_t gpu_events;
-	struct hashmap stream_map; /* stream lanes by (device, stream): lane index + 1 */
-	struct corr_entry *corr;   /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
-	size_t corr_cap;
-	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
-	struct gpu_context *ctx;
-	size_t ctx_count, ctx_cap;
-	struct store_kernel_config *kcfg;
-	size_t kcfg_count, kcfg_cap;
-	struct hashmap kcfg_map; /* kcfg by value: index + 1 */
-	uint64_t *big_bytes;     /* byte counts that do not fit an op's aux field */
-	size_t big_count, big_cap;
-	struct gpu_device *devices;
-	size_t device_count, device_cap;
+	/* GPU (store_gpu.c): streams, correlations, contexts, devices; NULL until the first GPU frame */
+	struct gpu_process *gpu;
 	struct notice *notices;
 	size_t notice_count, notice_cap;
 	/* CPU (store_cpu.c): counters */
@@ -205,6 +162,15 @@ int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, u
                      const void *payload, uint32_t length);
 void store_gpu_process_fini(struct process *pr);
 void store_gpu_lane_fini(struct lane *l);
+/* The GPU facts of a lane for store_lane_get: rows, ops and, on a stream lane, device, stream, label. */
+void store_gpu_lane_info(const struct lane *l, struct store_lane_info *out);
+/* Bytes of a lane's GPU rows (capacity). */
+size_t store_gpu_lane_event_bytes(const struct lane *l);
+/* Drops GPU ops and API calls that ended before t from a lane; returns how many. */
+uint64_t store_gpu_lane_evict(struct lane *l, uint64_t t);
+/* A process's devices and CUDA contexts (store_replay.c repeats them); NULL and 0 before any. */
+const struct gpu_device *store_gpu_devices(const struct process *pr, size_t *n);
+const struct gpu_context *store_gpu_contexts(const struct process *pr, size_t *n);
 size_t store_gpu_memory_bytes(const struct store *st);
 
 /*
@@ -218,6 +184,12 @@ void store_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
 void store_evict_after_feed(struct store *st, uint32_t length);
 /* Shrinks the capacity of an array of n elements after eviction, when it is mostly unused. */
 void store_evict_shrink(void **v, size_t n, size_t *cap, size_t elem);
+/* Drops the first k elements of an array of n (capacity *cap), giving memory back when it is mostly
+ * empty; returns the new count. */
+size_t store_evict_prefix(void **v, size_t n, size_t *cap, size_t k, size_t elem);
+/* Leading elements of a row whose end (at offset) is before t: rows are sorted by start and, never
+ * overlapping, by end too; a linear walk is safe even where that does not hold (async rows). */
+size_t store_evict_count(const void *v, size_t n, size_t elem, size_t offset, uint64_t t);
 
 /* store_cpu.c */
 /* Bytes of a lane's samples and calls (capacity). */
