@@ -10,7 +10,7 @@
 
 /* qsort comparator of uint64_t, ascending. */
 int u64_cmp(const void *a, const void *b);
-/* Sorts v[0..n) ascending. */
+/* Sorts v[0..n) ascending (radix sort with a temporary copy; qsort where that cannot be had). */
 void u64_sort(uint64_t *v, size_t n);
 /* 1-based nearest rank of quantile q in (0, 1] among n values (n >= 1): ceil(q * n), in [1, n]. */
 size_t u64_rank(size_t n, double q);

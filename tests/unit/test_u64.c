@@ -44,11 +44,39 @@ static void test_percentile_edges(void **state)
 	assert_int_equal(u64_cmp(&v[3], &v[4]), 0);
 }
 
+/* The radix sort against qsort: sizes around its cut-over, shared high bytes, duplicates, extremes. */
+static void test_sort_matches_qsort(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {0, 1, 2, 255, 256, 257, 10000};
+	const uint64_t masks[] = {0xff, 0xffff00, UINT64_MAX, 0x7};
+	srand(64);
+	for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
+		for (size_t b = 0; b < sizeof masks / sizeof *masks; b++) {
+			size_t n = sizes[a];
+			uint64_t *v = malloc((n + 1) * sizeof *v), *ref = malloc((n + 1) * sizeof *ref);
+			for (size_t i = 0; i < n; i++) {
+				uint64_t x =
+				    (uint64_t)rand() << 42 ^ (uint64_t)rand() << 21 ^ (uint64_t)rand();
+				v[i] = ref[i] = (x & masks[b]) | (i % 3 == 0 ? 1ull << 40 : 0);
+			}
+			if (n > 2)
+				v[1] = ref[1] = UINT64_MAX;
+			u64_sort(v, n);
+			qsort(ref, n, sizeof *ref, u64_cmp);
+			for (size_t i = 0; i < n; i++)
+				assert_true(v[i] == ref[i]);
+			free(v);
+			free(ref);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rank_matches_integer_reference),
 	    cmocka_unit_test(test_percentile_edges),
+	    cmocka_unit_test(test_sort_matches_qsort),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
