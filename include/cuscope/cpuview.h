@@ -34,6 +34,8 @@ struct cpuview_gap {
 	size_t next;       /* index of the op after the gap */
 };
 
+/* The GPU-gap rule: whether the idle time [a, b) between two ops is at least min_ns long. */
+int cpuview_is_gap(uint64_t a, uint64_t b, uint64_t min_ns);
 /*
  * The gap of at least min_ns between two ops of a sorted, non-overlapping row that holds time t:
  * 1 and *out, or 0 (t inside an op, before the first or after the last, or the gap is shorter).

@@ -2,7 +2,10 @@
  * Live per-name NVTX statistics for the panel: one histogram per (name, domain), fed incrementally
  * from the store's completed-range rows. Each update scans only the ranges added to each row since
  * the previous one (rows only grow), so a frame costs O(new ranges + rows), never O(all ranges).
- * Percentiles come from log buckets (histogram.h: within 3.2%); `cuscope stats` stays exact.
+ * Percentiles are exact, the nearest-rank numbers `cuscope stats` prints: each entry keeps its
+ * durations (8 bytes a range) while all entries together keep at most exact_max of them; an entry that
+ * would pass that lets its values go and estimates from its log buckets (histogram.h: within 3.2%;
+ * hist_is_exact says which).
  */
 #ifndef CUSCOPE_NVTXSTATS_H
 #define CUSCOPE_NVTXSTATS_H
@@ -10,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuscope/hashmap.h"
 #include "cuscope/histogram.h"
 
 struct store;
@@ -25,8 +29,7 @@ struct nvtx_stat {
 struct nvtx_stats {
 	struct nvtx_stat **v; /* entries, in order of first appearance */
 	size_t count, cap;
-	uint32_t *slots; /* open-addressing hash: index + 1, 0 = empty */
-	size_t slot_cap;
+	struct hashmap map; /* by (name, domain): index + 1 */
 	/* ranges already scanned per (process, lane, row) */
 	struct nvtx_seen_proc {
 		struct nvtx_seen_lane {
@@ -36,8 +39,11 @@ struct nvtx_stats {
 		size_t lane_count;
 	} * procs;
 	size_t proc_count;
-	uint64_t ranges; /* ranges fed so far */
+	uint64_t ranges;                /* ranges fed so far */
+	size_t exact_values, exact_max; /* durations kept for exact percentiles, and their bound */
 };
+
+#define NVTX_STATS_EXACT_MAX (8u << 20) /* durations kept for exact percentiles (64 MiB) */
 
 void nvtx_stats_init(struct nvtx_stats *s);
 void nvtx_stats_fini(struct nvtx_stats *s);

@@ -125,6 +125,7 @@ struct store_gpu_device_info {
 	char uuid[48];    /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
 	uint64_t global_memory_bytes;
 	uint32_t sm_count, cc_major, cc_minor;
+	const char *short_name; /* name without the vendor's "NVIDIA " prefix, for labels ("H200") */
 };
 
 /* Creates an empty store. */

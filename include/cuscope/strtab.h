@@ -9,22 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuscope/hashmap.h"
+
 /* Id returned once the table is full; its text is STRTAB_OVERFLOW_TEXT. */
 #define STRTAB_OVERFLOW_ID   1u
 #define STRTAB_OVERFLOW_TEXT "<string table full>"
 
-struct strtab_entry {
-	uint32_t hash;
-	uint32_t id;     /* 0 = empty slot */
-	uint32_t offset; /* into the byte arena */
-	uint32_t length;
-};
-
 struct strtab {
-	struct strtab_entry *slots; /* open addressing, power-of-two size */
+	struct hashmap map; /* ids by text, on fixed slots sized for the cap */
 	size_t slot_count;
-	uint32_t *offsets; /* id -> arena offset, id -> length via lengths */
+	uint32_t *offsets; /* id -> arena offset, id -> length via lengths, id -> hash via hashes */
 	uint32_t *lengths;
+	uint32_t *hashes;
 	uint32_t count; /* ids in use, including the overflow id */
 	uint32_t max_strings;
 	char *arena;

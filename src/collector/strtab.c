@@ -13,6 +13,21 @@ static uint32_t strtab_hash(const char *text, size_t length)
 	return h ? h : 1;
 }
 
+/* A lookup: map references are string ids. */
+struct strtab_key {
+	const struct strtab *tab;
+	const char *text;
+	size_t length;
+	uint32_t hash;
+};
+
+static int strtab_eq(const void *key, uint32_t id)
+{
+	const struct strtab_key *k = key;
+	return k->tab->hashes[id] == k->hash && k->tab->lengths[id] == k->length &&
+	       memcmp(k->tab->arena + k->tab->offsets[id], k->text, k->length) == 0;
+}
+
 int strtab_init(struct strtab *tab, uint32_t max_strings, size_t max_bytes)
 {
 	memset(tab, 0, sizeof *tab);
@@ -21,13 +36,16 @@ int strtab_init(struct strtab *tab, uint32_t max_strings, size_t max_bytes)
 	while (tab->slot_count < (size_t)tab->max_strings * 2)
 		tab->slot_count *= 2;
 	/* The slot array is sized for the cap up front so it never rehashes. */
-	tab->slots = calloc(tab->slot_count, sizeof *tab->slots);
+	uint32_t *slots = calloc(tab->slot_count, sizeof *slots);
 	tab->offsets = calloc((size_t)tab->max_strings + 1, sizeof *tab->offsets);
 	tab->lengths = calloc((size_t)tab->max_strings + 1, sizeof *tab->lengths);
+	tab->hashes = calloc((size_t)tab->max_strings + 1, sizeof *tab->hashes);
+	if (slots)
+		hashmap_init_fixed(&tab->map, slots, tab->slot_count);
 	tab->arena_max = max_bytes;
 	tab->arena_cap = max_bytes < 65536 ? max_bytes : 65536;
 	tab->arena = malloc(tab->arena_cap);
-	if (!tab->slots || !tab->offsets || !tab->lengths || !tab->arena) {
+	if (!slots || !tab->offsets || !tab->lengths || !tab->hashes || !tab->arena) {
 		strtab_fini(tab);
 		return -ENOMEM;
 	}
@@ -40,9 +58,10 @@ int strtab_init(struct strtab *tab, uint32_t max_strings, size_t max_bytes)
 
 void strtab_fini(struct strtab *tab)
 {
-	free(tab->slots);
+	free(tab->map.slots); /* the table's own storage, fixed for the map */
 	free(tab->offsets);
 	free(tab->lengths);
+	free(tab->hashes);
 	free(tab->arena);
 	memset(tab, 0, sizeof *tab);
 }
@@ -50,19 +69,13 @@ void strtab_fini(struct strtab *tab)
 uint32_t strtab_intern(struct strtab *tab, const char *text, size_t length, int *is_new)
 {
 	uint32_t hash = strtab_hash(text, length);
-	size_t mask = tab->slot_count - 1;
-	size_t slot = hash & mask;
+	struct strtab_key key = {tab, text, length, hash};
+	/* Slots are twice the cap, so a free one remains; a full table would answer overflow. */
+	uint32_t *slot = hashmap_slot(&tab->map, hash, strtab_eq, &key);
 	*is_new = 0;
-	for (;;) {
-		struct strtab_entry *e = &tab->slots[slot];
-		if (e->id == 0)
-			break;
-		if (e->hash == hash && e->length == length &&
-		    memcmp(tab->arena + e->offset, text, length) == 0)
-			return e->id;
-		slot = (slot + 1) & mask;
-	}
-	if (tab->count > tab->max_strings || tab->arena_used + length > tab->arena_max) {
+	if (slot && *slot)
+		return *slot;
+	if (!slot || tab->count > tab->max_strings || tab->arena_used + length > tab->arena_max) {
 		tab->overflows++;
 		return STRTAB_OVERFLOW_ID;
 	}
@@ -82,7 +95,8 @@ uint32_t strtab_intern(struct strtab *tab, const char *text, size_t length, int 
 	}
 	memcpy(tab->arena + tab->arena_used, text, length);
 	uint32_t id = tab->count++;
-	tab->slots[slot] = (struct strtab_entry){hash, id, (uint32_t)tab->arena_used, (uint32_t)length};
+	hashmap_fill(&tab->map, slot, id);
+	tab->hashes[id] = hash;
 	tab->offsets[id] = (uint32_t)tab->arena_used;
 	tab->lengths[id] = (uint32_t)length;
 	tab->arena_used += length;

@@ -5,6 +5,8 @@
  * cached per address and interned, so each distinct frame costs one lookup.
  */
 #include "collector.h"
+#include "cuscope/hashmap.h"
+#include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 
 #include <dlfcn.h>
@@ -41,6 +43,11 @@ struct perf_entry {
 	uint64_t start, size;
 	char *name;
 };
+
+/* Both are searched as time rows (timerow.h): sorted by their first field. */
+_Static_assert(offsetof(struct symbol, start) == TIMEROW_START &&
+                   offsetof(struct perf_entry, start) == TIMEROW_START,
+               "sorted by the first field");
 
 static struct {
 	struct module *mods;
@@ -170,14 +177,7 @@ static struct module *module_find(uint64_t pc)
 
 static const struct symbol *module_symbol(const struct module *m, uint64_t rel)
 {
-	size_t lo = 0, hi = m->sym_count;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->syms[mid].start <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = timerow_bound(m->syms, m->sym_count, sizeof *m->syms, TIMEROW_START, rel, 1);
 	if (lo == 0)
 		return NULL;
 	const struct symbol *s = &m->syms[lo - 1];
@@ -240,14 +240,7 @@ static void perf_map_refresh(void)
 
 static const struct perf_entry *perf_find(uint64_t pc)
 {
-	size_t lo = 0, hi = sym.perf_count;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sym.perf[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = timerow_bound(sym.perf, sym.perf_count, sizeof *sym.perf, TIMEROW_START, pc, 1);
 	if (lo == 0)
 		return NULL;
 	const struct perf_entry *e = &sym.perf[lo - 1];
@@ -303,6 +296,15 @@ static uint32_t symbolize_uncached(uint64_t pc)
 	return sender_intern(text, strlen(text));
 }
 
+/* A cache slot holds pc + 1 (0 = empty). */
+static enum hashmap_look cache_look(const void *ctx, size_t slot)
+{
+	uint64_t pc = *(const uint64_t *)ctx;
+	if (!sym.cache_pc[slot])
+		return HASHMAP_EMPTY;
+	return sym.cache_pc[slot] == pc + 1 ? HASHMAP_MATCH : HASHMAP_OTHER;
+}
+
 uint32_t symbolize_pc(uint64_t pc, int is_return_address)
 {
 	/* A return address points after the call: look up the call instruction's function. */
@@ -326,23 +328,20 @@ uint32_t symbolize_pc(uint64_t pc, int is_return_address)
 			return symbolize_uncached(lookup);
 		}
 	}
-	size_t slot = (size_t)((lookup * 0x9E3779B97F4A7C15ull) >> 46) & (PC_CACHE_SLOTS - 1);
-	for (size_t probe = 0; probe < 16; probe++) {
-		size_t i = (slot + probe) & (PC_CACHE_SLOTS - 1);
-		if (sym.cache_pc[i] == lookup + 1)
-			return sym.cache_id[i];
-		if (!sym.cache_pc[i]) {
-			uint32_t id = symbolize_uncached(lookup);
-			/* Keep the table at most 3/4 full; beyond that, answers are just not cached. */
-			if (sym.cache_used < PC_CACHE_SLOTS / 4 * 3) {
-				sym.cache_pc[i] = lookup + 1;
-				sym.cache_id[i] = id;
-				sym.cache_used++;
-			}
-			return id;
-		}
+	/* A bounded cache: 16 probes at most, then the answer is just not cached. */
+	int matched;
+	size_t i = hashmap_probe(PC_CACHE_SLOTS, (lookup * 0x9E3779B97F4A7C15ull) >> 46, 16, cache_look,
+	                         &lookup, &matched);
+	if (i != SIZE_MAX && matched)
+		return sym.cache_id[i];
+	uint32_t id = symbolize_uncached(lookup);
+	/* Keep the table at most 3/4 full; beyond that, answers are just not cached. */
+	if (i != SIZE_MAX && sym.cache_used < PC_CACHE_SLOTS / 4 * 3) {
+		sym.cache_pc[i] = lookup + 1;
+		sym.cache_id[i] = id;
+		sym.cache_used++;
 	}
-	return symbolize_uncached(lookup);
+	return id;
 }
 
 void symbolize_forget(void)

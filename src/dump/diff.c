@@ -4,7 +4,9 @@
  */
 #include "cuscope/diff.h"
 #include "cuscope/escape.h"
+#include "cuscope/hashmap.h"
 #include "cuscope/store.h"
+#include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -35,8 +37,7 @@ struct drow {
 struct dtable {
 	struct drow *v;
 	size_t n, cap;
-	uint32_t *slots; /* index + 1 */
-	size_t slot_count;
+	struct hashmap map; /* by row_hash: index + 1 */
 };
 
 static uint64_t str_hash(uint64_t h, const char *s)
@@ -63,28 +64,37 @@ static int row_equal(const struct drow *r, int kind, const char *name, const cha
 	       strcmp(r->domain, domain) == 0;
 }
 
+struct row_key {
+	const struct dtable *t;
+	int kind;
+	const char *name, *domain;
+	int style;
+	uint32_t device;
+	uint64_t hash;
+};
+
+static int row_key_eq(const void *key, uint32_t ref)
+{
+	const struct row_key *k = key;
+	const struct drow *r = &k->t->v[ref - 1];
+	return r->hash == k->hash && row_equal(r, k->kind, k->name, k->domain, k->style, k->device);
+}
+
+static uint64_t row_rehash(const void *ctx, uint32_t ref)
+{
+	const struct dtable *t = ctx;
+	return t->v[ref - 1].hash;
+}
+
 static struct drow *row_get(struct dtable *t, int kind, const char *name, const char *domain, int style,
                             uint32_t device)
 {
-	if ((t->n + 1) * 2 > t->slot_count) {
-		free(t->slots);
-		t->slot_count = t->slot_count ? t->slot_count * 2 : 256;
-		t->slots = xcalloc(t->slot_count, sizeof *t->slots);
-		for (size_t i = 0; i < t->n; i++) {
-			size_t s = t->v[i].hash & (t->slot_count - 1);
-			while (t->slots[s])
-				s = (s + 1) & (t->slot_count - 1);
-			t->slots[s] = (uint32_t)i + 1;
-		}
-	}
+	hashmap_reserve(&t->map, 256, row_rehash, t, xcalloc);
 	uint64_t h = row_hash(kind, name, domain, style, device);
-	size_t s = h & (t->slot_count - 1);
-	while (t->slots[s]) {
-		struct drow *r = &t->v[t->slots[s] - 1];
-		if (r->hash == h && row_equal(r, kind, name, domain, style, device))
-			return r;
-		s = (s + 1) & (t->slot_count - 1);
-	}
+	struct row_key key = {t, kind, name, domain, style, device, h};
+	uint32_t *slot = hashmap_slot(&t->map, h, row_key_eq, &key);
+	if (*slot)
+		return &t->v[*slot - 1];
 	xgrow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v);
 	struct drow *r = &t->v[t->n];
 	memset(r, 0, sizeof *r);
@@ -94,7 +104,7 @@ static struct drow *row_get(struct dtable *t, int kind, const char *name, const 
 	r->style = style;
 	r->device = device;
 	r->hash = h;
-	t->slots[s] = (uint32_t)++t->n;
+	hashmap_fill(&t->map, slot, (uint32_t)++t->n);
 	return r;
 }
 
@@ -151,12 +161,6 @@ static void collect(struct dtable *t, int which, const struct store *st)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static uint64_t abs_delta(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : b - a;
@@ -179,15 +183,6 @@ static int cmp_row(const void *a, const void *b)
 	if (x->style != y->style)
 		return x->style - y->style;
 	return x->device < y->device ? -1 : x->device > y->device;
-}
-
-/* Nearest-rank median of sorted values. */
-static uint64_t median(const uint64_t *v, size_t n)
-{
-	if (!n)
-		return 0;
-	size_t rank = (n + 1) / 2;
-	return v[rank - 1];
 }
 
 int diff_format_parse(const char *text, enum diff_format *out)
@@ -336,9 +331,8 @@ int diff_write(FILE *out, const struct store *a, const char *name_a, const struc
 	for (size_t i = 0; i < t.n; i++) {
 		for (int s = 0; s < 2; s++) {
 			struct side *sd = &t.v[i].s[s];
-			if (sd->n)
-				qsort(sd->durations, sd->n, sizeof *sd->durations, cmp_u64);
-			sd->p50 = median(sd->durations, sd->n);
+			u64_sort(sd->durations, sd->n);
+			sd->p50 = u64_percentile(sd->durations, sd->n, 0.50);
 			free(sd->durations);
 			sd->durations = NULL;
 		}
@@ -354,6 +348,6 @@ int diff_write(FILE *out, const struct store *a, const char *name_a, const struc
 		free(t.v[i].domain);
 	}
 	free(t.v);
-	free(t.slots);
+	hashmap_fini(&t.map);
 	return ferror(out) ? -EIO : 0;
 }

@@ -2,66 +2,19 @@
  * Stats sections. Each section is built as a generic table (named columns, typed cells) and then
  * printed by one of three writers, so table, CSV and JSON always hold the same rows.
  */
-#include "cuscope/escape.h"
+#include "cuscope/hashmap.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
+#include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
+#include "stats_table.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum cell_type { CELL_STR, CELL_INT, CELL_BOOL };
-
-struct column {
-	const char *key;
-	enum cell_type type;
-};
-
-struct cell {
-	const char *str; /* CELL_STR, owned by the table */
-	int64_t num;
-};
-
-struct table {
-	const char *name;
-	const struct column *cols;
-	size_t col_count;
-	struct cell *cells; /* row-major */
-	size_t rows, cap_cells;
-};
-
-static void table_row(struct table *t, ...)
-{
-	va_list ap;
-	xgrow((void **)&t->cells, &t->cap_cells, (t->rows + 1) * t->col_count, sizeof *t->cells);
-	struct cell *row = &t->cells[t->rows * t->col_count];
-	va_start(ap, t);
-	for (size_t c = 0; c < t->col_count; c++) {
-		if (t->cols[c].type == CELL_STR) {
-			row[c].str = xstrdup(va_arg(ap, const char *));
-		} else if (t->cols[c].type == CELL_BOOL) {
-			row[c].num = va_arg(ap, int) != 0;
-			row[c].str = NULL;
-		} else {
-			row[c].num = va_arg(ap, int64_t);
-			row[c].str = NULL;
-		}
-	}
-	va_end(ap);
-	t->rows++;
-}
-
-static void table_fini(struct table *t)
-{
-	for (size_t i = 0; i < t->rows * t->col_count; i++)
-		free((char *)t->cells[i].str);
-	free(t->cells);
-}
 
 /* ---- nvtx ---- */
 
@@ -78,9 +31,13 @@ struct nvtx_group {
 struct nvtx_groups {
 	struct nvtx_group *v;
 	size_t n, cap;
-	/* open addressing index over v */
-	uint32_t *slots;
-	size_t slot_count;
+	struct hashmap map; /* by (name, domain, style): index + 1 */
+};
+
+struct group_key {
+	const struct nvtx_groups *g;
+	uint32_t name, domain;
+	int style;
 };
 
 static uint32_t group_hash(uint32_t name, uint32_t domain, int style)
@@ -88,34 +45,33 @@ static uint32_t group_hash(uint32_t name, uint32_t domain, int style)
 	return (name * 2654435761u) ^ (domain * 40503u) ^ (uint32_t)style * 97u;
 }
 
+static int group_eq(const void *key, uint32_t ref)
+{
+	const struct group_key *k = key;
+	const struct nvtx_group *e = &k->g->v[ref - 1];
+	return e->name_id == k->name && e->domain_id == k->domain && e->style == k->style;
+}
+
+static uint64_t group_rehash(const void *ctx, uint32_t ref)
+{
+	const struct nvtx_groups *g = ctx;
+	return group_hash(g->v[ref - 1].name_id, g->v[ref - 1].domain_id, g->v[ref - 1].style);
+}
+
 static struct nvtx_group *group_get(struct nvtx_groups *g, uint32_t name, uint32_t domain, int style)
 {
-	if ((g->n + 1) * 2 > g->slot_count) {
-		free(g->slots);
-		g->slot_count = g->slot_count ? g->slot_count * 2 : 256;
-		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
-		for (size_t i = 0; i < g->n; i++) {
-			size_t s = group_hash(g->v[i].name_id, g->v[i].domain_id, g->v[i].style) &
-			           (g->slot_count - 1);
-			while (g->slots[s])
-				s = (s + 1) & (g->slot_count - 1);
-			g->slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = group_hash(name, domain, style) & (g->slot_count - 1);
-	while (g->slots[s]) {
-		struct nvtx_group *e = &g->v[g->slots[s] - 1];
-		if (e->name_id == name && e->domain_id == domain && e->style == style)
-			return e;
-		s = (s + 1) & (g->slot_count - 1);
-	}
+	hashmap_reserve(&g->map, 256, group_rehash, g, xcalloc);
+	struct group_key key = {g, name, domain, style};
+	uint32_t *slot = hashmap_slot(&g->map, group_hash(name, domain, style), group_eq, &key);
+	if (*slot)
+		return &g->v[*slot - 1];
 	xgrow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v);
 	struct nvtx_group *e = &g->v[g->n];
 	memset(e, 0, sizeof *e);
 	e->name_id = name;
 	e->domain_id = domain;
 	e->style = style;
-	g->slots[s] = (uint32_t)++g->n;
+	hashmap_fill(&g->map, slot, (uint32_t)++g->n);
 	return e;
 }
 
@@ -128,12 +84,6 @@ static void group_add(struct nvtx_groups *g, const struct store_range *r, int st
 	e->total += d;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_group_total(const void *a, const void *b)
 {
 	const struct nvtx_group *x = a, *y = b;
@@ -142,17 +92,6 @@ static int cmp_group_total(const void *a, const void *b)
 	if (x->n != y->n)
 		return x->n > y->n ? -1 : 1;
 	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
-}
-
-/* Nearest-rank percentile of sorted values (q in (0,1]). */
-static uint64_t percentile(const uint64_t *sorted, size_t n, double q)
-{
-	size_t rank = (size_t)(q * (double)n + 0.999999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return sorted[rank - 1];
 }
 
 static const struct column nvtx_cols[] = {
@@ -187,15 +126,16 @@ static void section_nvtx(const struct store *st, struct table *t)
 		qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
-		qsort(e->durations, e->n, sizeof *e->durations, cmp_u64);
-		table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
-		          style_names[e->style], (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
-		          (int64_t)percentile(e->durations, e->n, 0.50),
-		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
+		u64_sort(e->durations, e->n);
+		stats_table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
+		                style_names[e->style], (int64_t)e->n, (int64_t)e->total,
+		                (int64_t)e->durations[0], (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		                (int64_t)u64_percentile(e->durations, e->n, 0.99),
+		                (int64_t)e->durations[e->n - 1]);
 		free(e->durations);
 	}
 	free(g.v);
-	free(g.slots);
+	hashmap_fini(&g.map);
 }
 
 /* ---- threads, processes, losses ---- */
@@ -211,7 +151,7 @@ static void section_threads(const struct store *st, struct table *t)
 			struct store_lane_info li;
 			store_lane_get(st, p, l, &li);
 			if (li.kind == STORE_LANE_THREAD)
-				table_row(t, (int64_t)pi.pid, (int64_t)li.tid, li.name);
+				stats_table_row(t, (int64_t)pi.pid, (int64_t)li.tid, li.name);
 		}
 	}
 }
@@ -226,7 +166,7 @@ static void section_processes(const struct store *st, struct table *t)
 		store_process_get(st, p, &pi);
 		char end[128];
 		store_process_end_text(&pi, end, sizeof end);
-		table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete");
+		stats_table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete");
 	}
 }
 
@@ -235,7 +175,7 @@ static const struct column loss_cols[] = {{"cause", CELL_STR}, {"count", CELL_IN
 static void section_losses(const struct store *st, struct table *t)
 {
 	for (uint32_t cause = 1; cause < WIRE_LOSS_CAUSE_MAX; cause++)
-		table_row(t, wire_loss_cause_name(cause), (int64_t)store_loss_count(st, cause));
+		stats_table_row(t, wire_loss_cause_name(cause), (int64_t)store_loss_count(st, cause));
 }
 
 /* ---- GPU: kernels, memcpy, memset, sync, gpus, streams, api ---- */
@@ -251,8 +191,12 @@ struct op_group {
 struct op_groups {
 	struct op_group *v;
 	size_t n, cap;
-	uint32_t *slots; /* index + 1 */
-	size_t slot_count;
+	struct hashmap map; /* by key: index + 1 */
+};
+
+struct op_key {
+	const struct op_groups *g;
+	const uint32_t *key;
 };
 
 static uint32_t op_key_hash(const uint32_t key[4])
@@ -263,32 +207,31 @@ static uint32_t op_key_hash(const uint32_t key[4])
 	return h;
 }
 
+static int op_key_eq(const void *key, uint32_t ref)
+{
+	const struct op_key *q = key;
+	return memcmp(q->g->v[ref - 1].key, q->key, sizeof q->g->v[ref - 1].key) == 0;
+}
+
+static uint64_t op_key_rehash(const void *ctx, uint32_t ref)
+{
+	const struct op_groups *g = ctx;
+	return op_key_hash(g->v[ref - 1].key);
+}
+
 static struct op_group *op_group_get(struct op_groups *g, uint32_t k0, uint32_t k1, uint32_t k2, uint32_t k3)
 {
 	const uint32_t key[4] = {k0, k1, k2, k3};
-	if ((g->n + 1) * 2 > g->slot_count) {
-		free(g->slots);
-		g->slot_count = g->slot_count ? g->slot_count * 2 : 64;
-		g->slots = xcalloc(g->slot_count, sizeof *g->slots);
-		for (size_t i = 0; i < g->n; i++) {
-			size_t s = op_key_hash(g->v[i].key) & (g->slot_count - 1);
-			while (g->slots[s])
-				s = (s + 1) & (g->slot_count - 1);
-			g->slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = op_key_hash(key) & (g->slot_count - 1);
-	while (g->slots[s]) {
-		struct op_group *e = &g->v[g->slots[s] - 1];
-		if (memcmp(e->key, key, sizeof key) == 0)
-			return e;
-		s = (s + 1) & (g->slot_count - 1);
-	}
+	hashmap_reserve(&g->map, 64, op_key_rehash, g, xcalloc);
+	struct op_key q = {g, key};
+	uint32_t *slot = hashmap_slot(&g->map, op_key_hash(key), op_key_eq, &q);
+	if (*slot)
+		return &g->v[*slot - 1];
 	xgrow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v);
 	struct op_group *e = &g->v[g->n];
 	memset(e, 0, sizeof *e);
 	memcpy(e->key, key, sizeof key);
-	g->slots[s] = (uint32_t)++g->n;
+	hashmap_fill(&g->map, slot, (uint32_t)++g->n);
 	return e;
 }
 
@@ -343,7 +286,7 @@ static void op_groups_collect(const struct store *st, struct op_groups *g, unsig
 		qsort(g->v, g->n, sizeof *g->v, cmp_op_group);
 	for (size_t i = 0; i < g->n; i++)
 		if (g->v[i].n)
-			qsort(g->v[i].durations, g->v[i].n, sizeof *g->v[i].durations, cmp_u64);
+			u64_sort(g->v[i].durations, g->v[i].n);
 }
 
 static void op_groups_fini(struct op_groups *g)
@@ -351,7 +294,7 @@ static void op_groups_fini(struct op_groups *g)
 	for (size_t i = 0; i < g->n; i++)
 		free(g->v[i].durations);
 	free(g->v);
-	free(g->slots);
+	hashmap_fini(&g->map);
 }
 
 static void key_kernel(const struct store *st, size_t p, const struct store_lane_info *li,
@@ -374,10 +317,11 @@ static void section_kernels(const struct store *st, struct table *t)
 	op_groups_collect(st, &g, 1u << WIRE_GPU_KERNEL, 1, key_kernel);
 	for (size_t i = 0; i < g.n; i++) {
 		const struct op_group *e = &g.v[i];
-		table_row(t, store_string(st, e->key[0]), (int64_t)e->key[1], (int64_t)e->count,
-		          (int64_t)e->total_ns, (int64_t)e->durations[0],
-		          (int64_t)percentile(e->durations, e->n, 0.50),
-		          (int64_t)percentile(e->durations, e->n, 0.99), (int64_t)e->durations[e->n - 1]);
+		stats_table_row(t, store_string(st, e->key[0]), (int64_t)e->key[1], (int64_t)e->count,
+		                (int64_t)e->total_ns, (int64_t)e->durations[0],
+		                (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		                (int64_t)u64_percentile(e->durations, e->n, 0.99),
+		                (int64_t)e->durations[e->n - 1]);
 	}
 	op_groups_fini(&g);
 }
@@ -405,9 +349,9 @@ static void section_memcpy(const struct store *st, struct table *t)
 	op_groups_collect(st, &g, 1u << WIRE_GPU_MEMCPY, 0, key_memcpy);
 	for (size_t i = 0; i < g.n; i++) {
 		const struct op_group *e = &g.v[i];
-		table_row(t, wire_memcpy_kind_name(e->key[0]), wire_mem_kind_name(e->key[1]),
-		          wire_mem_kind_name(e->key[2]), (int)e->key[3], (int64_t)e->count, (int64_t)e->bytes,
-		          (int64_t)e->total_ns);
+		stats_table_row(t, wire_memcpy_kind_name(e->key[0]), wire_mem_kind_name(e->key[1]),
+		                wire_mem_kind_name(e->key[2]), (int)e->key[3], (int64_t)e->count,
+		                (int64_t)e->bytes, (int64_t)e->total_ns);
 	}
 	op_groups_fini(&g);
 }
@@ -429,7 +373,7 @@ static void section_memset(const struct store *st, struct table *t)
 	struct op_groups g = {0};
 	op_groups_collect(st, &g, 1u << WIRE_GPU_MEMSET, 0, key_none);
 	for (size_t i = 0; i < g.n; i++)
-		table_row(t, (int64_t)g.v[i].count, (int64_t)g.v[i].bytes, (int64_t)g.v[i].total_ns);
+		stats_table_row(t, (int64_t)g.v[i].count, (int64_t)g.v[i].bytes, (int64_t)g.v[i].total_ns);
 	op_groups_fini(&g);
 }
 
@@ -449,8 +393,8 @@ static void section_sync(const struct store *st, struct table *t)
 	struct op_groups g = {0};
 	op_groups_collect(st, &g, 1u << WIRE_GPU_SYNC, 0, key_subkind);
 	for (size_t i = 0; i < g.n; i++)
-		table_row(t, wire_sync_type_name(g.v[i].key[0]), (int64_t)g.v[i].count,
-		          (int64_t)g.v[i].total_ns);
+		stats_table_row(t, wire_sync_type_name(g.v[i].key[0]), (int64_t)g.v[i].count,
+		                (int64_t)g.v[i].total_ns);
 	op_groups_fini(&g);
 }
 
@@ -469,7 +413,7 @@ static void section_gpus(const struct store *st, struct table *t)
 				seen = row[0].num == (int64_t)di.device && strcmp(row[2].str, di.uuid) == 0;
 			}
 			if (!seen)
-				table_row(t, (int64_t)di.device, di.name, di.uuid);
+				stats_table_row(t, (int64_t)di.device, di.name, di.uuid);
 		}
 	}
 }
@@ -557,8 +501,8 @@ static void section_streams(const struct store *st, struct table *t)
 	for (size_t i = 0; i < n; i++) {
 		struct store_lane_info li;
 		store_lane_get(st, rows[i].process, rows[i].lane, &li);
-		table_row(t, (int64_t)li.device, (int64_t)li.stream, li.is_default, (int64_t)li.kernels,
-		          (int64_t)stream_busy_ns(st, rows[i].process, rows[i].lane, &li));
+		stats_table_row(t, (int64_t)li.device, (int64_t)li.stream, li.is_default, (int64_t)li.kernels,
+		                (int64_t)stream_busy_ns(st, rows[i].process, rows[i].lane, &li));
 	}
 	free(rows);
 }
@@ -581,8 +525,8 @@ static void section_api(const struct store *st, struct table *t)
 	op_groups_collect(st, &g, 1u << WIRE_GPU_API_RUNTIME | 1u << WIRE_GPU_API_DRIVER, 1, key_name);
 	for (size_t i = 0; i < g.n; i++) {
 		const struct op_group *e = &g.v[i];
-		table_row(t, store_string(st, e->key[0]), (int64_t)e->count, (int64_t)e->total_ns,
-		          (int64_t)percentile(e->durations, e->n, 0.50));
+		stats_table_row(t, store_string(st, e->key[0]), (int64_t)e->count, (int64_t)e->total_ns,
+		                (int64_t)u64_percentile(e->durations, e->n, 0.50));
 	}
 	op_groups_fini(&g);
 }
@@ -647,9 +591,9 @@ static void section_cost(const struct store *st, struct table *t)
 			struct store_cost c;
 			if (store_cost_get(st, p, s, &c) != 0)
 				continue;
-			table_row(t, (int64_t)pi.pid, wire_cost_source_name(s), (int64_t)c.cpu_ns,
-			          (int64_t)c.added_ns, (int64_t)c.events, (int64_t)c.backoffs,
-			          (int64_t)c.level, c.reduced);
+			stats_table_row(t, (int64_t)pi.pid, wire_cost_source_name(s), (int64_t)c.cpu_ns,
+			                (int64_t)c.added_ns, (int64_t)c.events, (int64_t)c.backoffs,
+			                (int64_t)c.level, c.reduced);
 		}
 	}
 }
@@ -679,97 +623,6 @@ static const struct section sections[] = {
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
 };
-
-/* ---- writers ---- */
-
-static void write_json(FILE *out, const struct table *t, int first)
-{
-	fprintf(out, "%s\n  \"%s\": [", first ? "" : ",", t->name);
-	for (size_t r = 0; r < t->rows; r++) {
-		fprintf(out, "%s\n    {", r ? "," : "");
-		for (size_t c = 0; c < t->col_count; c++) {
-			const struct cell *cell = &t->cells[r * t->col_count + c];
-			fprintf(out, "%s\"%s\": ", c ? ", " : "", t->cols[c].key);
-			if (t->cols[c].type == CELL_STR)
-				escape_json_fputs(out, cell->str);
-			else if (t->cols[c].type == CELL_BOOL)
-				fputs(cell->num ? "true" : "false", out);
-			else
-				fprintf(out, "%" PRId64, cell->num);
-		}
-		fputc('}', out);
-	}
-	fprintf(out, "%s]", t->rows ? "\n  " : "");
-}
-
-static void write_csv(FILE *out, const struct table *t, int first)
-{
-	fprintf(out, "%s# %s\n", first ? "" : "\n", t->name);
-	for (size_t c = 0; c < t->col_count; c++)
-		fprintf(out, "%s%s", c ? "," : "", t->cols[c].key);
-	fputc('\n', out);
-	for (size_t r = 0; r < t->rows; r++) {
-		for (size_t c = 0; c < t->col_count; c++) {
-			const struct cell *cell = &t->cells[r * t->col_count + c];
-			if (c)
-				fputc(',', out);
-			if (t->cols[c].type == CELL_STR)
-				escape_csv_fputs(out, cell->str);
-			else if (t->cols[c].type == CELL_BOOL)
-				fputs(cell->num ? "true" : "false", out);
-			else
-				fprintf(out, "%" PRId64, cell->num);
-		}
-		fputc('\n', out);
-	}
-}
-
-static int cell_width(const struct table *t, size_t r, size_t c)
-{
-	const struct cell *cell = &t->cells[r * t->col_count + c];
-	if (t->cols[c].type == CELL_STR)
-		return (int)escape_term_columns(cell->str);
-	if (t->cols[c].type == CELL_BOOL)
-		return cell->num ? 4 : 5;
-	char buf[32];
-	return snprintf(buf, sizeof buf, "%" PRId64, cell->num);
-}
-
-static void write_table(FILE *out, const struct table *t, int first)
-{
-	int width[16];
-	fprintf(out, "%s== %s ==\n", first ? "" : "\n", t->name);
-	for (size_t c = 0; c < t->col_count; c++) {
-		width[c] = (int)strlen(t->cols[c].key);
-		for (size_t r = 0; r < t->rows; r++) {
-			int w = cell_width(t, r, c);
-			if (w > width[c])
-				width[c] = w;
-		}
-		if (t->cols[c].type == CELL_STR && width[c] > 60)
-			width[c] = 60;
-	}
-	for (size_t c = 0; c < t->col_count; c++)
-		fprintf(out, "%s%*s", c ? "  " : "", t->cols[c].type == CELL_STR ? -width[c] : width[c],
-		        t->cols[c].key);
-	fputc('\n', out);
-	if (!t->rows)
-		fputs("(none)\n", out);
-	for (size_t r = 0; r < t->rows; r++) {
-		for (size_t c = 0; c < t->col_count; c++) {
-			const struct cell *cell = &t->cells[r * t->col_count + c];
-			if (c)
-				fputs("  ", out);
-			if (t->cols[c].type == CELL_STR)
-				escape_term_field(out, cell->str, (size_t)width[c], 1);
-			else if (t->cols[c].type == CELL_BOOL)
-				fprintf(out, "%-*s", width[c], cell->num ? "true" : "false");
-			else
-				fprintf(out, "%*" PRId64, width[c], cell->num);
-		}
-		fputc('\n', out);
-	}
-}
 
 int stats_format_parse(const char *text, enum stats_format *out)
 {
@@ -825,11 +678,6 @@ int stats_write(FILE *out, const struct store *st, enum stats_format format)
 
 int stats_write_sections(FILE *out, const struct store *st, enum stats_format format, unsigned mask)
 {
-	static void (*const writers[])(FILE *, const struct table *, int) = {
-	    [STATS_FORMAT_TABLE] = write_table,
-	    [STATS_FORMAT_CSV] = write_csv,
-	    [STATS_FORMAT_JSON] = write_json,
-	};
 	if (format == STATS_FORMAT_JSON)
 		fputc('{', out);
 	int first = 1;
@@ -838,9 +686,9 @@ int stats_write_sections(FILE *out, const struct store *st, enum stats_format fo
 			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
 		sections[s].build(st, &t);
-		writers[format](out, &t, first);
+		stats_table_write(out, &t, format, first);
 		first = 0;
-		table_fini(&t);
+		stats_table_fini(&t);
 	}
 	if (format == STATS_FORMAT_JSON)
 		fputs("\n}\n", out);

@@ -4,6 +4,7 @@
  */
 #include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
+#include "cuscope/u64.h"
 #include "cuscope/xalloc.h"
 
 #include <stdio.h>
@@ -100,12 +101,6 @@ struct call_group {
 	uint64_t total;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_call_group(const void *a, const void *b)
 {
 	const struct call_group *x = a, *y = b;
@@ -114,17 +109,6 @@ static int cmp_call_group(const void *a, const void *b)
 	if (x->n != y->n)
 		return x->n > y->n ? -1 : 1;
 	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
-}
-
-/* Nearest-rank percentile of sorted values (q in (0,1]). */
-static uint64_t percentile(const uint64_t *sorted, size_t n, double q)
-{
-	size_t rank = (size_t)(q * (double)n + 0.999999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return sorted[rank - 1];
 }
 
 static void group_add(struct call_group **g, size_t *n, size_t *cap, uint32_t name, uint64_t d)
@@ -185,7 +169,7 @@ void stats_cpu_osrt(const struct store *st, stats_cpu_row_fn row, void *ctx)
 			store_lane_get(st, p, l, &li);
 			for (size_t k = 0; k < n; k++) {
 				struct call_group *e = &g[k];
-				qsort(e->durations, e->n, sizeof *e->durations, cmp_u64);
+				u64_sort(e->durations, e->n);
 				const char *call = e->name_id == 0            ? STATS_CPU_GC_CALL
 				                   : e->name_id == UINT32_MAX ? "?"
 				                                              : store_string(st, e->name_id);
@@ -196,8 +180,8 @@ void stats_cpu_osrt(const struct store *st, stats_cpu_row_fn row, void *ctx)
 				    {call, 0, 0},
 				    {NULL, (int64_t)e->n, 0},
 				    {NULL, (int64_t)e->total, 0},
-				    {NULL, (int64_t)percentile(e->durations, e->n, 0.50), 0},
-				    {NULL, (int64_t)percentile(e->durations, e->n, 0.99), 0},
+				    {NULL, (int64_t)u64_percentile(e->durations, e->n, 0.50), 0},
+				    {NULL, (int64_t)u64_percentile(e->durations, e->n, 0.99), 0},
 				    {NULL, (int64_t)e->durations[e->n - 1], 0},
 				};
 				row(ctx, cells, sizeof cells / sizeof cells[0]);

@@ -11,6 +11,7 @@
 
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
+#include "cuscope/timerow.h"
 
 #define COSTVIEW_NOTICES_SCANNED 64
 
@@ -29,14 +30,7 @@ double costview_added_pct(uint64_t added_ns, uint64_t wall_ns)
 static void costview_interp(const struct store_cost_point *v, size_t n, uint64_t t, double *cpu,
                             double *added)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) { /* first reading after t */
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].time_ns > t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
+	size_t lo = timerow_bound(v, n, sizeof *v, TIMEROW_START, t, 1); /* first reading after t */
 	if (lo == 0 || lo == n) {
 		const struct store_cost_point *p = lo == 0 ? &v[0] : &v[n - 1];
 		*cpu = (double)p->cpu_ns;
@@ -168,14 +162,7 @@ int costview_reduced_in(const struct store *st, size_t process, uint32_t source,
 	size_t n = store_cost_reduced(st, process, source, &v);
 	/* Stretches never overlap and are sorted: the last one starting before `to` is the newest candidate,
 	 * and an earlier one cannot reach further than the one after it starts. */
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns >= to)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
+	size_t lo = timerow_bound(v, n, sizeof *v, TIMEROW_START, to, 0);
 	if (lo == 0)
 		return 0;
 	const struct store_cost_reduced *r = &v[lo - 1];

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuscope/timerow.h"
+
 int cpuview_density_level(uint32_t count, uint32_t max)
 {
 	if (!count || !max)
@@ -50,15 +52,12 @@ double cpuview_share(uint64_t part, uint64_t whole)
 /* First index whose start_ns > t. */
 static size_t cpuview_upper_bound(const struct store_gpu_op *ops, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ops[mid].start_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return timerow_bound(ops, n, sizeof *ops, TIMEROW_START, t, 1);
+}
+
+int cpuview_is_gap(uint64_t a, uint64_t b, uint64_t min_ns)
+{
+	return b > a && b - a >= min_ns;
 }
 
 /* The gap before ops[i] (i >= 1) if it is long enough. */
@@ -66,7 +65,7 @@ static int cpuview_gap_before(const struct store_gpu_op *ops, size_t i, uint64_t
                               struct cpuview_gap *out)
 {
 	uint64_t a = ops[i - 1].end_ns, b = ops[i].start_ns;
-	if (b <= a || b - a < min_ns)
+	if (!cpuview_is_gap(a, b, min_ns))
 		return 0;
 	*out = (struct cpuview_gap){a, b, i};
 	return 1;

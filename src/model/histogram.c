@@ -1,11 +1,62 @@
 #include "cuscope/histogram.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "cuscope/u64.h"
+#include "cuscope/xalloc.h"
 
 void hist_init(struct hist *h)
 {
 	memset(h, 0, sizeof *h);
+}
+
+void hist_fini(struct hist *h)
+{
+	hist_drop_values(h);
+}
+
+void hist_keep_values(struct hist *h)
+{
+	if (!h->values && !h->count)
+		h->values = xcalloc(1, sizeof *h->values);
+}
+
+void hist_drop_values(struct hist *h)
+{
+	if (h->values)
+		free(h->values->v);
+	free(h->values);
+	h->values = NULL;
+}
+
+int hist_is_exact(const struct hist *h)
+{
+	return h->values && h->values->n == h->count;
+}
+
+/* Sorts the values added since the last call and merges them into the sorted prefix. */
+static void hist_values_sort(struct hist_values *hv)
+{
+	size_t old = hv->sorted, add = hv->n - old;
+	if (!add)
+		return;
+	u64_sort(hv->v + old, add);
+	if (old && hv->v[old - 1] > hv->v[old]) {
+		/* Merge from the back: the new run waits in tmp while the prefix moves up. */
+		uint64_t *tmp = xmalloc(add * sizeof *tmp);
+		memcpy(tmp, hv->v + old, add * sizeof *tmp);
+		size_t i = old, j = add, k = hv->n;
+		while (j > 0) {
+			if (i > 0 && hv->v[i - 1] > tmp[j - 1])
+				hv->v[--k] = hv->v[--i];
+			else
+				hv->v[--k] = tmp[--j];
+		}
+		free(tmp);
+	}
+	hv->sorted = hv->n;
 }
 
 size_t hist_bucket_of(uint64_t ns)
@@ -42,6 +93,11 @@ void hist_add(struct hist *h, uint64_t ns)
 	h->count++;
 	h->total_ns += ns;
 	h->bucket[hist_bucket_of(ns)]++;
+	if (h->values) {
+		struct hist_values *hv = h->values;
+		xgrow((void **)&hv->v, &hv->cap, hv->n + 1, sizeof *hv->v);
+		hv->v[hv->n++] = ns;
+	}
 }
 
 uint64_t hist_percentile(const struct hist *h, double p)
@@ -52,9 +108,12 @@ uint64_t hist_percentile(const struct hist *h, double p)
 		return h->min_ns;
 	if (p >= 100)
 		return h->max_ns;
-	uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)h->count);
-	if (rank < 1)
-		rank = 1;
+	if (hist_is_exact(h)) {
+		/* The values are the histogram's own cache: sorting them changes no answer. */
+		hist_values_sort(h->values);
+		return u64_percentile(h->values->v, h->values->n, p / 100.0);
+	}
+	uint64_t rank = u64_rank((size_t)h->count, p / 100.0);
 	uint64_t seen = 0;
 	for (size_t b = 0; b < HIST_BUCKETS; b++) {
 		seen += h->bucket[b];

@@ -3,20 +3,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/hashmap.h"
 #include "cuscope/store.h"
 #include "cuscope/xalloc.h"
 
 void nvtx_stats_init(struct nvtx_stats *s)
 {
 	memset(s, 0, sizeof *s);
+	s->exact_max = NVTX_STATS_EXACT_MAX;
 }
 
 void nvtx_stats_fini(struct nvtx_stats *s)
 {
-	for (size_t i = 0; i < s->count; i++)
+	for (size_t i = 0; i < s->count; i++) {
+		hist_fini(&s->v[i]->hist);
 		free(s->v[i]);
+	}
 	free(s->v);
-	free(s->slots);
+	hashmap_fini(&s->map);
 	for (size_t p = 0; p < s->proc_count; p++) {
 		for (size_t l = 0; l < s->procs[p].lane_count; l++)
 			free(s->procs[p].lanes[l].seen);
@@ -26,63 +30,56 @@ void nvtx_stats_fini(struct nvtx_stats *s)
 	memset(s, 0, sizeof *s);
 }
 
-static size_t nvtx_hash(uint32_t name_id, uint32_t domain_id)
+/* Entries by (name, domain): map references are index + 1. */
+struct nvtx_key {
+	const struct nvtx_stats *s;
+	uint32_t name_id, domain_id;
+};
+
+static uint64_t nvtx_hash(uint32_t name_id, uint32_t domain_id)
 {
 	uint64_t k = ((uint64_t)domain_id << 32 | name_id) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(k >> 20);
+	return k >> 20;
 }
 
-static void nvtx_rehash(struct nvtx_stats *s)
+static int nvtx_eq(const void *key, uint32_t ref)
 {
-	size_t cap = s->slot_cap ? s->slot_cap * 2 : 64;
-	free(s->slots);
-	s->slots = xcalloc(cap, sizeof *s->slots);
-	s->slot_cap = cap;
-	for (size_t i = 0; i < s->count; i++) {
-		size_t h = nvtx_hash(s->v[i]->name_id, s->v[i]->domain_id) & (cap - 1);
-		while (s->slots[h])
-			h = (h + 1) & (cap - 1);
-		s->slots[h] = (uint32_t)i + 1;
-	}
+	const struct nvtx_key *k = key;
+	const struct nvtx_stat *e = k->s->v[ref - 1];
+	return e->name_id == k->name_id && e->domain_id == k->domain_id;
 }
 
-/* Slot holding (name, domain), or the empty slot where it would go. */
-static size_t nvtx_slot(const struct nvtx_stats *s, uint32_t name_id, uint32_t domain_id)
+static uint64_t nvtx_rehash(const void *ctx, uint32_t ref)
 {
-	size_t h = nvtx_hash(name_id, domain_id) & (s->slot_cap - 1);
-	while (s->slots[h]) {
-		const struct nvtx_stat *e = s->v[s->slots[h] - 1];
-		if (e->name_id == name_id && e->domain_id == domain_id)
-			break;
-		h = (h + 1) & (s->slot_cap - 1);
-	}
-	return h;
+	const struct nvtx_stats *s = ctx;
+	return nvtx_hash(s->v[ref - 1]->name_id, s->v[ref - 1]->domain_id);
 }
 
 const struct nvtx_stat *nvtx_stats_find(const struct nvtx_stats *s, uint32_t name_id, uint32_t domain_id)
 {
-	if (!s->slot_cap)
-		return NULL;
-	size_t h = nvtx_slot(s, name_id, domain_id);
-	return s->slots[h] ? s->v[s->slots[h] - 1] : NULL;
+	struct nvtx_key key = {s, name_id, domain_id};
+	uint32_t ref = hashmap_find(&s->map, nvtx_hash(name_id, domain_id), nvtx_eq, &key);
+	return ref ? s->v[ref - 1] : NULL;
 }
 
 void nvtx_stats_add(struct nvtx_stats *s, size_t process, size_t lane, size_t row, uint32_t name_id,
                     uint32_t domain_id, uint64_t start_ns, uint64_t end_ns)
 {
-	if ((s->count + 1) * 2 > s->slot_cap)
-		nvtx_rehash(s);
-	size_t h = nvtx_slot(s, name_id, domain_id);
+	hashmap_reserve(&s->map, 64, nvtx_rehash, s, xcalloc);
+	struct nvtx_key key = {s, name_id, domain_id};
+	uint32_t *slot = hashmap_slot(&s->map, nvtx_hash(name_id, domain_id), nvtx_eq, &key);
 	struct nvtx_stat *e;
-	if (!s->slots[h]) {
+	if (!*slot) {
 		e = xcalloc(1, sizeof *e);
 		e->name_id = name_id;
 		e->domain_id = domain_id;
+		if (s->exact_values < s->exact_max)
+			hist_keep_values(&e->hist);
 		xgrow((void **)&s->v, &s->cap, s->count + 1, sizeof *s->v);
 		s->v[s->count++] = e;
-		s->slots[h] = (uint32_t)s->count;
+		hashmap_fill(&s->map, slot, (uint32_t)s->count);
 	} else {
-		e = s->v[s->slots[h] - 1];
+		e = s->v[*slot - 1];
 	}
 	uint64_t d = end_ns > start_ns ? end_ns - start_ns : 0;
 	if (!e->hist.count || d > e->hist.max_ns) {
@@ -93,6 +90,11 @@ void nvtx_stats_add(struct nvtx_stats *s, size_t process, size_t lane, size_t ro
 		e->slow_end_ns = end_ns;
 	}
 	hist_add(&e->hist, d);
+	if (e->hist.values && ++s->exact_values > s->exact_max) {
+		/* Over the bound: the entry that grew past it estimates from now on. */
+		s->exact_values -= e->hist.values->n;
+		hist_drop_values(&e->hist);
+	}
 	s->ranges++;
 }
 

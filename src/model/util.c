@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cuscope/xalloc.h"
+#include "cuscope/timerow.h"
 
 struct util_iv {
 	uint64_t a, b;
@@ -17,15 +18,7 @@ static int util_iv_cmp(const void *x, const void *y)
 /* First op of a row whose end is after t (rows don't overlap, so ends are sorted too). */
 static size_t util_first_ending_after(const struct store_gpu_op *ops, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ops[mid].end_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return timerow_bound(ops, n, sizeof *ops, TIMEROW_END, t, 1);
 }
 
 uint64_t util_busy_exact(const struct util_row *rows, size_t k, uint8_t kind, uint64_t from, uint64_t to)
@@ -97,15 +90,8 @@ size_t util_count(const struct util_row *rows, size_t k, uint64_t from, uint64_t
 	size_t n = 0;
 	for (size_t r = 0; r < k; r++) {
 		size_t a = util_first_ending_after(rows[r].ops, rows[r].n, from);
-		size_t lo = a, hi = rows[r].n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (rows[r].ops[mid].start_ns < to)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		n += lo - a;
+		size_t b = timerow_bound(rows[r].ops, rows[r].n, sizeof *rows[r].ops, TIMEROW_START, to, 0);
+		n += b > a ? b - a : 0;
 	}
 	return n;
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuscope/timerow.h"
+
 typedef __int128 i128; /* ns × cols overflows 64 bits for long captures on wide terminals */
 
 /* Floor division for a possibly negative numerator and a positive denominator. */
@@ -307,29 +309,20 @@ static uint64_t el_end(const char *base, size_t stride, size_t i)
 
 static size_t lower_bound_at(const char *ranges, size_t stride, size_t n, size_t from, uint64_t ns)
 {
-	size_t lo = from, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (el_start(ranges, stride, mid) < ns)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	if (from >= n) /* ranges may be NULL: never NULL + 0 */
+		return from;
+	return from + timerow_bound(ranges + from * stride, n - from, stride, TIMEROW_START, ns, 0);
 }
 
-/* First range still visible at the view start: ends after it, or starts at/after it (marks). */
+/*
+ * First range still visible at the view start: ends after it, or starts at/after it (marks). Both
+ * fields are sorted on a row, so that is the earlier of the two bounds.
+ */
 static size_t first_visible(const char *ranges, size_t stride, size_t n, uint64_t start_ns)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (el_end(ranges, stride, mid) > start_ns || el_start(ranges, stride, mid) >= start_ns)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	size_t ends_after = timerow_bound(ranges, n, stride, TIMEROW_END, start_ns, 1);
+	size_t starts_at = timerow_bound(ranges, n, stride, TIMEROW_START, start_ns, 0);
+	return ends_after < starts_at ? ends_after : starts_at;
 }
 
 static size_t fold_at(const struct viewport *vp, const char *ranges, size_t stride, size_t n,

@@ -137,7 +137,7 @@ uint64_t store_cost_evict(struct process *pr, uint64_t t)
 	uint64_t dropped = 0;
 	for (size_t i = 0; i < WIRE_COST_SOURCE_MAX; i++) {
 		struct cost_series *s = &pr->cost->series[i];
-		size_t k = store_time_bound(s->points, s->point_count, sizeof *s->points, 0, t, 0);
+		size_t k = timerow_bound(s->points, s->point_count, sizeof *s->points, TIMEROW_START, t, 0);
 		if (k) {
 			memmove(s->points, s->points + k, (s->point_count - k) * sizeof *s->points);
 			s->point_count -= k;

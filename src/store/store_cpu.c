@@ -48,8 +48,7 @@ struct cpu_counter {
 struct cpu_process {
 	struct cpu_counter *v;
 	size_t n, cap;
-	uint32_t *slots; /* index + 1 */
-	size_t slot_count;
+	struct hashmap map; /* by (tid, event): index + 1 */
 };
 
 struct stack_ref {
@@ -67,8 +66,7 @@ struct cpu_store {
 	size_t pool_n, pool_cap;
 	struct stack_ref *stacks; /* [0] = the empty stack */
 	size_t stack_count, stack_cap;
-	uint32_t *stack_slots; /* stack id, 0 = empty */
-	size_t stack_slot_count;
+	struct hashmap stack_map; /* stack ids by frames */
 	uint64_t samples;
 };
 
@@ -139,17 +137,25 @@ static uint32_t stack_hash(const uint32_t *f, size_t n)
 	return h ? h : 1;
 }
 
-static void stack_rehash(struct cpu_store *c)
+struct stack_key {
+	const struct cpu_store *c;
+	const uint32_t *frames;
+	size_t n;
+	uint32_t hash;
+};
+
+static int stack_eq(const void *key, uint32_t id)
 {
-	free(c->stack_slots);
-	c->stack_slot_count = c->stack_slot_count ? c->stack_slot_count * 2 : 1024;
-	c->stack_slots = xcalloc(c->stack_slot_count, sizeof *c->stack_slots);
-	for (uint32_t id = 1; id < c->stack_count; id++) {
-		size_t s = c->stacks[id].hash & (c->stack_slot_count - 1);
-		while (c->stack_slots[s])
-			s = (s + 1) & (c->stack_slot_count - 1);
-		c->stack_slots[s] = id;
-	}
+	const struct stack_key *k = key;
+	const struct stack_ref *r = &k->c->stacks[id];
+	return r->hash == k->hash && r->depth == k->n &&
+	       memcmp(k->c->pool + r->off, k->frames, k->n * sizeof *k->frames) == 0;
+}
+
+static uint64_t stack_rehash(const void *ctx, uint32_t id)
+{
+	const struct cpu_store *c = ctx;
+	return c->stacks[id].hash;
 }
 
 /* Stack id of a frame sequence (leaf first), interning it; 0 for an empty one. */
@@ -157,44 +163,34 @@ static uint32_t stack_intern(struct cpu_store *c, const uint32_t *f, size_t n)
 {
 	if (!n)
 		return 0;
-	if ((c->stack_count + 1) * 2 > c->stack_slot_count)
-		stack_rehash(c);
+	hashmap_reserve(&c->stack_map, 1024, stack_rehash, c, xcalloc);
 	uint32_t h = stack_hash(f, n);
-	size_t s = h & (c->stack_slot_count - 1);
-	while (c->stack_slots[s]) {
-		const struct stack_ref *r = &c->stacks[c->stack_slots[s]];
-		if (r->hash == h && r->depth == n && memcmp(c->pool + r->off, f, n * sizeof *f) == 0)
-			return c->stack_slots[s];
-		s = (s + 1) & (c->stack_slot_count - 1);
-	}
+	struct stack_key key = {c, f, n, h};
+	uint32_t *slot = hashmap_slot(&c->stack_map, h, stack_eq, &key);
+	if (*slot)
+		return *slot;
 	xgrow((void **)&c->pool, &c->pool_cap, c->pool_n + n, sizeof *c->pool);
 	memcpy(c->pool + c->pool_n, f, n * sizeof *f);
 	xgrow((void **)&c->stacks, &c->stack_cap, c->stack_count + 1, sizeof *c->stacks);
 	uint32_t id = (uint32_t)c->stack_count++;
 	c->stacks[id] = (struct stack_ref){c->pool_n, (uint32_t)n, h};
 	c->pool_n += n;
-	c->stack_slots[s] = id;
+	hashmap_fill(&c->stack_map, slot, id);
 	return id;
 }
 
 /* ---- calls on rows ---- */
 
-/* First index whose start_ns > t. */
-static size_t call_upper_bound(const struct store_call *v, size_t n, uint64_t t)
-{
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 1);
-}
-
 /* First index whose start_ns >= t. */
 static size_t call_lower_bound(const struct store_call *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_START, t, 0);
 }
 
 /* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
 static size_t call_first_ending_after(const struct store_call *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_END, t, 1);
 }
 
 /* Puts a call on the lowest row where it overlaps nothing, keeping the row sorted. */
@@ -207,17 +203,11 @@ static void calls_insert(struct call_rows *cr, const struct store_call *call)
 			cr->count++;
 		}
 		struct call_row *r = &cr->rows[row];
-		size_t pos = r->n;
-		if (r->n && r->v[r->n - 1].start_ns > call->start_ns)
-			pos = call_upper_bound(r->v, r->n, call->start_ns);
-		if (pos > 0 && r->v[pos - 1].end_ns > call->start_ns)
-			continue;
-		if (pos < r->n && r->v[pos].start_ns < call->end_ns)
+		size_t pos = timerow_fit(r->v, r->n, sizeof *r->v, call->start_ns, call->end_ns);
+		if (pos == SIZE_MAX)
 			continue;
 		store_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
-		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
-		r->v[pos] = *call;
-		r->n++;
+		timerow_insert(r->v, &r->n, sizeof *r->v, pos, call);
 		cr->calls++;
 		return;
 	}
@@ -303,9 +293,8 @@ static void sample_insert(struct cpu_lane *cl, uint64_t t, uint32_t stack)
 	/* Samples of one thread arrive in order; a reconnect may replay a few out of it. */
 	while (pos > 0 && cl->samples[pos - 1].time_ns > t)
 		pos--;
-	memmove(&cl->samples[pos + 1], &cl->samples[pos], (cl->sample_count - pos) * sizeof *cl->samples);
-	cl->samples[pos] = (struct store_sample){t, stack, 0};
-	cl->sample_count++;
+	timerow_insert(cl->samples, &cl->sample_count, sizeof *cl->samples, pos,
+	               &(struct store_sample){t, stack, 0});
 }
 
 static void ingest_stacks(struct store *st, struct process *pr, const struct source *src, const uint8_t *p,
@@ -352,6 +341,30 @@ static void ingest_stacks(struct store *st, struct process *pr, const struct sou
 	}
 }
 
+struct counter_key {
+	const struct cpu_process *cp;
+	pid_t tid;
+	uint32_t event_id;
+};
+
+static uint64_t counter_hash(pid_t tid, uint32_t event_id)
+{
+	return (uint32_t)tid * 2654435761u ^ event_id * 40503u;
+}
+
+static int counter_eq(const void *key, uint32_t ref)
+{
+	const struct counter_key *k = key;
+	const struct cpu_counter *x = &k->cp->v[ref - 1];
+	return x->tid == k->tid && x->event_id == k->event_id;
+}
+
+static uint64_t counter_rehash(const void *ctx, uint32_t ref)
+{
+	const struct cpu_process *cp = ctx;
+	return counter_hash(cp->v[ref - 1].tid, cp->v[ref - 1].event_id);
+}
+
 static void ingest_counters(struct store *st, struct process *pr, const struct source *src, const uint8_t *p,
                             uint32_t length)
 {
@@ -364,34 +377,15 @@ static void ingest_counters(struct store *st, struct process *pr, const struct s
 		struct wire_counter wc;
 		memcpy(&wc, p + i * sizeof wc, sizeof wc);
 		uint32_t event = wc.event_id < src->strmap_cap ? src->strmap[wc.event_id] : 0;
-		if ((cp->n + 1) * 2 > cp->slot_count) {
-			free(cp->slots);
-			cp->slot_count = cp->slot_count ? cp->slot_count * 2 : 64;
-			cp->slots = xcalloc(cp->slot_count, sizeof *cp->slots);
-			for (size_t k = 0; k < cp->n; k++) {
-				size_t s =
-				    ((uint32_t)cp->v[k].tid * 2654435761u ^ cp->v[k].event_id * 40503u) &
-				    (cp->slot_count - 1);
-				while (cp->slots[s])
-					s = (s + 1) & (cp->slot_count - 1);
-				cp->slots[s] = (uint32_t)k + 1;
-			}
-		}
-		size_t s = (wc.tid * 2654435761u ^ event * 40503u) & (cp->slot_count - 1);
-		struct cpu_counter *e = NULL;
-		while (cp->slots[s]) {
-			struct cpu_counter *x = &cp->v[cp->slots[s] - 1];
-			if (x->tid == (pid_t)wc.tid && x->event_id == event) {
-				e = x;
-				break;
-			}
-			s = (s + 1) & (cp->slot_count - 1);
-		}
+		hashmap_reserve(&cp->map, 64, counter_rehash, cp, xcalloc);
+		struct counter_key key = {cp, (pid_t)wc.tid, event};
+		uint32_t *slot = hashmap_slot(&cp->map, counter_hash(key.tid, event), counter_eq, &key);
+		struct cpu_counter *e = *slot ? &cp->v[*slot - 1] : NULL;
 		if (!e) {
 			xgrow((void **)&cp->v, &cp->cap, cp->n + 1, sizeof *cp->v);
 			e = &cp->v[cp->n];
 			*e = (struct cpu_counter){(pid_t)wc.tid, event, wc.value, wc.time_ns};
-			cp->slots[s] = (uint32_t)++cp->n;
+			hashmap_fill(&cp->map, slot, (uint32_t)++cp->n);
 		} else if (wc.time_ns >= e->time_ns) { /* newest wins */
 			e->value = wc.value;
 			e->time_ns = wc.time_ns;
@@ -481,7 +475,7 @@ void store_cpu_process_fini(struct process *pr)
 	if (!pr->cpu)
 		return;
 	free(pr->cpu->v);
-	free(pr->cpu->slots);
+	hashmap_fini(&pr->cpu->map);
 	free(pr->cpu);
 	pr->cpu = NULL;
 }
@@ -495,7 +489,7 @@ void store_cpu_fini(struct store *st)
 	free(c->frame_of_string);
 	free(c->pool);
 	free(c->stacks);
-	free(c->stack_slots);
+	hashmap_fini(&c->stack_map);
 	free(c);
 	st->cpu = NULL;
 }
@@ -508,13 +502,13 @@ size_t store_cpu_memory_bytes(const struct store *st)
 		bytes +=
 		    sizeof *c + c->frame_cap * sizeof *c->frames + c->fos_cap * sizeof *c->frame_of_string;
 		bytes += c->pool_cap * sizeof *c->pool + c->stack_cap * sizeof *c->stacks;
-		bytes += c->stack_slot_count * sizeof *c->stack_slots;
+		bytes += hashmap_bytes(&c->stack_map);
 	}
 	for (size_t p = 0; p < st->proc_count; p++) {
 		const struct process *pr = &st->procs[p];
 		if (pr->cpu)
 			bytes += sizeof *pr->cpu + pr->cpu->cap * sizeof *pr->cpu->v +
-			         pr->cpu->slot_count * sizeof *pr->cpu->slots;
+			         hashmap_bytes(&pr->cpu->map);
 		for (size_t l = 0; l < pr->lane_count; l++) {
 			const struct cpu_lane *cl = pr->lanes[l].cpu;
 			if (!cl)
@@ -556,34 +550,12 @@ void store_lane_cpu_get(const struct store *st, size_t process, size_t lane, str
 	out->osrt_pending = cl->pending_count;
 }
 
-size_t store_thread_lane_find(const struct store *st, size_t process, pid_t tid)
-{
-	if (process >= st->proc_count)
-		return SIZE_MAX;
-	const struct process *pr = &st->procs[process];
-	if (!pr->tid_slots)
-		return SIZE_MAX;
-	size_t slot = ((uint32_t)tid * 2654435761u) & (pr->tid_slots - 1);
-	while (pr->tid_keys[slot]) {
-		if (pr->tid_keys[slot] == tid)
-			return pr->tid_vals[slot] - 1;
-		slot = (slot + 1) & (pr->tid_slots - 1);
-	}
-	return SIZE_MAX;
-}
-
 /* First index in samples[lo..n) with time_ns >= t. */
 static size_t sample_lower_bound(const struct store_sample *v, size_t lo, size_t n, uint64_t t)
 {
-	size_t hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].time_ns >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
+	if (lo >= n) /* v may be NULL: never NULL + 0 */
+		return lo;
+	return lo + timerow_bound(v + lo, n - lo, sizeof *v, TIMEROW_START, t, 0);
 }
 
 size_t store_lane_samples(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
@@ -682,133 +654,6 @@ const char *store_frame_module(const struct store *st, uint32_t frame_id)
 	return store_string(st, f.module_id);
 }
 
-/* Open-addressing counter over uint32 keys (0 is never a key): key -> index into a value array. */
-struct key_count {
-	uint32_t *keys;
-	uint32_t *index; /* into vals, + 1 */
-	size_t slots, n;
-};
-
-static size_t key_count_get(struct key_count *kc, uint32_t key)
-{
-	if ((kc->n + 1) * 2 > kc->slots) {
-		uint32_t *keys = kc->keys, *index = kc->index;
-		size_t old = kc->slots;
-		kc->slots = old ? old * 2 : 256;
-		kc->keys = xcalloc(kc->slots, sizeof *kc->keys);
-		kc->index = xcalloc(kc->slots, sizeof *kc->index);
-		for (size_t i = 0; i < old; i++) {
-			if (!keys[i])
-				continue;
-			size_t s = (keys[i] * 2654435761u) & (kc->slots - 1);
-			while (kc->keys[s])
-				s = (s + 1) & (kc->slots - 1);
-			kc->keys[s] = keys[i];
-			kc->index[s] = index[i];
-		}
-		free(keys);
-		free(index);
-	}
-	size_t s = (key * 2654435761u) & (kc->slots - 1);
-	while (kc->keys[s]) {
-		if (kc->keys[s] == key)
-			return kc->index[s] - 1;
-		s = (s + 1) & (kc->slots - 1);
-	}
-	kc->keys[s] = key;
-	kc->index[s] = (uint32_t)++kc->n;
-	return kc->n - 1;
-}
-
-static void key_count_fini(struct key_count *kc)
-{
-	free(kc->keys);
-	free(kc->index);
-}
-
-struct stack_count {
-	uint32_t stack_id;
-	uint64_t count;
-};
-
-/* Distinct non-empty stacks of samples v[0..n) with their counts. */
-static struct stack_count *count_stacks(const struct store_sample *v, size_t n, size_t *out_n)
-{
-	struct key_count kc = {0};
-	struct stack_count *sc = NULL;
-	size_t cap = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!v[i].stack_id)
-			continue;
-		size_t used = kc.n;
-		size_t k = key_count_get(&kc, v[i].stack_id);
-		if (k == used) {
-			xgrow((void **)&sc, &cap, k + 1, sizeof *sc);
-			sc[k] = (struct stack_count){v[i].stack_id, 0};
-		}
-		sc[k].count++;
-	}
-	*out_n = kc.n;
-	key_count_fini(&kc);
-	return sc;
-}
-
-static int cmp_hot(const void *a, const void *b)
-{
-	const struct store_hot_function *x = a, *y = b;
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return x->frame_id < y->frame_id ? -1 : x->frame_id > y->frame_id;
-}
-
-size_t store_hot_functions(const struct store *st, size_t process, size_t lane, uint64_t from_ns,
-                           uint64_t to_ns, size_t top_n, struct store_hot_function *out, uint64_t *samples)
-{
-	const struct store_sample *v;
-	size_t n = store_lane_samples(st, process, lane, from_ns, to_ns, &v);
-	if (samples)
-		*samples = n;
-	if (!n)
-		return 0;
-	size_t distinct;
-	struct stack_count *sc = count_stacks(v, n, &distinct);
-	struct key_count fk = {0};
-	struct store_hot_function *acc = NULL;
-	size_t cap = 0;
-	for (size_t i = 0; i < distinct; i++) {
-		const uint32_t *f;
-		size_t depth = store_stack_frames(st, sc[i].stack_id, &f);
-		for (size_t d = 0; d < depth; d++) {
-			/* A frame counts once per stack toward total (recursion). */
-			size_t e;
-			for (e = 0; e < d && f[e] != f[d]; e++)
-				;
-			size_t used = fk.n;
-			size_t k = key_count_get(&fk, f[d]);
-			if (k == used) {
-				xgrow((void **)&acc, &cap, k + 1, sizeof *acc);
-				acc[k] = (struct store_hot_function){f[d], 0, 0, 0};
-			}
-			if (d == 0)
-				acc[k].self += sc[i].count;
-			if (e == d)
-				acc[k].total += sc[i].count;
-		}
-	}
-	size_t frames = fk.n;
-	key_count_fini(&fk);
-	free(sc);
-	if (frames)
-		qsort(acc, frames, sizeof *acc, cmp_hot);
-	size_t m = frames < top_n ? frames : top_n;
-	if (m)
-		memcpy(out, acc, m * sizeof *out);
-	free(acc);
-	return m;
-}
-
 static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
 	uint64_t s = a0 > b0 ? a0 : b0, e = a1 < b1 ? a1 : b1;
@@ -856,7 +701,7 @@ void store_thread_activity(const struct store *st, size_t process, pid_t tid, ui
 	out->samples = n;
 	if (n) {
 		size_t distinct;
-		struct stack_count *sc = count_stacks(v, n, &distinct);
+		struct stack_count *sc = store_cpu_count_stacks(v, n, &distinct);
 		uint64_t best = 0;
 		for (size_t i = 0; i < distinct; i++) {
 			if (sc[i].count > best || (sc[i].count == best && sc[i].stack_id < out->top_stack)) {

@@ -39,9 +39,7 @@ void store_evict_shrink(void **v, size_t n, size_t *cap, size_t elem)
 	*cap = want;
 }
 
-/* Drops the first k elements of an array of n (capacity *cap), giving memory back when it is mostly
- * empty; returns the new count. */
-static size_t evict_prefix(void **v, size_t n, size_t *cap, size_t k, size_t elem)
+size_t store_evict_prefix(void **v, size_t n, size_t *cap, size_t k, size_t elem)
 {
 	if (!k)
 		return n;
@@ -51,9 +49,7 @@ static size_t evict_prefix(void **v, size_t n, size_t *cap, size_t k, size_t ele
 	return left;
 }
 
-/* Leading elements of a row whose end (at offset) is before t: rows are sorted by start and, never
- * overlapping, by end too; a linear walk is safe even where that does not hold (async rows). */
-static size_t evict_count(const void *v, size_t n, size_t elem, size_t offset, uint64_t t)
+size_t store_evict_count(const void *v, size_t n, size_t elem, size_t offset, uint64_t t)
 {
 	const unsigned char *b = v;
 	size_t k = 0;
@@ -72,21 +68,16 @@ static uint64_t evict_lane(struct lane *l, uint64_t t)
 	uint64_t dropped = 0;
 	for (size_t r = 0; r < l->row_count; r++) {
 		struct range_row *row = &l->rows[r];
-		size_t k = evict_count(row->v, row->n, sizeof *row->v, STORE_END_AT, t);
-		row->n = evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
+		size_t k = store_evict_count(row->v, row->n, sizeof *row->v, TIMEROW_END, t);
+		row->n = store_evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
 		row->dropped += k;
 		dropped += k;
 	}
-	size_t k = evict_count(l->marks, l->mark_count, sizeof *l->marks, STORE_START_AT, t);
-	l->mark_count = evict_prefix((void **)&l->marks, l->mark_count, &l->mark_cap, k, sizeof *l->marks);
+	size_t k = store_evict_count(l->marks, l->mark_count, sizeof *l->marks, TIMEROW_START, t);
+	l->mark_count =
+	    store_evict_prefix((void **)&l->marks, l->mark_count, &l->mark_cap, k, sizeof *l->marks);
 	dropped += k;
-	for (size_t r = 0; r < l->gpu_row_count; r++) {
-		struct gpu_row *row = &l->gpu_rows[r];
-		k = evict_count(row->v, row->n, sizeof *row->v, STORE_END_AT, t);
-		row->n = evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
-		dropped += k;
-	}
-	return dropped + store_cpu_lane_evict(l, t);
+	return dropped + store_gpu_lane_evict(l, t) + store_cpu_lane_evict(l, t);
 }
 
 uint64_t store_evict_before(struct store *st, uint64_t t)
@@ -116,9 +107,7 @@ size_t store_event_bytes(const struct store *st)
 			for (size_t r = 0; r < l->row_count; r++)
 				bytes += l->rows[r].cap * sizeof *l->rows[r].v;
 			bytes += l->mark_cap * sizeof *l->marks;
-			for (size_t r = 0; r < l->gpu_row_count; r++)
-				bytes += l->gpu_rows[r].cap * sizeof *l->gpu_rows[r].v;
-			bytes += store_cpu_lane_event_bytes(l);
+			bytes += store_gpu_lane_event_bytes(l) + store_cpu_lane_event_bytes(l);
 		}
 	}
 	return bytes;

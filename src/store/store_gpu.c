@@ -1,13 +1,11 @@
 /*
  * GPU side of the event store: WIRE_FRAME_GPU records onto per-(device, stream) lanes and onto the
- * calling thread's lane (CUDA API calls, host syncs), the correlation join between them, kernel
- * name demangling, devices.
+ * calling thread's lane (CUDA API calls, host syncs), the correlation join between them, devices.
  */
 #include "store_impl.h"
 
 #include "cuscope/xalloc.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,137 +14,89 @@
 #define BYTES_BIG 0x80000000u /* aux flag: the byte count lives in big_bytes[aux & ~BYTES_BIG] */
 #define NO_STREAM 0xffffffffu /* CUPTI's "invalid" stream of a non-stream sync */
 
-/* ---- names ---- */
+/* ---- the GPU parts of a process and a lane ---- */
 
-/* From libstdc++ (the C++ ABI); weak so the viewer also links without it and finds it at run time. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
+/* One row of GPU operations (stream lanes) or CUDA API calls and syncs (thread lanes). */
+struct gpu_row {
+	struct store_gpu_op *v; /* sorted by start, never overlapping */
+	size_t n, cap;
+};
 
-typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+/* The API call behind a correlation id. */
+struct corr_entry {
+	uint32_t correlation_id; /* 0 = empty slot */
+	uint32_t tid;
+	uint32_t name_id; /* global */
+	uint16_t kind;    /* WIRE_GPU_API_RUNTIME or _DRIVER */
+	uint16_t pad;
+	uint64_t start_ns, end_ns;
+};
 
-static demangle_fn store_demangler(void)
+/* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
+struct pending_sync {
+	uint32_t correlation_id; /* 0 = empty */
+	uint32_t lane;
+	uint64_t start_ns;
+};
+
+/* GPU part of a lane: ops on a stream lane, API calls and syncs on a thread lane. */
+struct gpu_lane {
+	struct gpu_row *rows;
+	size_t row_count, row_cap;
+	uint64_t ops;
+	/* stream lanes only */
+	uint32_t device, stream;
+	uint64_t kernels, copies; /* kernels; memcpy + memset */
+	int is_default;
+	char label[48];
+};
+
+/* GPU part of a process. */
+struct gpu_process {
+	uint64_t events;
+	struct hashmap stream_map; /* stream lanes by (device, stream): lane index + 1 */
+	struct corr_entry *corr;   /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
+	size_t corr_cap;
+	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
+	struct gpu_context *ctx;
+	size_t ctx_count, ctx_cap;
+	struct store_kernel_config *kcfg;
+	size_t kcfg_count, kcfg_cap;
+	struct hashmap kcfg_map; /* kcfg by value: index + 1 */
+	uint64_t *big_bytes;     /* byte counts that do not fit an op's aux field */
+	size_t big_count, big_cap;
+	struct gpu_device *devices;
+	size_t device_count, device_cap;
+};
+
+/* What a lane or a process without GPU activity reads as. */
+static const struct gpu_lane gpu_lane_none;
+static const struct gpu_process gpu_process_none;
+
+/* The GPU part of a lane, made on first use. */
+static struct gpu_lane *gpu_lane(struct lane *l)
 {
-	static int tried;
-	static demangle_fn fn;
-	if (!tried) {
-		tried = 1;
-		fn = __cxa_demangle;
-		if (!fn) {
-			void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-			if (lib)
-				*(void **)&fn = dlsym(lib, "__cxa_demangle");
-		}
-	}
-	return fn;
+	if (!l->gpu)
+		l->gpu = xcalloc(1, sizeof *l->gpu);
+	return l->gpu;
 }
 
-/* Demangled text of a mangled C++ name (malloc'd), or NULL. */
-static char *demangle_alloc(const char *mangled)
+static const struct gpu_lane *gpu_lane_of(const struct lane *l)
 {
-	if (strncmp(mangled, "_Z", 2) != 0)
-		return NULL;
-	demangle_fn fn = store_demangler();
-	if (!fn)
-		return NULL;
-	int status = -1;
-	char *out = fn(mangled, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return l->gpu ? l->gpu : &gpu_lane_none;
 }
 
-char *store_demangle(const char *mangled, char *buf, size_t size)
+/* The GPU part of a process, made with its first GPU frame. */
+static struct gpu_process *gpu_process(struct process *pr)
 {
-	char *d = demangle_alloc(mangled);
-	if (!d || !size) {
-		free(d);
-		return NULL;
-	}
-	snprintf(buf, size, "%s", d);
-	free(d);
-	return buf;
+	if (!pr->gpu)
+		pr->gpu = xcalloc(1, sizeof *pr->gpu);
+	return pr->gpu;
 }
 
-/* Label of a demangled name: the text at template depth 0 before the parameter list, without the
- * return type ("void ns::k<int>(float*)" -> "ns::k"). */
-static size_t short_label(const char *s, char *out, size_t size)
+static const struct gpu_process *gpu_process_of(const struct process *pr)
 {
-	static const char anon[] = "(anonymous namespace)";
-	size_t o = 0;
-	int angle = 0;
-	for (const char *p = s; *p && o + sizeof anon < size; p++) {
-		if (strncmp(p, anon, sizeof anon - 1) == 0) {
-			if (!angle) {
-				memcpy(out + o, anon, sizeof anon - 1);
-				o += sizeof anon - 1;
-			}
-			p += sizeof anon - 2;
-			continue;
-		}
-		if (*p == '<') {
-			angle++;
-			continue;
-		}
-		if (*p == '>') {
-			if (angle)
-				angle--;
-			continue;
-		}
-		if (angle)
-			continue;
-		if (*p == '(')
-			break;
-		if (*p == ' ') {
-			o = 0; /* what came before was a return type */
-			continue;
-		}
-		out[o++] = *p;
-	}
-	out[o] = '\0';
-	return o;
-}
-
-static void name_cache_fit(struct store *st, uint32_t id)
-{
-	if (id < st->name_cache_cap)
-		return;
-	size_t old = st->name_cache_cap, cap = old;
-	xgrow((void **)&st->demangled, &cap, (size_t)id + 1, sizeof *st->demangled);
-	st->short_name = xrealloc(st->short_name, cap * sizeof *st->short_name);
-	memset(st->demangled + old, 0, (cap - old) * sizeof *st->demangled);
-	memset(st->short_name + old, 0, (cap - old) * sizeof *st->short_name);
-	st->name_cache_cap = cap;
-}
-
-/* Global id of the demangled text of kernel name id (once per distinct id). */
-static uint32_t kernel_name(struct store *st, uint32_t id)
-{
-	if (!id)
-		return 0;
-	name_cache_fit(st, id);
-	if (!st->demangled[id]) {
-		char *d = demangle_alloc(st->strings[id]);
-		uint32_t did = d ? store_intern(st, d, strlen(d)) : id;
-		free(d);
-		name_cache_fit(st, did);
-		st->demangled[id] = did;
-		st->demangled[did] = did;
-		char buf[1024];
-		const char *text = st->strings[did];
-		size_t n = short_label(text, buf, sizeof buf);
-		uint32_t sid = n ? store_intern(st, buf, n) : did;
-		name_cache_fit(st, sid);
-		st->short_name[did] = sid;
-	}
-	return st->demangled[id];
-}
-
-const char *store_short_name(const struct store *st, uint32_t name_id)
-{
-	if (name_id < st->name_cache_cap && st->short_name[name_id])
-		return store_string(st, st->short_name[name_id]);
-	return store_string(st, name_id);
+	return pr->gpu ? pr->gpu : &gpu_process_none;
 }
 
 /* ---- per-process maps ---- */
@@ -156,48 +106,42 @@ static uint64_t stream_key(uint32_t device, uint32_t stream)
 	return (uint64_t)device << 32 | stream;
 }
 
-static size_t stream_slot(uint64_t key, size_t slots)
+/* The stream map finds a stream lane by (device, stream) (map references are lane index + 1). */
+struct stream_lookup {
+	const struct process *pr;
+	uint32_t device, stream;
+};
+
+static uint64_t stream_hash(uint32_t device, uint32_t stream)
 {
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
+	return (stream_key(device, stream) * 0x9e3779b97f4a7c15ull) >> 32;
 }
 
-static void stream_map_put(struct process *pr, uint64_t key, uint32_t lane)
+static int stream_eq(const void *key, uint32_t ref)
 {
-	if ((pr->stream_count + 1) * 2 > pr->stream_slots) {
-		size_t old = pr->stream_slots;
-		uint64_t *keys = pr->stream_keys;
-		uint32_t *vals = pr->stream_vals;
-		pr->stream_slots = old ? old * 2 : 32;
-		pr->stream_keys = xcalloc(pr->stream_slots, sizeof *pr->stream_keys);
-		pr->stream_vals = xcalloc(pr->stream_slots, sizeof *pr->stream_vals);
-		pr->stream_count = 0;
-		for (size_t i = 0; i < old; i++)
-			if (vals[i])
-				stream_map_put(pr, keys[i], vals[i] - 1);
-		free(keys);
-		free(vals);
-	}
-	size_t s = stream_slot(key, pr->stream_slots);
-	while (pr->stream_vals[s] && pr->stream_keys[s] != key)
-		s = (s + 1) & (pr->stream_slots - 1);
-	if (!pr->stream_vals[s])
-		pr->stream_count++;
-	pr->stream_keys[s] = key;
-	pr->stream_vals[s] = lane + 1;
+	const struct stream_lookup *k = key;
+	const struct lane *l = &k->pr->lanes[ref - 1];
+	return l->gpu->device == k->device && l->gpu->stream == k->stream;
+}
+
+static uint64_t stream_rehash(const void *ctx, uint32_t ref)
+{
+	const struct process *pr = ctx;
+	return stream_hash(pr->lanes[ref - 1].gpu->device, pr->lanes[ref - 1].gpu->stream);
 }
 
 static const struct gpu_context *context_find(const struct process *pr, uint32_t context)
 {
-	for (size_t i = 0; i < pr->ctx_count; i++)
-		if (pr->ctx[i].context == context)
-			return &pr->ctx[i];
+	for (size_t i = 0; i < pr->gpu->ctx_count; i++)
+		if (pr->gpu->ctx[i].context == context)
+			return &pr->gpu->ctx[i];
 	return NULL;
 }
 
 static int stream_is_default(const struct process *pr, uint32_t device, uint32_t stream)
 {
-	for (size_t i = 0; i < pr->ctx_count; i++)
-		if (pr->ctx[i].device == device && pr->ctx[i].null_stream == stream)
+	for (size_t i = 0; i < pr->gpu->ctx_count; i++)
+		if (pr->gpu->ctx[i].device == device && pr->gpu->ctx[i].null_stream == stream)
 			return 1;
 	return 0;
 }
@@ -205,36 +149,35 @@ static int stream_is_default(const struct process *pr, uint32_t device, uint32_t
 static void lane_relabel(struct lane *l)
 {
 	char s[24];
-	if (l->is_default)
+	if (l->gpu->is_default)
 		snprintf(s, sizeof s, "default");
 	else
-		snprintf(s, sizeof s, "s%u", l->stream);
-	snprintf(l->label, sizeof l->label, "GPU%u %s%s", l->device, s,
-	         !l->kernels && l->copies ? " cpy" : "");
+		snprintf(s, sizeof s, "s%u", l->gpu->stream);
+	snprintf(l->gpu->label, sizeof l->gpu->label, "GPU%u %s%s", l->gpu->device, s,
+	         !l->gpu->kernels && l->gpu->copies ? " cpy" : "");
 }
 
 /* Index of the lane of (device, stream), created (first seen at t) if new. */
 static size_t stream_lane(struct process *pr, uint32_t device, uint32_t stream, uint64_t t)
 {
-	uint64_t key = stream_key(device, stream);
-	if (pr->stream_slots) {
-		size_t s = stream_slot(key, pr->stream_slots);
-		while (pr->stream_vals[s]) {
-			if (pr->stream_keys[s] == key)
-				return pr->stream_vals[s] - 1;
-			s = (s + 1) & (pr->stream_slots - 1);
-		}
-	}
+	struct stream_lookup key = {pr, device, stream};
+	uint32_t ref = hashmap_find(&pr->gpu->stream_map, stream_hash(device, stream), stream_eq, &key);
+	if (ref)
+		return ref - 1;
 	/* More lanes than a real process has: a crafted stream must not grow a lane per record. */
 	if (pr->lane_count >= THREAD_LANES_MAX && !(device == UINT32_MAX && stream == UINT32_MAX))
 		return stream_lane(pr, UINT32_MAX, UINT32_MAX, t);
 	size_t index = pr->lane_count;
 	struct lane *l = store_lane_append(pr, STORE_LANE_GPU_STREAM, 0, t);
-	l->device = device;
-	l->stream = stream;
-	l->is_default = stream_is_default(pr, device, stream);
+	gpu_lane(l);
+	l->gpu->device = device;
+	l->gpu->stream = stream;
+	l->gpu->is_default = stream_is_default(pr, device, stream);
 	lane_relabel(l);
-	stream_map_put(pr, key, (uint32_t)index);
+	hashmap_reserve(&pr->gpu->stream_map, 32, stream_rehash, pr, xcalloc);
+	hashmap_fill(&pr->gpu->stream_map,
+	             hashmap_slot(&pr->gpu->stream_map, stream_hash(device, stream), stream_eq, &key),
+	             (uint32_t)index + 1);
 	return index;
 }
 
@@ -242,17 +185,17 @@ static void context_record(struct process *pr, uint32_t context, uint32_t device
 {
 	/* A context is announced once; the table is searched per GPU op, so it stays small and a
 	 * repeated or excess record (only a crafted stream sends one) changes nothing. */
-	if (context_find(pr, context) || pr->ctx_count >= GPU_CONTEXTS_MAX)
+	if (context_find(pr, context) || pr->gpu->ctx_count >= GPU_CONTEXTS_MAX)
 		return;
-	xgrow((void **)&pr->ctx, &pr->ctx_cap, pr->ctx_count + 1, sizeof *pr->ctx);
-	struct gpu_context *c = &pr->ctx[pr->ctx_count++];
+	xgrow((void **)&pr->gpu->ctx, &pr->gpu->ctx_cap, pr->gpu->ctx_count + 1, sizeof *pr->gpu->ctx);
+	struct gpu_context *c = &pr->gpu->ctx[pr->gpu->ctx_count++];
 	*c = (struct gpu_context){context, device, null_stream};
 	/* Lanes made before the context record learn that they are the default stream now. */
 	for (size_t i = 0; i < pr->lane_count; i++) {
 		struct lane *l = &pr->lanes[i];
-		if (l->kind == STORE_LANE_GPU_STREAM && !l->is_default && l->device == device &&
-		    l->stream == null_stream) {
-			l->is_default = 1;
+		if (l->kind == STORE_LANE_GPU_STREAM && !l->gpu->is_default && l->gpu->device == device &&
+		    l->gpu->stream == null_stream) {
+			l->gpu->is_default = 1;
 			lane_relabel(l);
 		}
 	}
@@ -260,9 +203,10 @@ static void context_record(struct process *pr, uint32_t context, uint32_t device
 
 static struct corr_entry *corr_get(const struct process *pr, uint32_t corr)
 {
-	if (!corr || !pr->corr_cap)
+	const struct gpu_process *g = gpu_process_of(pr);
+	if (!corr || !g->corr_cap)
 		return NULL;
-	struct corr_entry *e = &pr->corr[corr & (pr->corr_cap - 1)];
+	struct corr_entry *e = &g->corr[corr & (g->corr_cap - 1)];
 	return e->correlation_id == corr ? e : NULL;
 }
 
@@ -271,25 +215,52 @@ static void corr_put(struct process *pr, const struct corr_entry *in)
 	uint32_t corr = in->correlation_id;
 	/* The map grows with the records seen, not with the id one names: a crafted id cannot size it
 	 * (32 MB a process) alone. Direct-mapped, a smaller map only forgets older calls sooner. */
-	size_t limit = 4 * (size_t)pr->gpu_events + 256;
-	if (corr >= pr->corr_cap && pr->corr_cap < CORR_MAP_MAX && pr->corr_cap < limit) {
-		size_t cap = pr->corr_cap ? pr->corr_cap : 256;
+	size_t limit = 4 * (size_t)pr->gpu->events + 256;
+	if (corr >= pr->gpu->corr_cap && pr->gpu->corr_cap < CORR_MAP_MAX && pr->gpu->corr_cap < limit) {
+		size_t cap = pr->gpu->corr_cap ? pr->gpu->corr_cap : 256;
 		while (cap <= corr && cap < CORR_MAP_MAX && cap < limit)
 			cap *= 2;
-		struct corr_entry *old = pr->corr;
-		size_t old_cap = pr->corr_cap;
-		pr->corr = xcalloc(cap, sizeof *pr->corr);
-		pr->corr_cap = cap;
+		struct corr_entry *old = pr->gpu->corr;
+		size_t old_cap = pr->gpu->corr_cap;
+		pr->gpu->corr = xcalloc(cap, sizeof *pr->gpu->corr);
+		pr->gpu->corr_cap = cap;
 		for (size_t i = 0; i < old_cap; i++)
 			if (old[i].correlation_id)
-				pr->corr[old[i].correlation_id & (cap - 1)] = old[i];
+				pr->gpu->corr[old[i].correlation_id & (cap - 1)] = old[i];
 		free(old);
 	}
-	struct corr_entry *e = &pr->corr[corr & (pr->corr_cap - 1)];
+	struct corr_entry *e = &pr->gpu->corr[corr & (pr->gpu->corr_cap - 1)];
 	/* A runtime call and the driver call inside it may share the id: the runtime one names it. */
 	if (e->correlation_id == corr && e->kind == WIRE_GPU_API_RUNTIME && in->kind != WIRE_GPU_API_RUNTIME)
 		return;
 	*e = *in;
+}
+
+/* The kernel configurations of a process, by value (map references are index + 1). */
+struct kcfg_key {
+	const struct process *pr;
+	const struct store_kernel_config *k;
+};
+
+static uint64_t kcfg_hash(const struct store_kernel_config *k)
+{
+	uint32_t h = 2166136261u;
+	const unsigned char *b = (const unsigned char *)k;
+	for (size_t i = 0; i < sizeof *k; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static int kcfg_eq(const void *key, uint32_t ref)
+{
+	const struct kcfg_key *q = key;
+	return memcmp(&q->pr->gpu->kcfg[ref - 1], q->k, sizeof *q->k) == 0;
+}
+
+static uint64_t kcfg_rehash(const void *ctx, uint32_t ref)
+{
+	const struct process *pr = ctx;
+	return kcfg_hash(&pr->gpu->kcfg[ref - 1]);
 }
 
 static uint32_t kernel_config(struct process *pr, const struct wire_gpu_event *ev)
@@ -302,65 +273,39 @@ static uint32_t kernel_config(struct process *pr, const struct wire_gpu_event *e
 	k.shared_static = ev->shared_static;
 	k.shared_dynamic = ev->shared_dynamic;
 	k.graph_id = ev->graph_id;
-	uint32_t h = 2166136261u;
-	const unsigned char *b = (const unsigned char *)&k;
-	for (size_t i = 0; i < sizeof k; i++)
-		h = (h ^ b[i]) * 16777619u;
-	if ((pr->kcfg_count + 1) * 2 > pr->kcfg_slot_count) {
-		free(pr->kcfg_slots);
-		pr->kcfg_slot_count = pr->kcfg_slot_count ? pr->kcfg_slot_count * 2 : 256;
-		pr->kcfg_slots = xcalloc(pr->kcfg_slot_count, sizeof *pr->kcfg_slots);
-		for (size_t i = 0; i < pr->kcfg_count; i++) {
-			uint32_t hh = 2166136261u;
-			const unsigned char *bb = (const unsigned char *)&pr->kcfg[i];
-			for (size_t j = 0; j < sizeof k; j++)
-				hh = (hh ^ bb[j]) * 16777619u;
-			size_t s = hh & (pr->kcfg_slot_count - 1);
-			while (pr->kcfg_slots[s])
-				s = (s + 1) & (pr->kcfg_slot_count - 1);
-			pr->kcfg_slots[s] = (uint32_t)i + 1;
-		}
-	}
-	size_t s = h & (pr->kcfg_slot_count - 1);
-	while (pr->kcfg_slots[s]) {
-		uint32_t i = pr->kcfg_slots[s] - 1;
-		if (memcmp(&pr->kcfg[i], &k, sizeof k) == 0)
-			return i;
-		s = (s + 1) & (pr->kcfg_slot_count - 1);
-	}
-	xgrow((void **)&pr->kcfg, &pr->kcfg_cap, pr->kcfg_count + 1, sizeof *pr->kcfg);
-	pr->kcfg[pr->kcfg_count] = k;
-	pr->kcfg_slots[s] = (uint32_t)pr->kcfg_count + 1;
-	return (uint32_t)pr->kcfg_count++;
+	hashmap_reserve(&pr->gpu->kcfg_map, 256, kcfg_rehash, pr, xcalloc);
+	struct kcfg_key key = {pr, &k};
+	uint32_t *slot = hashmap_slot(&pr->gpu->kcfg_map, kcfg_hash(&k), kcfg_eq, &key);
+	if (*slot)
+		return *slot - 1;
+	xgrow((void **)&pr->gpu->kcfg, &pr->gpu->kcfg_cap, pr->gpu->kcfg_count + 1, sizeof *pr->gpu->kcfg);
+	pr->gpu->kcfg[pr->gpu->kcfg_count] = k;
+	hashmap_fill(&pr->gpu->kcfg_map, slot, (uint32_t)pr->gpu->kcfg_count + 1);
+	return (uint32_t)pr->gpu->kcfg_count++;
 }
 
 static uint32_t bytes_aux(struct process *pr, uint64_t bytes)
 {
 	if (bytes < BYTES_BIG)
 		return (uint32_t)bytes;
-	xgrow((void **)&pr->big_bytes, &pr->big_cap, pr->big_count + 1, sizeof *pr->big_bytes);
-	pr->big_bytes[pr->big_count] = bytes;
-	return BYTES_BIG | (uint32_t)pr->big_count++;
+	xgrow((void **)&pr->gpu->big_bytes, &pr->gpu->big_cap, pr->gpu->big_count + 1,
+	      sizeof *pr->gpu->big_bytes);
+	pr->gpu->big_bytes[pr->gpu->big_count] = bytes;
+	return BYTES_BIG | (uint32_t)pr->gpu->big_count++;
 }
 
 /* ---- rows ---- */
 
-/* First index whose start_ns > t. */
-static size_t op_upper_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
-{
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 1);
-}
-
 /* First index whose start_ns >= t. */
 static size_t op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_START_AT, t, 0);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_START, t, 0);
 }
 
 /* First index whose end_ns > t (ends are sorted too on a row without overlaps). */
 static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint64_t t)
 {
-	return store_time_bound(v, n, sizeof *v, STORE_END_AT, t, 1);
+	return timerow_bound(v, n, sizeof *v, TIMEROW_END, t, 1);
 }
 
 /*
@@ -370,29 +315,24 @@ static size_t op_first_ending_after(const struct store_gpu_op *v, size_t n, uint
  */
 static void lane_gpu_insert(struct process *pr, struct lane *l, const struct store_gpu_op *op)
 {
+	gpu_lane(l);
 	for (size_t row = 0;; row++) {
 		if (row == GPU_ROWS_MAX) {
 			pr->unmatched++;
 			return;
 		}
-		if (row == l->gpu_row_count) {
-			xgrow((void **)&l->gpu_rows, &l->gpu_row_cap, row + 1, sizeof *l->gpu_rows);
-			memset(&l->gpu_rows[row], 0, sizeof *l->gpu_rows);
-			l->gpu_row_count++;
+		if (row == l->gpu->row_count) {
+			xgrow((void **)&l->gpu->rows, &l->gpu->row_cap, row + 1, sizeof *l->gpu->rows);
+			memset(&l->gpu->rows[row], 0, sizeof *l->gpu->rows);
+			l->gpu->row_count++;
 		}
-		struct gpu_row *r = &l->gpu_rows[row];
-		size_t pos = r->n;
-		if (r->n && r->v[r->n - 1].start_ns > op->start_ns)
-			pos = op_upper_bound(r->v, r->n, op->start_ns);
-		if (pos > 0 && r->v[pos - 1].end_ns > op->start_ns)
-			continue;
-		if (pos < r->n && r->v[pos].start_ns < op->end_ns)
+		struct gpu_row *r = &l->gpu->rows[row];
+		size_t pos = timerow_fit(r->v, r->n, sizeof *r->v, op->start_ns, op->end_ns);
+		if (pos == SIZE_MAX)
 			continue;
 		store_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
-		memmove(&r->v[pos + 1], &r->v[pos], (r->n - pos) * sizeof *r->v);
-		r->v[pos] = *op;
-		r->n++;
-		l->gpu_ops++;
+		timerow_insert(r->v, &r->n, sizeof *r->v, pos, op);
+		l->gpu->ops++;
 		if (!l->first_ns || op->start_ns < l->first_ns)
 			l->first_ns = op->start_ns;
 		return;
@@ -402,15 +342,17 @@ static void lane_gpu_insert(struct process *pr, struct lane *l, const struct sto
 /* Takes the sync with this correlation id and start out of lane l; 1 if found. */
 static int lane_sync_take(struct lane *l, uint32_t corr, uint64_t start, struct store_gpu_op *out)
 {
-	for (size_t row = 0; row < l->gpu_row_count; row++) {
-		struct gpu_row *r = &l->gpu_rows[row];
+	if (!l->gpu)
+		return 0;
+	for (size_t row = 0; row < l->gpu->row_count; row++) {
+		struct gpu_row *r = &l->gpu->rows[row];
 		for (size_t i = op_lower_bound(r->v, r->n, start); i < r->n && r->v[i].start_ns == start;
 		     i++) {
 			if (r->v[i].kind == WIRE_GPU_SYNC && r->v[i].correlation_id == corr) {
 				*out = r->v[i];
 				memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof *r->v);
 				r->n--;
-				l->gpu_ops--;
+				l->gpu->ops--;
 				return 1;
 			}
 		}
@@ -443,10 +385,10 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 	size_t lane = stream_lane(pr, device, stream, op->start_ns);
 	lane_gpu_insert(pr, &pr->lanes[lane], op);
 	if (ev->correlation_id) {
-		if (!pr->psync)
-			pr->psync = xcalloc(PENDING_SYNC_SLOTS, sizeof *pr->psync);
+		if (!pr->gpu->psync)
+			pr->gpu->psync = xcalloc(PENDING_SYNC_SLOTS, sizeof *pr->gpu->psync);
 		/* A collision leaves the older sync where it is: shown on its stream, never lost. */
-		pr->psync[ev->correlation_id % PENDING_SYNC_SLOTS] =
+		pr->gpu->psync[ev->correlation_id % PENDING_SYNC_SLOTS] =
 		    (struct pending_sync){ev->correlation_id, (uint32_t)lane, op->start_ns};
 	}
 }
@@ -459,9 +401,9 @@ static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, stru
 	struct corr_entry e = {ev->correlation_id, ev->tid,   op->name_id, ev->kind, 0,
 	                       op->start_ns,       op->end_ns};
 	corr_put(pr, &e);
-	if (!pr->psync)
+	if (!pr->gpu->psync)
 		return;
-	struct pending_sync *ps = &pr->psync[ev->correlation_id % PENDING_SYNC_SLOTS];
+	struct pending_sync *ps = &pr->gpu->psync[ev->correlation_id % PENDING_SYNC_SLOTS];
 	if (ps->correlation_id != ev->correlation_id)
 		return;
 	struct store_gpu_op sync;
@@ -474,7 +416,7 @@ static void ingest_api(struct process *pr, const struct wire_gpu_event *ev, stru
 static void ingest_gpu_event(struct store *st, struct process *pr, const struct source *src,
                              const struct wire_gpu_event *ev)
 {
-	pr->gpu_events++;
+	pr->gpu->events++;
 	pr->events++;
 	st->gpu_events++;
 	st->events++;
@@ -494,21 +436,21 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 		/* stream_lane may move pr->lanes: index it only after the call. */
 		size_t lane_index = stream_lane(pr, ev->device, ev->stream, op.start_ns);
 		struct lane *l = &pr->lanes[lane_index];
-		uint64_t kernels = l->kernels, copies = l->copies;
+		uint64_t kernels = l->gpu->kernels, copies = l->gpu->copies;
 		if (ev->kind == WIRE_GPU_KERNEL) {
-			op.name_id = kernel_name(st, map_string(src, ev->name_id));
+			op.name_id = store_kernel_name(st, map_string(src, ev->name_id));
 			op.aux = kernel_config(pr, ev);
-			l->kernels++;
+			l->gpu->kernels++;
 		} else {
 			op.subkind = ev->kind == WIRE_GPU_MEMCPY ? (uint8_t)ev->subkind : 0;
 			op.mem = ev->kind == WIRE_GPU_MEMCPY
 			             ? (uint8_t)((ev->src_mem & 15) << 4 | (ev->dst_mem & 15))
 			             : (uint8_t)(ev->dst_mem & 15);
 			op.aux = bytes_aux(pr, ev->bytes);
-			l->copies++;
+			l->gpu->copies++;
 		}
 		lane_gpu_insert(pr, l, &op);
-		if (!kernels != !l->kernels || !copies != !l->copies)
+		if (!kernels != !l->gpu->kernels || !copies != !l->gpu->copies)
 			lane_relabel(l);
 		break;
 	}
@@ -537,17 +479,18 @@ static void ingest_gpu_event(struct store *st, struct process *pr, const struct 
 int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
                      const void *payload, uint32_t length)
 {
+	gpu_process(pr);
 	if (type == WIRE_FRAME_GPU_DEVICE) {
 		struct wire_gpu_device wd;
 		memcpy(&wd, payload, sizeof wd);
 		struct gpu_device *d = NULL;
-		for (size_t i = 0; i < pr->device_count; i++)
-			if (pr->devices[i].device == wd.device)
-				d = &pr->devices[i];
+		for (size_t i = 0; i < pr->gpu->device_count; i++)
+			if (pr->gpu->devices[i].device == wd.device)
+				d = &pr->gpu->devices[i];
 		if (!d) {
-			xgrow((void **)&pr->devices, &pr->device_cap, pr->device_count + 1,
-			      sizeof *pr->devices);
-			d = &pr->devices[pr->device_count++];
+			xgrow((void **)&pr->gpu->devices, &pr->gpu->device_cap, pr->gpu->device_count + 1,
+			      sizeof *pr->gpu->devices);
+			d = &pr->gpu->devices[pr->gpu->device_count++];
 		}
 		d->device = wd.device;
 		d->name_id = map_string(src, wd.name_id);
@@ -570,22 +513,78 @@ int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, u
 
 void store_gpu_lane_fini(struct lane *l)
 {
-	for (size_t r = 0; r < l->gpu_row_count; r++)
-		free(l->gpu_rows[r].v);
-	free(l->gpu_rows);
+	if (!l->gpu)
+		return;
+	for (size_t r = 0; r < l->gpu->row_count; r++)
+		free(l->gpu->rows[r].v);
+	free(l->gpu->rows);
+	free(l->gpu);
+	l->gpu = NULL;
 }
 
 void store_gpu_process_fini(struct process *pr)
 {
-	free(pr->stream_keys);
-	free(pr->stream_vals);
-	free(pr->corr);
-	free(pr->psync);
-	free(pr->ctx);
-	free(pr->kcfg);
-	free(pr->kcfg_slots);
-	free(pr->big_bytes);
-	free(pr->devices);
+	struct gpu_process *g = pr->gpu;
+	if (!g)
+		return;
+	hashmap_fini(&g->stream_map);
+	free(g->corr);
+	free(g->psync);
+	free(g->ctx);
+	free(g->kcfg);
+	hashmap_fini(&g->kcfg_map);
+	free(g->big_bytes);
+	free(g->devices);
+	free(g);
+	pr->gpu = NULL;
+}
+
+void store_gpu_lane_info(const struct lane *l, struct store_lane_info *out)
+{
+	const struct gpu_lane *g = gpu_lane_of(l);
+	out->gpu_row_count = g->row_count;
+	out->gpu_ops = g->ops;
+	out->device = g->device;
+	out->stream = g->stream;
+	out->is_default = g->is_default;
+	out->kernels = g->kernels;
+	if (l->kind == STORE_LANE_GPU_STREAM)
+		out->name = g->label;
+}
+
+size_t store_gpu_lane_event_bytes(const struct lane *l)
+{
+	const struct gpu_lane *g = gpu_lane_of(l);
+	size_t bytes = 0;
+	for (size_t r = 0; r < g->row_count; r++)
+		bytes += g->rows[r].cap * sizeof *g->rows[r].v;
+	return bytes;
+}
+
+uint64_t store_gpu_lane_evict(struct lane *l, uint64_t t)
+{
+	if (!l->gpu)
+		return 0;
+	uint64_t dropped = 0;
+	for (size_t r = 0; r < l->gpu->row_count; r++) {
+		struct gpu_row *row = &l->gpu->rows[r];
+		size_t k = store_evict_count(row->v, row->n, sizeof *row->v, TIMEROW_END, t);
+		row->n = store_evict_prefix((void **)&row->v, row->n, &row->cap, k, sizeof *row->v);
+		dropped += k;
+	}
+	return dropped;
+}
+
+const struct gpu_device *store_gpu_devices(const struct process *pr, size_t *n)
+{
+	*n = gpu_process_of(pr)->device_count;
+	return gpu_process_of(pr)->devices;
+}
+
+const struct gpu_context *store_gpu_contexts(const struct process *pr, size_t *n)
+{
+	*n = gpu_process_of(pr)->ctx_count;
+	return gpu_process_of(pr)->ctx;
 }
 
 size_t store_gpu_memory_bytes(const struct store *st)
@@ -593,17 +592,20 @@ size_t store_gpu_memory_bytes(const struct store *st)
 	size_t bytes = st->name_cache_cap * (sizeof *st->demangled + sizeof *st->short_name);
 	for (size_t p = 0; p < st->proc_count; p++) {
 		const struct process *pr = &st->procs[p];
-		bytes += pr->stream_slots * (sizeof *pr->stream_keys + sizeof *pr->stream_vals);
-		bytes += pr->corr_cap * sizeof *pr->corr +
-		         (pr->psync ? PENDING_SYNC_SLOTS * sizeof *pr->psync : 0);
-		bytes += pr->ctx_cap * sizeof *pr->ctx + pr->kcfg_cap * sizeof *pr->kcfg;
-		bytes += pr->kcfg_slot_count * sizeof *pr->kcfg_slots + pr->big_cap * sizeof *pr->big_bytes;
-		bytes += pr->device_cap * sizeof *pr->devices;
+		const struct gpu_process *g = gpu_process_of(pr);
+		if (pr->gpu)
+			bytes += sizeof *pr->gpu;
+		bytes += hashmap_bytes(&g->stream_map);
+		bytes +=
+		    g->corr_cap * sizeof *g->corr + (g->psync ? PENDING_SYNC_SLOTS * sizeof *g->psync : 0);
+		bytes += g->ctx_cap * sizeof *g->ctx + g->kcfg_cap * sizeof *g->kcfg;
+		bytes += hashmap_bytes(&g->kcfg_map) + g->big_cap * sizeof *g->big_bytes;
+		bytes += g->device_cap * sizeof *g->devices;
 		for (size_t l = 0; l < pr->lane_count; l++) {
-			const struct lane *ln = &pr->lanes[l];
-			bytes += ln->gpu_row_cap * sizeof *ln->gpu_rows;
-			for (size_t r = 0; r < ln->gpu_row_count; r++)
-				bytes += ln->gpu_rows[r].cap * sizeof *ln->gpu_rows[r].v;
+			const struct gpu_lane *gl = gpu_lane_of(&pr->lanes[l]);
+			if (pr->lanes[l].gpu)
+				bytes += sizeof *gl;
+			bytes += gl->row_cap * sizeof *gl->rows + store_gpu_lane_event_bytes(&pr->lanes[l]);
 		}
 	}
 	return bytes;
@@ -618,18 +620,18 @@ uint64_t store_gpu_event_count(const struct store *st)
 
 uint64_t store_process_gpu_events(const struct store *st, size_t process)
 {
-	return st->procs[process].gpu_events;
+	return gpu_process_of(&st->procs[process])->events;
 }
 
 size_t store_lane_gpu_query(const struct store *st, size_t process, size_t lane, size_t row, uint64_t from_ns,
                             uint64_t to_ns, const struct store_gpu_op **out)
 {
-	const struct lane *l = &st->procs[process].lanes[lane];
-	if (row >= l->gpu_row_count || from_ns >= to_ns) {
+	const struct gpu_lane *g = gpu_lane_of(&st->procs[process].lanes[lane]);
+	if (row >= g->row_count || from_ns >= to_ns) {
 		*out = NULL;
 		return 0;
 	}
-	const struct gpu_row *r = &l->gpu_rows[row];
+	const struct gpu_row *r = &g->rows[row];
 	size_t lo = op_first_ending_after(r->v, r->n, from_ns);
 	size_t hi = op_lower_bound(r->v, r->n, to_ns);
 	/* A zero-length op at from_ns ends "at" from_ns: keep it visible. */
@@ -642,19 +644,19 @@ size_t store_lane_gpu_query(const struct store *st, size_t process, size_t lane,
 size_t store_lane_gpu_all(const struct store *st, size_t process, size_t lane, size_t row,
                           const struct store_gpu_op **out)
 {
-	const struct lane *l = &st->procs[process].lanes[lane];
-	if (row >= l->gpu_row_count) {
+	const struct gpu_lane *g = gpu_lane_of(&st->procs[process].lanes[lane]);
+	if (row >= g->row_count) {
 		*out = NULL;
 		return 0;
 	}
-	*out = l->gpu_rows[row].v;
-	return l->gpu_rows[row].n;
+	*out = g->rows[row].v;
+	return g->rows[row].n;
 }
 
 const char *store_lane_gpu_label(const struct store *st, size_t process, size_t lane)
 {
 	const struct lane *l = &st->procs[process].lanes[lane];
-	return l->kind == STORE_LANE_GPU_STREAM ? l->label : "";
+	return l->kind == STORE_LANE_GPU_STREAM ? gpu_lane_of(l)->label : "";
 }
 
 uint64_t store_gpu_op_bytes(const struct store *st, size_t process, const struct store_gpu_op *op)
@@ -663,18 +665,18 @@ uint64_t store_gpu_op_bytes(const struct store *st, size_t process, const struct
 		return 0;
 	if (!(op->aux & BYTES_BIG))
 		return op->aux;
-	const struct process *pr = &st->procs[process];
+	const struct gpu_process *g = gpu_process_of(&st->procs[process]);
 	size_t i = op->aux & ~BYTES_BIG;
-	return i < pr->big_count ? pr->big_bytes[i] : 0;
+	return i < g->big_count ? g->big_bytes[i] : 0;
 }
 
 int store_gpu_op_kernel(const struct store *st, size_t process, const struct store_gpu_op *op,
                         struct store_kernel_config *out)
 {
-	const struct process *pr = &st->procs[process];
-	if (op->kind != WIRE_GPU_KERNEL || op->aux >= pr->kcfg_count)
+	const struct gpu_process *g = gpu_process_of(&st->procs[process]);
+	if (op->kind != WIRE_GPU_KERNEL || op->aux >= g->kcfg_count)
 		return -EINVAL;
-	*out = pr->kcfg[op->aux];
+	*out = g->kcfg[op->aux];
 	return 0;
 }
 
@@ -694,16 +696,17 @@ int store_gpu_op_get_launch(const struct store *st, size_t process, const struct
 
 size_t store_gpu_device_count(const struct store *st, size_t process)
 {
-	return st->procs[process].device_count;
+	return gpu_process_of(&st->procs[process])->device_count;
 }
 
 void store_gpu_device_get(const struct store *st, size_t process, size_t index,
                           struct store_gpu_device_info *out)
 {
-	const struct gpu_device *d = &st->procs[process].devices[index];
+	const struct gpu_device *d = &gpu_process_of(&st->procs[process])->devices[index];
 	const uint8_t *u = d->uuid;
 	out->device = d->device;
 	out->name = store_string(st, d->name_id);
+	out->short_name = strncmp(out->name, "NVIDIA ", 7) == 0 ? out->name + 7 : out->name;
 	snprintf(out->uuid, sizeof out->uuid,
 	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
 	         u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
@@ -716,9 +719,9 @@ void store_gpu_device_get(const struct store *st, size_t process, size_t index,
 int store_gpu_device_find(const struct store *st, size_t process, uint32_t device,
                           struct store_gpu_device_info *out)
 {
-	const struct process *pr = &st->procs[process];
-	for (size_t i = 0; i < pr->device_count; i++) {
-		if (pr->devices[i].device == device) {
+	const struct gpu_process *g = gpu_process_of(&st->procs[process]);
+	for (size_t i = 0; i < g->device_count; i++) {
+		if (g->devices[i].device == device) {
 			store_gpu_device_get(st, process, i, out);
 			return 0;
 		}

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "cuscope/hashmap.h"
 #include "cuscope/store.h"
+#include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 
 #define PENDING_END_MAX    4096  /* ends waiting for their start, per process (each start scans them) */
@@ -35,12 +37,6 @@ struct open_range {
 	uint64_t range_id; /* start/end only */
 };
 
-/* One row of GPU operations (stream lanes) or CUDA API calls and syncs (thread lanes). */
-struct gpu_row {
-	struct store_gpu_op *v; /* sorted by start, never overlapping */
-	size_t n, cap;
-};
-
 struct lane {
 	enum store_lane_kind kind;
 	pid_t tid;
@@ -53,15 +49,8 @@ struct lane {
 	size_t open_count, open_cap;
 	struct store_range *marks;
 	size_t mark_count, mark_cap;
-	/* GPU: ops on a stream lane, API calls and syncs on a thread lane */
-	struct gpu_row *gpu_rows;
-	size_t gpu_row_count, gpu_row_cap;
-	uint64_t gpu_ops;
-	/* stream lanes only */
-	uint32_t device, stream;
-	uint64_t kernels, copies; /* kernels; memcpy + memset */
-	int is_default;
-	char label[48];
+	/* GPU (store_gpu.c): ops on a stream lane, API calls and syncs on a thread lane; NULL until any */
+	struct gpu_lane *gpu;
 	/* CPU (store_cpu.c): samples, blocking calls, GC; NULL until the thread has any */
 	struct cpu_lane *cpu;
 };
@@ -69,23 +58,6 @@ struct lane {
 struct pending_end {
 	uint64_t range_id;
 	uint64_t end_ns;
-};
-
-/* The API call behind a correlation id. */
-struct corr_entry {
-	uint32_t correlation_id; /* 0 = empty slot */
-	uint32_t tid;
-	uint32_t name_id; /* global */
-	uint16_t kind;    /* WIRE_GPU_API_RUNTIME or _DRIVER */
-	uint16_t pad;
-	uint64_t start_ns, end_ns;
-};
-
-/* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
-struct pending_sync {
-	uint32_t correlation_id; /* 0 = empty */
-	uint32_t lane;
-	uint64_t start_ns;
 };
 
 struct gpu_context {
@@ -121,32 +93,13 @@ struct process {
 	uint64_t events;
 	struct lane *lanes; /* lanes[0] is the process's NVTX async lane */
 	size_t lane_count, lane_cap;
-	/* tid -> lane index + 1, open addressing */
-	pid_t *tid_keys;
-	uint32_t *tid_vals;
-	size_t tid_slots;
+	struct hashmap tid_map; /* thread lanes by tid: lane index + 1 */
 	uint64_t losses[WIRE_LOSS_CAUSE_MAX];
 	uint64_t unmatched;
 	struct pending_end *pending;
 	size_t pending_count, pending_cap;
-	/* GPU */
-	uint64_t gpu_events;
-	uint64_t *stream_keys; /* (device << 32 | stream) */
-	uint32_t *stream_vals; /* lane index + 1, 0 = empty */
-	size_t stream_slots, stream_count;
-	struct corr_entry *corr; /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
-	size_t corr_cap;
-	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
-	struct gpu_context *ctx;
-	size_t ctx_count, ctx_cap;
-	struct store_kernel_config *kcfg;
-	size_t kcfg_count, kcfg_cap;
-	uint32_t *kcfg_slots; /* index + 1 */
-	size_t kcfg_slot_count;
-	uint64_t *big_bytes; /* byte counts that do not fit an op's aux field */
-	size_t big_count, big_cap;
-	struct gpu_device *devices;
-	size_t device_count, device_cap;
+	/* GPU (store_gpu.c): streams, correlations, contexts, devices; NULL until the first GPU frame */
+	struct gpu_process *gpu;
 	struct notice *notices;
 	size_t notice_count, notice_cap;
 	/* CPU (store_cpu.c): counters */
@@ -167,16 +120,14 @@ struct source {
 struct store {
 	struct process *procs;
 	size_t proc_count, proc_cap;
-	uint32_t *pid_slots; /* open addressing: index + 1 of the newest process of a pid, 0 = empty */
-	size_t pid_slot_count;
+	struct hashmap pid_map; /* the newest process of each pid: index + 1 */
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */
 	char **strings;
 	uint32_t *string_len;
 	size_t string_count, string_cap;
-	uint32_t *hash_slots; /* string id, 0 = empty */
-	size_t hash_size;
+	struct hashmap string_map; /* string ids by text */
 	uint64_t first_ns, last_ns;
 	uint64_t events;
 	uint64_t generation;
@@ -202,11 +153,24 @@ struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t);
 struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t);
 void store_note_time(struct store *st, uint64_t t);
 
+/* store_names.c */
+/* Global id of the demangled text of kernel name id (once per distinct id), its short label cached. */
+uint32_t store_kernel_name(struct store *st, uint32_t id);
+
 /* store_gpu.c */
 int store_gpu_ingest(struct store *st, struct process *pr, struct source *src, uint32_t type,
                      const void *payload, uint32_t length);
 void store_gpu_process_fini(struct process *pr);
 void store_gpu_lane_fini(struct lane *l);
+/* The GPU facts of a lane for store_lane_get: rows, ops and, on a stream lane, device, stream, label. */
+void store_gpu_lane_info(const struct lane *l, struct store_lane_info *out);
+/* Bytes of a lane's GPU rows (capacity). */
+size_t store_gpu_lane_event_bytes(const struct lane *l);
+/* Drops GPU ops and API calls that ended before t from a lane; returns how many. */
+uint64_t store_gpu_lane_evict(struct lane *l, uint64_t t);
+/* A process's devices and CUDA contexts (store_replay.c repeats them); NULL and 0 before any. */
+const struct gpu_device *store_gpu_devices(const struct process *pr, size_t *n);
+const struct gpu_context *store_gpu_contexts(const struct process *pr, size_t *n);
 size_t store_gpu_memory_bytes(const struct store *st);
 
 /*
@@ -220,6 +184,12 @@ void store_grow(void **ptr, size_t *cap, size_t need, size_t elem_size);
 void store_evict_after_feed(struct store *st, uint32_t length);
 /* Shrinks the capacity of an array of n elements after eviction, when it is mostly unused. */
 void store_evict_shrink(void **v, size_t n, size_t *cap, size_t elem);
+/* Drops the first k elements of an array of n (capacity *cap), giving memory back when it is mostly
+ * empty; returns the new count. */
+size_t store_evict_prefix(void **v, size_t n, size_t *cap, size_t k, size_t elem);
+/* Leading elements of a row whose end (at offset) is before t: rows are sorted by start and, never
+ * overlapping, by end too; a linear walk is safe even where that does not hold (async rows). */
+size_t store_evict_count(const void *v, size_t n, size_t elem, size_t offset, uint64_t t);
 
 /* store_cpu.c */
 /* Bytes of a lane's samples and calls (capacity). */
@@ -235,6 +205,14 @@ void store_cpu_process_fini(struct process *pr);
 void store_cpu_fini(struct store *st);
 size_t store_cpu_memory_bytes(const struct store *st);
 
+/* store_cpu_hot.c */
+struct stack_count {
+	uint32_t stack_id;
+	uint64_t count;
+};
+/* Distinct non-empty stacks of samples v[0..n) with their counts (the caller frees them). */
+struct stack_count *store_cpu_count_stacks(const struct store_sample *v, size_t n, size_t *out_n);
+
 /* store_cost.c */
 void store_cost_ingest(struct store *st, struct process *pr, const void *payload, uint32_t length);
 /* Drops readings before t and reduced stretches that ended before t; returns readings dropped. */
@@ -242,34 +220,13 @@ uint64_t store_cost_evict(struct process *pr, uint64_t t);
 void store_cost_process_fini(struct process *pr);
 size_t store_cost_memory_bytes(const struct store *st);
 
-/*
- * Binary search shared by every sorted row of the store (ranges, GPU ops, blocking calls): all
- * begin with uint64 start_ns, end_ns. Returns the first index in v[0..n) (elements of `stride`
- * bytes) whose time field at `offset` is > t (after != 0) or >= t (after == 0).
- */
-static inline size_t store_time_bound(const void *v, size_t n, size_t stride, size_t offset, uint64_t t,
-                                      int after)
-{
-	const unsigned char *base = v;
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t x;
-		memcpy(&x, base + mid * stride + offset, sizeof x);
-		if (after ? x > t : x >= t)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
-}
-
-#define STORE_START_AT offsetof(struct store_range, start_ns)
-#define STORE_END_AT   offsetof(struct store_range, end_ns)
-_Static_assert(offsetof(struct store_gpu_op, start_ns) == STORE_START_AT &&
-                   offsetof(struct store_gpu_op, end_ns) == STORE_END_AT &&
-                   offsetof(struct store_call, start_ns) == STORE_START_AT &&
-                   offsetof(struct store_call, end_ns) == STORE_END_AT,
+/* Every sorted row of the store (ranges, GPU ops, blocking calls) is a time row (timerow.h). */
+_Static_assert(offsetof(struct store_range, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_range, end_ns) == TIMEROW_END &&
+                   offsetof(struct store_gpu_op, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_gpu_op, end_ns) == TIMEROW_END &&
+                   offsetof(struct store_call, start_ns) == TIMEROW_START &&
+                   offsetof(struct store_call, end_ns) == TIMEROW_END,
                "sorted store rows share the time layout");
 
 #endif

@@ -101,8 +101,11 @@ static void replay_threads(struct replay *r, const struct process *pr)
 
 static void replay_gpu(struct replay *r, const struct process *pr)
 {
-	for (size_t i = 0; i < pr->device_count; i++) {
-		const struct gpu_device *d = &pr->devices[i];
+	size_t device_count, ctx_count;
+	const struct gpu_device *devices = store_gpu_devices(pr, &device_count);
+	const struct gpu_context *ctx = store_gpu_contexts(pr, &ctx_count);
+	for (size_t i = 0; i < device_count; i++) {
+		const struct gpu_device *d = &devices[i];
 		struct wire_gpu_device wd = {.device = d->device,
 		                             .name_id = replay_local(r, d->name_id),
 		                             .global_memory_bytes = d->global_memory_bytes,
@@ -112,13 +115,13 @@ static void replay_gpu(struct replay *r, const struct process *pr)
 		memcpy(wd.uuid, d->uuid, sizeof wd.uuid);
 		replay_frame(r, WIRE_FRAME_GPU_DEVICE, &wd, sizeof wd);
 	}
-	for (size_t i = 0; i < pr->ctx_count; i++) {
+	for (size_t i = 0; i < ctx_count; i++) {
 		struct wire_gpu_event ev;
 		memset(&ev, 0, sizeof ev);
 		ev.kind = WIRE_GPU_CONTEXT;
-		ev.context = pr->ctx[i].context;
-		ev.device = pr->ctx[i].device;
-		ev.stream = pr->ctx[i].null_stream;
+		ev.context = ctx[i].context;
+		ev.device = ctx[i].device;
+		ev.stream = ctx[i].null_stream;
 		replay_frame(r, WIRE_FRAME_GPU, &ev, sizeof ev);
 	}
 }

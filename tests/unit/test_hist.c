@@ -11,6 +11,7 @@
 
 #include "cuscope/histogram.h"
 #include "cuscope/nvtxstats.h"
+#include "cuscope/u64.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -159,12 +160,67 @@ static void test_nvtx_stats(void **state)
 	nvtx_stats_fini(&s);
 }
 
+/* The NVTX panel's percentiles are the numbers `cuscope stats` prints (u64_percentile over the
+ * sorted durations), also after ranges arrive between two frames (the sorted prefix is merged). */
+static void test_nvtx_panel_matches_stats(void **state)
+{
+	(void)state;
+	struct nvtx_stats s;
+	nvtx_stats_init(&s);
+	uint64_t *all = malloc(3000 * sizeof *all);
+	size_t n = 0;
+	const double ps[] = {1, 10, 50, 90, 99, 99.9};
+	srand(7);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 1000; i++) {
+			/* A spread inside few buckets, so the bucket midpoint is not the answer. */
+			uint64_t d = 1000 + (uint64_t)(rand() % 1000);
+			nvtx_stats_add(&s, 0, 1, 0, 5, 0, 10, 10 + d);
+			all[n++] = d;
+		}
+		uint64_t *sorted = malloc(n * sizeof *sorted);
+		memcpy(sorted, all, n * sizeof *sorted);
+		u64_sort(sorted, n);
+		const struct nvtx_stat *e = nvtx_stats_find(&s, 5, 0);
+		assert_true(hist_is_exact(&e->hist));
+		for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+			assert_int_equal(hist_percentile(&e->hist, ps[k]),
+			                 u64_percentile(sorted, n, ps[k] / 100));
+		free(sorted);
+	}
+	free(all);
+	nvtx_stats_fini(&s);
+}
+
+/* Kept durations are bounded: the entry that passes the bound estimates (within 1/32), and says so. */
+static void test_nvtx_exact_bound(void **state)
+{
+	(void)state;
+	struct nvtx_stats s;
+	nvtx_stats_init(&s);
+	s.exact_max = 100;
+	for (uint64_t i = 0; i < 150; i++)
+		nvtx_stats_add(&s, 0, 1, 0, 5, 0, 0, 1000 + i);
+	const struct nvtx_stat *e = nvtx_stats_find(&s, 5, 0);
+	assert_false(hist_is_exact(&e->hist));
+	assert_null(e->hist.values);
+	uint64_t p50 = hist_percentile(&e->hist, 50), want = 1074;
+	assert_true(p50 * 32 >= want * 31 && p50 * 32 <= want * 33);
+	assert_int_equal(s.exact_values, 0);
+	/* The room it gave back serves the next names. */
+	nvtx_stats_add(&s, 0, 1, 0, 6, 0, 0, 1234);
+	assert_true(hist_is_exact(&nvtx_stats_find(&s, 6, 0)->hist));
+	assert_int_equal(hist_percentile(&nvtx_stats_find(&s, 6, 0)->hist, 50), 1234);
+	nvtx_stats_fini(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bucket_bounds),      cmocka_unit_test(test_percentiles_uniform),
 	    cmocka_unit_test(test_percentiles_skewed), cmocka_unit_test(test_small_and_empty),
-	    cmocka_unit_test(test_nvtx_stats),
+	    cmocka_unit_test(test_nvtx_stats),         cmocka_unit_test(test_nvtx_panel_matches_stats),
+	    cmocka_unit_test(test_nvtx_exact_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

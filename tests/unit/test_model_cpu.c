@@ -69,6 +69,10 @@ static void test_gap_at(void **state)
 {
 	(void)state;
 	struct cpuview_gap g;
+	assert_true(cpuview_is_gap(5, 15, 10));
+	assert_false(cpuview_is_gap(5, 14, 10));
+	assert_false(cpuview_is_gap(15, 5, 0)); /* overlapping ops leave no gap, whatever the minimum */
+	assert_false(cpuview_is_gap(5, 5, 0));
 	assert_true(cpuview_gap_at(ops, NOPS, 20 * MS, 10 * MS, &g));
 	assert_int_equal(g.start_ns, 12 * MS);
 	assert_int_equal(g.end_ns, 30 * MS);

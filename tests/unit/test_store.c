@@ -854,6 +854,32 @@ static void test_many_strings_and_generation(void **state)
 	store_free(st);
 }
 
+/* Thread id 0 (a crafted stream sends it) is a thread like any other: one lane, found again. The
+ * old map took key 0 for an empty slot and made a new lane for each of its events. */
+static void test_tid_zero_one_lane(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	feed_hello(st, 0, 100);
+	feed_string(st, 0, 2, "r");
+	struct wire_event e[] = {
+	    ev(WIRE_EV_NVTX_PUSH, 10, 0, 2, 0),
+	    ev(WIRE_EV_NVTX_POP, 20, 0, 0, 0),
+	    ev(WIRE_EV_NVTX_PUSH, 30, 0, 2, 0),
+	    ev(WIRE_EV_NVTX_POP, 40, 0, 0, 0),
+	};
+	feed_events(st, 0, e, sizeof e / sizeof *e);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_int_equal(pi.lane_count, 2); /* the async lane and thread 0 */
+	long l = lane_of(st, 0, 0);
+	assert_true(l >= 0);
+	assert_int_equal(store_thread_lane_find(st, 0, 0), (size_t)l);
+	const struct store_range *r;
+	assert_int_equal(store_lane_row_all(st, 0, (size_t)l, 0, &r), 2);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -871,6 +897,7 @@ int main(void)
 	    cmocka_unit_test(test_bye_detached),
 	    cmocka_unit_test(test_strings_per_source),
 	    cmocka_unit_test(test_many_strings_and_generation),
+	    cmocka_unit_test(test_tid_zero_one_lane),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -450,6 +450,7 @@ static void test_memcpy_stats_and_sections(void **state)
 	struct store_gpu_device_info di;
 	assert_int_equal(store_gpu_device_find(st, 0, 0, &di), 0);
 	assert_string_equal(di.name, "NVIDIA H200");
+	assert_string_equal(di.short_name, "H200");
 	assert_string_equal(di.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
 
 	unsigned char nbuf[64];

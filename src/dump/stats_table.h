@@ -1,0 +1,40 @@
+/*
+ * The tables `cuscope stats` prints: typed columns, rows of cells, and the three ways to write one
+ * (aligned text, CSV, JSON). Private to src/dump.
+ */
+#ifndef CUSCOPE_STATS_TABLE_H
+#define CUSCOPE_STATS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cuscope/stats.h"
+
+enum cell_type { CELL_STR, CELL_INT, CELL_BOOL };
+
+struct column {
+	const char *key;
+	enum cell_type type;
+};
+
+struct cell {
+	const char *str; /* CELL_STR, owned by the table */
+	int64_t num;
+};
+
+struct table {
+	const char *name;
+	const struct column *cols;
+	size_t col_count;
+	struct cell *cells; /* row-major */
+	size_t rows, cap_cells;
+};
+
+/* Appends a row: one argument per column, const char * (CELL_STR), int (CELL_BOOL) or int64_t. */
+void stats_table_row(struct table *t, ...);
+void stats_table_fini(struct table *t);
+/* Writes t in format; first says whether it is the first table of the output. */
+void stats_table_write(FILE *out, const struct table *t, enum stats_format format, int first);
+
+#endif

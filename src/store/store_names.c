@@ -1,0 +1,142 @@
+/*
+ * Names in the store: C++ demangling (kernels here, stack frames in store_cpu.c) through the C++ ABI
+ * found at run time, and the short labels of demangled kernel names, each cached per string id.
+ */
+#include "store_impl.h"
+
+#include "cuscope/xalloc.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From libstdc++ (the C++ ABI); weak so the viewer also links without it and finds it at run time. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn store_demangler(void)
+{
+	static int tried;
+	static demangle_fn fn;
+	if (!tried) {
+		tried = 1;
+		fn = __cxa_demangle;
+		if (!fn) {
+			void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+			if (lib)
+				*(void **)&fn = dlsym(lib, "__cxa_demangle");
+		}
+	}
+	return fn;
+}
+
+/* Demangled text of a mangled C++ name (malloc'd), or NULL. */
+static char *demangle_alloc(const char *mangled)
+{
+	if (strncmp(mangled, "_Z", 2) != 0)
+		return NULL;
+	demangle_fn fn = store_demangler();
+	if (!fn)
+		return NULL;
+	int status = -1;
+	char *out = fn(mangled, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *store_demangle(const char *mangled, char *buf, size_t size)
+{
+	char *d = demangle_alloc(mangled);
+	if (!d || !size) {
+		free(d);
+		return NULL;
+	}
+	snprintf(buf, size, "%s", d);
+	free(d);
+	return buf;
+}
+
+/* Label of a demangled name: the text at template depth 0 before the parameter list, without the
+ * return type ("void ns::k<int>(float*)" -> "ns::k"). */
+static size_t short_label(const char *s, char *out, size_t size)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t o = 0;
+	int angle = 0;
+	for (const char *p = s; *p && o + sizeof anon < size; p++) {
+		if (strncmp(p, anon, sizeof anon - 1) == 0) {
+			if (!angle) {
+				memcpy(out + o, anon, sizeof anon - 1);
+				o += sizeof anon - 1;
+			}
+			p += sizeof anon - 2;
+			continue;
+		}
+		if (*p == '<') {
+			angle++;
+			continue;
+		}
+		if (*p == '>') {
+			if (angle)
+				angle--;
+			continue;
+		}
+		if (angle)
+			continue;
+		if (*p == '(')
+			break;
+		if (*p == ' ') {
+			o = 0; /* what came before was a return type */
+			continue;
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static void name_cache_fit(struct store *st, uint32_t id)
+{
+	if (id < st->name_cache_cap)
+		return;
+	size_t old = st->name_cache_cap, cap = old;
+	xgrow((void **)&st->demangled, &cap, (size_t)id + 1, sizeof *st->demangled);
+	st->short_name = xrealloc(st->short_name, cap * sizeof *st->short_name);
+	memset(st->demangled + old, 0, (cap - old) * sizeof *st->demangled);
+	memset(st->short_name + old, 0, (cap - old) * sizeof *st->short_name);
+	st->name_cache_cap = cap;
+}
+
+uint32_t store_kernel_name(struct store *st, uint32_t id)
+{
+	if (!id)
+		return 0;
+	name_cache_fit(st, id);
+	if (!st->demangled[id]) {
+		char *d = demangle_alloc(st->strings[id]);
+		uint32_t did = d ? store_intern(st, d, strlen(d)) : id;
+		free(d);
+		name_cache_fit(st, did);
+		st->demangled[id] = did;
+		st->demangled[did] = did;
+		char buf[1024];
+		const char *text = st->strings[did];
+		size_t n = short_label(text, buf, sizeof buf);
+		uint32_t sid = n ? store_intern(st, buf, n) : did;
+		name_cache_fit(st, sid);
+		st->short_name[did] = sid;
+	}
+	return st->demangled[id];
+}
+
+const char *store_short_name(const struct store *st, uint32_t name_id)
+{
+	if (name_id < st->name_cache_cap && st->short_name[name_id])
+		return store_string(st, st->short_name[name_id]);
+	return store_string(st, name_id);
+}
