@@ -26,8 +26,6 @@ struct capture_writer *record_open_output(const char *verb, const char *output);
 void record_say_partial(struct capture_writer *w, const char *output);
 /* `cuscope attach [--record -o FILE --duration S] PID`. */
 int cli_attach(int argc, char **argv);
-/* The attach handshake is complete (the collector's HELLO arrived): its deadline stops. */
-void attach_handshake_done(void);
 /* `cuscope run --detached -- CMD`: an armed launch with no viewer. */
 int cli_run(int argc, char **argv);
 

@@ -1,4 +1,5 @@
 /* `cuscope record`: launch, follow the session, stream every frame into a capture file. */
+#include "cuscope/attach.h"
 #include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/cli.h"
