@@ -8,6 +8,7 @@
 #include "cuscope/store.h"
 #include "cuscope/tap.h"
 #include "cuscope/ui.h"
+#include "cuscope/watch.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -23,23 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
-#define LIVE_STOP_KILL_NS 5000000000ull
-#define LIVE_DETACH_MS    1000 /* leaving: how long collectors may take to send final counts */
-
-static volatile sig_atomic_t live_interrupts;    /* Ctrl-C presses to forward */
-static volatile sig_atomic_t live_detach_signal; /* SIGHUP/SIGTERM: leave, the target runs on */
-
-static void live_on_sigint(int sig)
-{
-	(void)sig;
-	live_interrupts++;
-}
-
-static void live_on_detach_signal(int sig)
-{
-	live_detach_signal = sig;
-}
+#define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
 
 static void live_on_crash(int sig)
 {
@@ -74,7 +59,6 @@ struct live {
 	struct capture_writer *keep;
 	char keep_path[700];
 	char keep_dir[512]; /* attach: our own session directory holding the keep file */
-	pid_t refused;      /* an attached target's collector turned us away (it has a viewer) */
 	struct capture_snapshot *dump;
 	char dump_path[512];
 	uint64_t dump_said_ns;
@@ -240,26 +224,12 @@ static void live_closed(void *ctx, int source)
 	store_source_closed(lv->store, source);
 }
 
-static void live_refused(void *ctx, pid_t pid)
-{
-	struct live *lv = ctx;
-	lv->refused = pid;
-}
-
 static void live_error(void *ctx, int source, pid_t pid, const char *message)
 {
 	struct live *lv = ctx;
 	(void)source;
 	lv->protocol_error = 1;
 	log_error("pid %d: %s", (int)pid, message);
-}
-
-/* Buffer for messages logged while curses owns the screen; shown in the UI. */
-static struct ui *live_log_ui;
-static void live_log_sink(const char *line)
-{
-	if (live_log_ui)
-		ui_message(live_log_ui, line);
 }
 
 /* Removes the keep file (and, after an attach, our own session directory that held it). */
@@ -385,17 +355,10 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", keep_dir);
 		lv.keep = capture_writer_open(lv.keep_path, &err, &why);
 	}
-	struct tap_callbacks cb = {.ctx = &lv,
-	                           .frame = live_frame,
-	                           .closed = live_closed,
-	                           .error = live_error,
-	                           .refused = live_refused};
-	int tap_err = 0;
-	struct tap *tap =
-	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
-	if (!tap) {
-		log_error("session directory %s is not a private directory of the target's user: %s",
-		          launch.session_dir, strerror(-tap_err));
+	struct tap_callbacks cb = {
+	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
+	struct watch w;
+	if (watch_start(&w, &launch, &watch_live_policy, &cb) != 0) {
 		live_keep_remove(&lv);
 		store_free(lv.store);
 		return 1;
@@ -405,25 +368,19 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	if (lv.latency.enabled)
 		lv.latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv.latency.samples);
 	const char *cause = NULL;
+	/* The UI shows what is logged while it owns the screen (its own log sink). */
 	lv.ui = ui_new(lv.store, ui_opts, &cause);
 	if (!lv.ui) {
 		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI",
 		          (int)launch.pid, launch.attached ? "" : ", output in ",
 		          launch.attached ? "" : launch.log_path);
-		tap_free(tap);
+		watch_finish(&w);
 		live_keep_remove(&lv);
 		store_free(lv.store);
 		return 1;
 	}
-	live_log_ui = lv.ui;
-	log_set_sink(live_log_sink);
 
 	struct sigaction sa = {0};
-	sa.sa_handler = live_on_sigint;
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = live_on_detach_signal;
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = live_on_crash;
 	sa.sa_flags = SA_RESETHAND;
 	sigaction(SIGSEGV, &sa, NULL);
@@ -441,57 +398,37 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	};
 
 	char log_note[256] = "";
-	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0,
-	         last_keep_flush = 0;
-	int forwarded_interrupts = 0, detached = 0, stopping = 0;
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0;
 	ui_draw(lv.ui, &status, 1);
 	for (;;) {
-		tap_pump(tap, 15, STDIN_FILENO);
+		int step = watch_step(&w);
 		uint64_t now = clock_mono_ns();
-		if (status.target_alive && !launch_poll(&launch)) {
+		if (step & WATCH_EXITED) {
 			status.target_alive = 0;
 			status.exit_code = launch_exit_code(&launch);
 			status.exit_signal = status.exit_code > 128 ? status.exit_code - 128 : 0;
 			store_process_set_exit(lv.store, launch.pid, status.exit_code);
 		}
-		while (forwarded_interrupts < live_interrupts) {
-			forwarded_interrupts++;
-			/* An attached process is not ours to interrupt: Ctrl-C detaches from it instead. */
-			if (launch.attached)
-				live_detach_signal = SIGINT;
-			else
-				launch_signal(&launch, SIGINT);
-		}
-		if (live_detach_signal) {
-			detached = status.target_alive;
-			break;
-		}
-		if (launch.attached && lv.refused == launch.pid)
+		if (step & WATCH_LEAVE)
 			break;
 		int actions = ui_handle_input(lv.ui, &status);
 		if (actions & UI_ACTION_INTERRUPT) {
-			if (launch.attached)
+			watch_forward(&w, SIGINT);
+			if (w.leave)
 				break;
-			launch_signal(&launch, SIGINT);
 		}
 		if (actions & UI_ACTION_DETACH) {
-			detached = status.target_alive;
+			watch_leave(&w, WATCH_LEAVE_DETACHED);
 			break;
 		}
-		if ((actions & UI_ACTION_STOP) && status.target_alive && !stopping) {
-			launch_signal(&launch, SIGTERM);
-			stopping = 1;
-			stop_sent_at = now;
+		if ((actions & UI_ACTION_STOP) && status.target_alive && !w.state.stop_sent) {
+			watch_stop(&w, SIGTERM);
 			ui_message(lv.ui, "stopping the target (SIGTERM to its process group)...");
 		}
-		if (stopping && !status.target_alive)
+		if ((actions & UI_ACTION_QUIT) && !status.target_alive) {
+			watch_leave(&w, WATCH_LEAVE_EXITED);
 			break;
-		if (stopping && now - stop_sent_at > LIVE_STOP_KILL_NS) {
-			launch_signal(&launch, SIGKILL);
-			stop_sent_at = now;
 		}
-		if ((actions & UI_ACTION_QUIT) && !status.target_alive)
-			break;
 		if (now - rate_start >= 1000000000ull) {
 			uint64_t events = store_event_count(lv.store);
 			status.events_per_s =
@@ -501,10 +438,9 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		}
 		live_dump_start(&lv);
 		live_dump_step(&lv, now);
-		if (lv.keep && now - last_keep_flush >= 250000000ull) {
+		if (lv.keep && (step & WATCH_FLUSH)) {
 			capture_writer_flush(lv.keep);
 			live_keep_bound(&lv);
-			last_keep_flush = now;
 		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status.now_ns = now;
@@ -515,63 +451,51 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 			latency_frame_drawn(&lv.latency, clock_mono_ns());
 		}
 	}
-	/* Collectors of processes that run on send their counts up to now before we close (a
-	 * bounded wait; those exiting send their real end instead). */
-	int unanswered = 0;
-	if (tap_connection_count(tap) > 0 && !(launch.attached && lv.refused == launch.pid))
-		unanswered = tap_detach(tap, LIVE_DETACH_MS);
+	/* A launched target left running by a detach (a signal or the user) runs on. */
+	int runs_on = w.leave == WATCH_LEAVE_DETACHED && w.state.alive;
+	int hangup = w.leave_signal == SIGHUP;
+	watch_finish(&w);
 	/* On a hangup the terminal is gone: restoring it would only block or fail. */
-	if (live_detach_signal != SIGHUP)
+	if (!hangup)
 		ui_free(lv.ui);
-	live_log_ui = NULL;
 	log_set_sink(NULL);
-	tap_free(tap);
 	/* A dump still running when the user leaves is finished first: nothing captured is lost. */
 	while (lv.dump) {
 		int rc = capture_snapshot_step(lv.dump, 64u << 20);
 		if (rc != 0) {
 			if (rc < 0)
-				fprintf(stderr, "cuscope: dump to %s failed: %s\n", lv.dump_path,
-				        strerror(-rc));
+				log_error("dump to %s failed: %s", lv.dump_path, strerror(-rc));
 			capture_snapshot_free(lv.dump);
 			lv.dump = NULL;
 		}
 	}
 	live_keep_remove(&lv);
-	int exit_code;
-	if (launch.attached && lv.refused == launch.pid && !launch_poll(&launch)) {
-		fprintf(stderr, "cuscope: attach: pid %d exited during attach\n", (int)launch.pid);
-		exit_code = 1;
-	} else if (launch.attached && lv.refused == launch.pid) {
-		fprintf(stderr,
-		        "cuscope: attach: pid %d already has a viewer attached (one at a time); detach "
-		        "that one first\n",
-		        (int)launch.pid);
-		exit_code = 1;
+	struct watch_end end = {.attached = launch.attached,
+	                        .refused = w.state.refused,
+	                        .runs_on = runs_on,
+	                        .stream_error = lv.protocol_error};
+	if (w.state.refused) {
+		watch_say_refused(&w);
 	} else if (launch.attached) {
 		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
 		 * session is its own (or attach.c's to remove). */
-		if (live_detach_signal != SIGHUP && status.target_alive)
-			fprintf(stderr, "cuscope: detached from pid %d; it runs on%s\n", (int)launch.pid,
-			        unanswered ? " (its collector did not answer the detach in time)" : "");
-		exit_code = 0;
-	} else if (detached) {
-		if (live_detach_signal != SIGHUP)
-			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n",
-			        (int)launch.pid, launch.log_path);
-		exit_code = 0;
+		if (!hangup && w.state.alive)
+			log_error("detached from pid %d; it runs on%s", (int)launch.pid,
+			          w.unanswered ? " (its collector did not answer the detach in time)" : "");
+	} else if (runs_on) {
+		if (!hangup)
+			log_error("detached; pid %d runs on, its output goes to %s", (int)launch.pid,
+			          launch.log_path);
 	} else {
-		if (live_detach_signal != SIGHUP) {
+		if (!hangup) {
 			fflush(stdout);
 			launch_replay_log(&launch, STDOUT_FILENO);
 		}
 		launch_cleanup(&launch);
-		exit_code = launch_exit_code(&launch);
+		end.target_code = launch_exit_code(&launch);
 	}
 	latency_report(&lv.latency);
 	free(lv.latency.samples);
 	store_free(lv.store);
-	if (lv.protocol_error && exit_code == 0)
-		exit_code = CLI_EXIT_USAGE;
-	return exit_code;
+	return watch_exit_code(&end);
 }

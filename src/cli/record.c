@@ -8,6 +8,7 @@
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/tap.h"
+#include "cuscope/watch.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -30,20 +31,6 @@
 #define CUSCOPE_VERSION "0.0.0"
 #endif
 
-#define RECORD_FLUSH_NS 250000000ull
-#define RECORD_DRAIN_NS 3000000000ull /* after the target exits, wait this long for its data */
-#define RECORD_KILL_NS  5000000000ull /* after forwarding a stop signal, wait this long before SIGKILL */
-
-/* An attach's end: how long collectors may take to send their final counts. */
-#define RECORD_DETACH_MS 1000
-
-static volatile sig_atomic_t record_stop_signal;
-
-static void record_on_signal(int sig)
-{
-	record_stop_signal = sig;
-}
-
 static char *record_runtime_facts(pid_t pid, uid_t uid);
 
 /* One stream (a process, or its image before an exec). */
@@ -62,7 +49,6 @@ struct recorder {
 	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
 	char *said[32];         /* warnings already printed */
 	size_t said_count;
-	pid_t refused;       /* an attached target's collector turned us away (it has a viewer) */
 	int attached;        /* recording an attached target (its handshake has a deadline) */
 	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
 	int unanswered;      /* collectors that did not answer the detach in time */
@@ -163,7 +149,7 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 		log_warn("record: %d process%s (pid %d%s) did not send final counts within %d ms of the "
 		         "detach (stopped?): the capture is incomplete and their losses unknown",
 		         missing, missing == 1 ? "" : "es", (int)first_missing, missing > 1 ? ", ..." : "",
-		         RECORD_DETACH_MS);
+		         WATCH_DETACH_MS);
 	else if (missing)
 		log_warn("record: %d process%s (pid %d%s) ended without final counts: the capture is "
 		         "incomplete and their losses unknown",
@@ -173,12 +159,6 @@ static void record_ends(struct recorder *rec, const struct launch *launch)
 static void record_continued(void *ctx, int source)
 {
 	record_source(ctx, source)->continued = 1;
-}
-
-static void record_refused(void *ctx, pid_t pid)
-{
-	struct recorder *rec = ctx;
-	rec->refused = pid;
 }
 
 /*
@@ -633,22 +613,14 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	struct launch launch = *target;
 	the_recorder.writer = writer;
 	the_recorder.attached = launch.attached;
-	struct sigaction sa = {0};
-	sa.sa_handler = record_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	struct watch_policy policy = watch_record_policy;
+	policy.duration_ns = (uint64_t)(duration_s * 1e9);
 	struct tap_callbacks cb = {.ctx = &the_recorder,
 	                           .frame = record_frame,
 	                           .error = record_error,
-	                           .refused = record_refused,
 	                           .continued = record_continued};
-	int tap_err = 0;
-	struct tap *tap =
-	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
-	if (!tap) {
-		log_error("record: session directory %s is not a private directory of the target's user: %s",
-		          launch.session_dir, strerror(-tap_err));
+	struct watch w;
+	if (watch_start(&w, &launch, &policy, &cb) != 0) {
 		if (!launch.attached)
 			launch_signal(&launch, SIGTERM);
 		capture_writer_abandon(the_recorder.writer);
@@ -657,74 +629,37 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	/* The manifest (nvidia-smi, pip take a moment) is gathered once the first collector is
 	 * connected, so its start-up data is safely flowing first; collectors queue meanwhile. */
 	int manifest_done = 0;
-
-	uint64_t start = clock_mono_ns();
-	uint64_t last_flush = start, exited_at = 0, stop_sent_at = 0;
 	if (launch.running)
 		record_facts_start(launch.pid);
-	int forwarded = 0, connected_once = 0;
 	for (;;) {
-		tap_pump(tap, 20, -1);
-		uint64_t now = clock_mono_ns();
-		if (now - last_flush >= RECORD_FLUSH_NS) {
-			last_flush = now;
+		int step = watch_step(&w);
+		if (step & WATCH_FLUSH)
 			capture_writer_flush(the_recorder.writer);
-		}
-		connected_once |= tap_connection_count(tap) > 0;
-		if (!manifest_done && (connected_once || now - start > 2000000000ull)) {
+		if (!manifest_done &&
+		    (w.state.connected_once || clock_mono_ns() - w.state.start_ns > 2000000000ull)) {
 			record_manifest(the_recorder.writer, command);
 			manifest_done = 1;
 		}
-		if (launch.attached && the_recorder.refused == launch.pid)
-			break;
-		if (!launch_poll(&launch) && !exited_at)
-			exited_at = now;
-		if (exited_at) {
-			/* The target is gone: stop once its collectors said goodbye, or after a grace period.
-			 */
-			if (tap_connection_count(tap) == 0 || now - exited_at > RECORD_DRAIN_NS)
-				break;
-			continue;
-		}
-		int stop_sig = record_stop_signal;
-		if (!stop_sig && duration_s > 0 && now - start >= (uint64_t)(duration_s * 1e9))
-			stop_sig = SIGTERM;
-		/* An attached target is never signalled: the recording just ends and we detach. */
-		if (stop_sig && launch.attached)
-			break;
-		if (launch.attached && connected_once && tap_connection_count(tap) == 0)
-			break; /* its collector went away (detached elsewhere or exiting) */
-		if (stop_sig && !forwarded) {
-			launch_signal(&launch, stop_sig == SIGHUP ? SIGTERM : stop_sig);
-			forwarded = 1;
-			stop_sent_at = now;
-		}
-		if (forwarded && now - stop_sent_at > RECORD_KILL_NS) {
+		if (step & WATCH_KILLED)
 			log_warn("record: pid %d ignored the stop signal; killing it", (int)launch.pid);
-			launch_signal(&launch, SIGKILL);
-			stop_sent_at = now;
-		}
+		if (step & WATCH_LEAVE)
+			break;
 	}
 	/* Leaving a process that runs on: its collector's counts up to now, or a bounded wait. */
-	if (launch.attached && the_recorder.refused != launch.pid && tap_connection_count(tap) > 0)
-		the_recorder.unanswered = tap_detach(tap, RECORD_DETACH_MS);
-	tap_finish(tap);
-	tap_free(tap);
+	watch_finish(&w);
+	the_recorder.unanswered = w.unanswered;
 	the_recorder.runtime_facts = record_facts_take();
-	if (launch.attached && (the_recorder.refused == launch.pid || !connected_once)) {
+	if (launch.attached && (w.state.refused || !w.state.connected_once)) {
 		/* Nothing was recorded: whatever output named before stays as it was. */
 		capture_writer_abandon(the_recorder.writer);
 		free(the_recorder.runtime_facts);
 		free(the_recorder.runtime_manifest);
-		if (the_recorder.refused == launch.pid && !launch_poll(&launch))
-			log_error("attach: pid %d exited during attach", (int)launch.pid);
-		else if (the_recorder.refused == launch.pid)
-			log_error("attach: pid %d already has a viewer attached (one at a time); detach that "
-			          "one first",
-			          (int)launch.pid);
+		if (w.state.refused)
+			watch_say_refused(&w);
 		else
 			log_error("record: pid %d's collector never answered", (int)launch.pid);
-		return 1;
+		return watch_exit_code(&(struct watch_end){
+		    .attached = 1, .refused = w.state.refused, .never_connected = !w.state.connected_once});
 	}
 	record_ends(&the_recorder, &launch);
 	if (!manifest_done)
@@ -755,7 +690,10 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 	/* An attached target's session is its own (or attach.c's to remove). */
 	if (!launch.attached)
 		launch_cleanup(&launch);
-	if (the_recorder.protocol_error || the_recorder.write_error || close_rc)
-		return launch.attached ? 1 : CLI_EXIT_USAGE;
-	return launch_exit_code(&launch);
+	/* A stream that broke the protocol leaves the capture incomplete, as a failed write does. */
+	struct watch_end end = {.attached = launch.attached,
+	                        .output_error =
+	                            the_recorder.protocol_error || the_recorder.write_error || close_rc,
+	                        .target_code = launch_exit_code(&launch)};
+	return watch_exit_code(&end);
 }
