@@ -106,6 +106,16 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 		$(COLLECTOR_UNIT_OBJ) \
 		-lcmocka $(VIEWER_LIBS) -ldl
 
+# The CLI's own logic (the options table) is unit-tested from its objects, main.o left out.
+CLI_LIB := $(BUILD)/obj/libcli.a
+$(CLI_LIB): $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BUILD)/tests/test_options: tests/unit/test_options.c $(CLI_LIB) $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CLI_LIB) $(VIEWER_LIB) \
+		-lcmocka $(VIEWER_LIBS) -ldl
+
 # Test target programs: plain C with NVTX3 headers (header-only) and threads.
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)

@@ -7,7 +7,6 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,27 +14,15 @@
 
 int cli_info(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			cli_usage("info");
-			return output_finish(stdout);
-		default:
-			return cli_bad_option("info", argv);
-		}
-	}
-	if (optind != argc - 1) {
+	struct cli_args args = {0};
+	int rc = cli_parse_options(CLI_INFO, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first != argc - 1) {
 		log_error("info: expected one capture file (see cuscope info --help)");
 		return CLI_EXIT_USAGE;
 	}
-	const char *path = argv[optind];
+	const char *path = argv[args.first];
 	struct store *store = store_new();
 	struct capture_read_result res;
 	char msg[1024];

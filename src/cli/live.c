@@ -12,11 +12,6 @@
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
-#include <getopt.h>
-
-#ifndef CUSCOPE_VERSION
-#define CUSCOPE_VERSION "0.0.0"
-#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,68 +260,32 @@ static char *live_join(char **argv)
 
 int cli_live(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"buffer-mb", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    CLI_UI_LONG_OPTIONS,
-	    {"version", no_argument, NULL, 'V'},
-	    LAUNCH_LONG_OPTIONS,
-	    {0},
-	};
-	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 3000};
-	struct ui_options ui_opts = {.window_s = 10.0};
-	unsigned buffer_mb = 0;
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			if (cli_parse_buffer_mb(optarg, &buffer_mb) != 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			cli_usage("");
-			return 0;
-		case 'V':
-			printf("cuscope %s\n", CUSCOPE_VERSION);
-			return 0;
-		default: {
-			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
-			if (urc < 0)
-				return CLI_EXIT_USAGE;
-			if (urc > 0)
-				break;
-			int lrc = launch_parse_option(&lopts, opt, optarg);
-			if (lrc < 0)
-				return CLI_EXIT_USAGE;
-			if (lrc == 0)
-				return cli_bad_option("", argv);
-		}
-		}
-	}
-	if (optind >= argc) {
+	struct cli_args args = {.launch = {.log_output = 1, .wait_viewer_ms = 3000},
+	                        .ui = {.window_s = 10.0}};
+	int rc = cli_parse_options(CLI_LIVE, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first >= argc) {
 		log_error("no command given (usage: cuscope [OPTIONS] -- COMMAND [ARGS...]; cuscope --help)");
 		return CLI_EXIT_USAGE;
 	}
-	char **command = argv + optind;
+	char **command = argv + args.first;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		log_error("live mode needs a terminal; use `cuscope record -o FILE -- COMMAND` instead");
 		return CLI_EXIT_USAGE;
 	}
 
 	struct launch launch;
-	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
 	session_sweep();
-	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
+	rc = launch_start(&launch, command, &args.launch, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
 		return rc;
 	}
 
 	char *command_line = live_join(command);
-	rc = live_run(&launch, command_line, &ui_opts);
+	rc = live_run(&launch, command_line, &args.ui);
 	free(command_line);
 	return rc;
 }

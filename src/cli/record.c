@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -506,58 +505,20 @@ static void record_manifest(struct capture_writer *w, char **argv)
 
 int cli_record(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"buffer-mb", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    LAUNCH_LONG_OPTIONS,
-	    {0},
-	};
-	struct launch_options lopts = {.log_output = 0, .wait_viewer_ms = 3000};
-	const char *output = NULL;
-	double duration_s = 0;
-	unsigned buffer_mb = 0;
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+o:d:h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'd':
-			if (cli_parse_seconds(optarg, &duration_s) != 0) {
-				log_error("record: --duration needs a positive number of seconds, not '%s'",
-				          optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'b':
-			if (cli_parse_buffer_mb(optarg, &buffer_mb) != 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			cli_usage("record");
-			return 0;
-		default: {
-			int rc = launch_parse_option(&lopts, opt, optarg);
-			if (rc < 0)
-				return CLI_EXIT_USAGE;
-			if (rc == 0)
-				return cli_bad_option("record", argv);
-		}
-		}
-	}
+	struct cli_args args = {.launch = {.log_output = 0, .wait_viewer_ms = 3000}};
+	int rc = cli_parse_options(CLI_RECORD, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	const char *output = args.output;
 	if (!output) {
 		log_error("record: -o FILE is required (see cuscope record --help)");
 		return CLI_EXIT_USAGE;
 	}
-	if (optind >= argc) {
+	if (args.first >= argc) {
 		log_error("record: no command given (cuscope record -o FILE -- COMMAND ...)");
 		return CLI_EXIT_USAGE;
 	}
-	char **command = argv + optind;
+	char **command = argv + args.first;
 	if (strcmp(output, "-") == 0) {
 		log_error("record: -o - would mix the capture with the program's own output; name a file");
 		return CLI_EXIT_USAGE;
@@ -568,10 +529,9 @@ int cli_record(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 
 	struct launch launch;
-	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
 	session_sweep();
-	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
+	rc = launch_start(&launch, command, &args.launch, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
 		/* Nothing was recorded: whatever output named before stays as it was. */
@@ -579,7 +539,7 @@ int cli_record(int argc, char **argv)
 		return rc;
 	}
 	record_say_partial(the_recorder.writer, output);
-	return record_run(&launch, the_recorder.writer, output, command, duration_s);
+	return record_run(&launch, the_recorder.writer, output, command, args.duration_s);
 }
 
 struct capture_writer *record_open_output(const char *verb, const char *output)
