@@ -14,13 +14,14 @@ int main(int argc, char **argv)
 		const struct cli_verb_entry *v = cli_verb_find(argv[1]);
 		if (v)
 			return v->run(argc - 1, argv + 1);
+		/* Help and version are output like any verb's: a failed write is an error. */
 		if (strcmp(argv[1], "help") == 0) {
 			cli_usage(argc >= 3 ? argv[2] : "");
-			return 0;
+			return output_finish(stdout);
 		}
 		if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 			printf("cuscope %s\n", CUSCOPE_VERSION);
-			return 0;
+			return output_finish(stdout);
 		}
 	}
 	return cli_live(argc, argv);
