@@ -51,8 +51,12 @@ int cli_info(int argc, char **argv);
 
 /* Flushes a verb's output; on any write error says so in one line and returns 1, else 0. */
 int output_finish(FILE *out);
-/* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
-int cli_load_capture(const char *path, struct store *store);
+/*
+ * Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. With
+ * res (info), also says when the manifest was cut, and the caller frees res->manifest.
+ */
+struct capture_read_result;
+int cli_load_capture(const char *path, struct store *store, struct capture_read_result *res);
 /* The verbs, as bits: the options table says which verbs take each option. */
 enum cli_verb {
 	CLI_LIVE = 1 << 0, /* `cuscope [OPTIONS] -- COMMAND` */
@@ -102,6 +106,8 @@ const struct cli_verb_entry *cli_verb_find(const char *name);
 const char *cli_verb_name(unsigned verb);
 /* Parses a positive number of seconds; returns 0 or -1. */
 int cli_parse_seconds(const char *text, double *out);
+/* While the terminal UI runs: a crash restores the terminal first, then dies as it would have. */
+void cli_restore_on_crash(void);
 /* Prints the help of a verb ("" for the top level) to stdout. */
 void cli_usage(const char *verb);
 

@@ -18,9 +18,9 @@ int cli_diff(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	struct store *a = store_new(), *b = store_new();
-	rc = cli_load_capture(argv[first], a);
+	rc = cli_load_capture(argv[first], a, NULL);
 	if (rc == 0)
-		rc = cli_load_capture(argv[first + 1], b);
+		rc = cli_load_capture(argv[first + 1], b, NULL);
 	if (rc == 0) {
 		diff_write(stdout, a, argv[first], b, argv[first + 1], args.diff_format);
 		rc = output_finish(stdout);

@@ -27,7 +27,7 @@ int cli_export(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	struct store *store = store_new();
-	rc = cli_load_capture(argv[args.first], store);
+	rc = cli_load_capture(argv[args.first], store, NULL);
 	if (rc == 0) {
 		uint64_t base = export_time_base(store);
 		struct export_options eo = {base + (uint64_t)(from * 1e9 + 0.5),

@@ -25,22 +25,11 @@ int cli_info(int argc, char **argv)
 	const char *path = argv[args.first];
 	struct store *store = store_new();
 	struct capture_read_result res;
-	char msg[1024];
-	const char *cause = NULL;
-	if (capture_read(path, store, &res, msg, sizeof msg, &cause) != 0) {
-		log_error("%s", cause);
+	rc = cli_load_capture(path, store, &res);
+	if (rc) {
 		store_free(store);
-		return CLI_EXIT_USAGE;
+		return rc;
 	}
-	if (res.chunks_corrupt)
-		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
-		         res.chunks_corrupt == 1 ? "" : "s");
-	if (res.manifest_skipped)
-		log_warn("%s: manifest longer than %u bytes: %u chunk%s of it not shown", path,
-		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
-	if (res.truncated)
-		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
-
 	fputs("file        ", stdout);
 	escape_term_fputs(stdout, path);
 	fputc('\n', stdout);

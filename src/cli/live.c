@@ -21,13 +21,6 @@
 
 #define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
 
-static void live_on_crash(int sig)
-{
-	ui_emergency_restore();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
 /*
  * Event-to-screen latency (CUSCOPE_LATENCY=1): for GPU records, the time from the GPU end
  * timestamp (CLOCK_MONOTONIC, same clock as ours) to the end of the first frame drawn after the
@@ -184,16 +177,15 @@ static void latency_report(struct latency *lat)
 	if (!lat->enabled)
 		return;
 	if (!lat->sample_count) {
-		fprintf(stderr, "cuscope: latency: no GPU records were drawn\n");
+		log_error("latency: no GPU records were drawn");
 		return;
 	}
 	qsort(lat->samples, lat->sample_count, sizeof *lat->samples, latency_cmp);
 	size_t n = lat->sample_count;
-	fprintf(stderr,
-	        "cuscope: latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)\n",
-	        (double)lat->samples[(n - 1) / 2] / 1e6,
-	        (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
-	        (double)lat->samples[n - 1] / 1e6, n);
+	log_error("latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)",
+	          (double)lat->samples[(n - 1) / 2] / 1e6,
+	          (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
+	          (double)lat->samples[n - 1] / 1e6, n);
 }
 
 static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
@@ -339,13 +331,7 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		return 1;
 	}
 
-	struct sigaction sa = {0};
-	sa.sa_handler = live_on_crash;
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	cli_restore_on_crash();
 	signal(SIGPIPE, SIG_IGN);
 
 	struct ui_status status = {

@@ -563,8 +563,7 @@ void record_say_partial(struct capture_writer *w, const char *output)
 	/* For whoever may interrupt it: where the data is until the recording completes. */
 	const char *partial = capture_writer_partial_path(w);
 	if (partial && isatty(STDERR_FILENO))
-		fprintf(stderr, "cuscope: recording into %s (renamed to %s when complete)\n", partial,
-		        output);
+		log_error("recording into %s (renamed to %s when complete)", partial, output);
 }
 
 int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command,

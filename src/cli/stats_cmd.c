@@ -16,7 +16,7 @@ int cli_stats(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	struct store *store = store_new();
-	rc = cli_load_capture(argv[args.first], store);
+	rc = cli_load_capture(argv[args.first], store, NULL);
 	if (rc == 0) {
 		stats_write_sections(stdout, store, args.stats_format, args.stats_mask);
 		rc = output_finish(stdout);

@@ -1,9 +1,11 @@
-/* The verb table (names, entry points, help texts) and what several verbs share: help, captures. */
+/* The verb table (names, entry points, help texts) and what verbs share: help, captures, crashes. */
 #include "cuscope/capture.h"
 #include "cuscope/cli.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
+#include "cuscope/ui.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +182,7 @@ const char *cli_verb_name(unsigned verb)
 	return "";
 }
 
-int cli_load_capture(const char *path, struct store *store)
+int cli_load_capture(const char *path, struct store *store, struct capture_read_result *out)
 {
 	struct capture_read_result res;
 	char msg[1024];
@@ -194,8 +196,33 @@ int cli_load_capture(const char *path, struct store *store)
 	if (res.chunks_corrupt)
 		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
 		         res.chunks_corrupt == 1 ? "" : "s");
+	/* Only a caller that shows the manifest cares that part of it was left out. */
+	if (out && res.manifest_skipped)
+		log_warn("%s: manifest longer than %u bytes: %u chunk%s of it not shown", path,
+		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
-	free(res.manifest);
+	if (out)
+		*out = res;
+	else
+		free(res.manifest);
 	return 0;
+}
+
+/* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */
+static void cli_on_crash(int sig)
+{
+	ui_emergency_restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cli_restore_on_crash(void)
+{
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE};
+	struct sigaction sa = {0};
+	sa.sa_handler = cli_on_crash;
+	sa.sa_flags = SA_RESETHAND;
+	for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+		sigaction(fatal[i], &sa, NULL);
 }

@@ -11,14 +11,6 @@
 
 static volatile sig_atomic_t view_quit;
 
-/* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */
-static void view_on_crash(int sig)
-{
-	ui_emergency_restore();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
 static void view_on_signal(int sig)
 {
 	(void)sig;
@@ -38,7 +30,7 @@ int cli_view(int argc, char **argv)
 	struct ui_options ui_opts = args.ui;
 	const char *path = argv[args.first];
 	struct store *store = store_new();
-	rc = cli_load_capture(path, store);
+	rc = cli_load_capture(path, store, NULL);
 	if (rc) {
 		store_free(store);
 		return rc;
@@ -59,12 +51,7 @@ int cli_view(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = view_on_crash;
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	cli_restore_on_crash();
 	struct ui_status status = {.command = path, .live = 0};
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {

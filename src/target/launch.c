@@ -1,5 +1,6 @@
 #include "cuscope/launch.h"
 #include "cuscope/byteq.h"
+#include "cuscope/log.h"
 #include "cuscope/session.h"
 
 #include <dirent.h>
@@ -571,7 +572,7 @@ void launch_replay_log(struct launch *launch, int fd)
 	char note[256];
 	launch_log_note(launch, note, sizeof note);
 	if (*note)
-		fprintf(stderr, "cuscope: output %s (of the oldest output)\n", note);
+		log_error("output %s (of the oldest output)", note);
 }
 
 void launch_log_note(const struct launch *launch, char *buf, size_t size)
