@@ -282,42 +282,165 @@ int cli_live(int argc, char **argv)
 	return rc;
 }
 
-int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+/* The store (bounded by --memory-mb) and the live capture file dumps are cut from. */
+static void live_open(struct live *lv, const struct launch *launch, const struct ui_options *ui_opts)
 {
-	struct launch launch = *target;
-	static struct live lv;
-	lv.store = store_new();
+	lv->store = store_new();
 	store_set_memory_limit(
-	    lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
-	lv.keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
+	    lv->store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv->keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
 	/* The keep file is ours: in our own session, never in an attached target's (its user could
 	 * plant links there), created 0600 without following any. */
-	const char *keep_dir = launch.session_dir;
-	if (launch.attached) {
+	const char *keep_dir = launch->session_dir;
+	if (launch->attached) {
 		const char *why = NULL;
-		if (session_create(lv.keep_dir, sizeof lv.keep_dir, &why) == 0)
-			keep_dir = lv.keep_dir;
+		if (session_create(lv->keep_dir, sizeof lv->keep_dir, &why) == 0)
+			keep_dir = lv->keep_dir;
 		else
 			keep_dir = NULL;
 	}
 	if (keep_dir) {
 		int err = 0;
 		const char *why = NULL;
-		snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", keep_dir);
-		lv.keep = capture_writer_open(lv.keep_path, &err, &why);
+		snprintf(lv->keep_path, sizeof lv->keep_path, "%s/live.cuscope", keep_dir);
+		lv->keep = capture_writer_open(lv->keep_path, &err, &why);
 	}
+	const char *latency_env = getenv("CUSCOPE_LATENCY");
+	lv->latency.enabled = latency_env && *latency_env == '1';
+	if (lv->latency.enabled)
+		lv->latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv->latency.samples);
+}
+
+/* Frees what live_open made (the keep file is removed). */
+static void live_close(struct live *lv)
+{
+	live_keep_remove(lv);
+	free(lv->latency.samples);
+	lv->latency.samples = NULL;
+	store_free(lv->store);
+	lv->store = NULL;
+}
+
+/* The view's loop: a watch step, the user's keys, dumps, the keep file, a frame; until leaving. */
+static void live_loop(struct live *lv, struct watch *w, struct launch *launch, struct ui_status *status)
+{
+	char log_note[256] = "";
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0;
+	ui_draw(lv->ui, status, 1);
+	for (;;) {
+		int step = watch_step(w);
+		uint64_t now = clock_mono_ns();
+		if (step & WATCH_EXITED) {
+			status->target_alive = 0;
+			status->exit_code = launch_exit_code(launch);
+			status->exit_signal = status->exit_code > 128 ? status->exit_code - 128 : 0;
+			store_process_set_exit(lv->store, launch->pid, status->exit_code);
+		}
+		if (step & WATCH_LEAVE)
+			return;
+		int actions = ui_handle_input(lv->ui, status);
+		if (actions & UI_ACTION_INTERRUPT) {
+			watch_forward(w, SIGINT);
+			if (w->leave)
+				return;
+		}
+		if (actions & UI_ACTION_DETACH) {
+			watch_leave(w, WATCH_LEAVE_DETACHED);
+			return;
+		}
+		if ((actions & UI_ACTION_STOP) && status->target_alive && !w->state.stop_sent) {
+			watch_stop(w, SIGTERM);
+			ui_message(lv->ui, "stopping the target (SIGTERM to its process group)...");
+		}
+		if ((actions & UI_ACTION_QUIT) && !status->target_alive) {
+			watch_leave(w, WATCH_LEAVE_EXITED);
+			return;
+		}
+		if (now - rate_start >= 1000000000ull) {
+			uint64_t events = store_event_count(lv->store);
+			status->events_per_s =
+			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			rate_events = events;
+			rate_start = now;
+		}
+		live_dump_start(lv);
+		live_dump_step(lv, now);
+		if (lv->keep && (step & WATCH_FLUSH)) {
+			capture_writer_flush(lv->keep);
+			live_keep_bound(lv);
+		}
+		if (now - last_draw >= LIVE_FRAME_NS) {
+			status->now_ns = now;
+			launch_log_note(launch, log_note, sizeof log_note);
+			status->log_note = log_note[0] ? log_note : NULL;
+			ui_draw(lv->ui, status, 0);
+			last_draw = now;
+			latency_frame_drawn(&lv->latency, clock_mono_ns());
+		}
+	}
+}
+
+/* A dump still running when the user leaves is finished first: nothing captured is lost. */
+static void live_dump_finish(struct live *lv)
+{
+	while (lv->dump) {
+		int rc = capture_snapshot_step(lv->dump, 64u << 20);
+		if (rc != 0) {
+			if (rc < 0)
+				log_error("dump to %s failed: %s", lv->dump_path, strerror(-rc));
+			capture_snapshot_free(lv->dump);
+			lv->dump = NULL;
+		}
+	}
+}
+
+/* After the view closed: says how the target was left, replays its output; the exit status. */
+static int live_end(struct live *lv, struct watch *w, struct launch *launch)
+{
+	/* A launched target left running by a detach (a signal or the user) runs on. On a hangup
+	 * the terminal is gone: nothing is said or replayed. */
+	int runs_on = w->leave == WATCH_LEAVE_DETACHED && w->state.alive;
+	int hangup = w->leave_signal == SIGHUP;
+	struct watch_end end = {.attached = launch->attached,
+	                        .refused = w->state.refused,
+	                        .runs_on = runs_on,
+	                        .stream_error = lv->protocol_error};
+	if (w->state.refused) {
+		watch_say_refused(w);
+	} else if (launch->attached) {
+		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
+		 * session is its own (or attach.c's to remove). */
+		if (!hangup && w->state.alive)
+			log_error("detached from pid %d; it runs on%s", (int)launch->pid,
+			          w->unanswered ? " (its collector did not answer the detach in time)" : "");
+	} else if (runs_on) {
+		if (!hangup)
+			log_error("detached; pid %d runs on, its output goes to %s", (int)launch->pid,
+			          launch->log_path);
+	} else {
+		if (!hangup) {
+			fflush(stdout);
+			launch_replay_log(launch, STDOUT_FILENO);
+		}
+		launch_cleanup(launch);
+		end.target_code = launch_exit_code(launch);
+	}
+	latency_report(&lv->latency);
+	return watch_exit_code(&end);
+}
+
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+{
+	struct launch launch = *target;
+	static struct live lv;
+	live_open(&lv, &launch, ui_opts);
 	struct tap_callbacks cb = {
 	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
 	struct watch w;
 	if (watch_start(&w, &launch, &watch_live_policy, &cb) != 0) {
-		live_keep_remove(&lv);
-		store_free(lv.store);
+		live_close(&lv);
 		return 1;
 	}
-	const char *latency_env = getenv("CUSCOPE_LATENCY");
-	lv.latency.enabled = latency_env && *latency_env == '1';
-	if (lv.latency.enabled)
-		lv.latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv.latency.samples);
 	const char *cause = NULL;
 	/* The UI shows what is logged while it owns the screen (its own log sink). */
 	lv.ui = ui_new(lv.store, ui_opts, &cause);
@@ -326,14 +449,11 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		          (int)launch.pid, launch.attached ? "" : ", output in ",
 		          launch.attached ? "" : launch.log_path);
 		watch_finish(&w);
-		live_keep_remove(&lv);
-		store_free(lv.store);
+		live_close(&lv);
 		return 1;
 	}
-
 	cli_restore_on_crash();
 	signal(SIGPIPE, SIG_IGN);
-
 	struct ui_status status = {
 	    .command = command_line,
 	    .pid = launch.pid,
@@ -341,106 +461,15 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	    .target_alive = 1,
 	    .log_path = launch.attached ? NULL : launch.log_path,
 	};
-
-	char log_note[256] = "";
-	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0;
-	ui_draw(lv.ui, &status, 1);
-	for (;;) {
-		int step = watch_step(&w);
-		uint64_t now = clock_mono_ns();
-		if (step & WATCH_EXITED) {
-			status.target_alive = 0;
-			status.exit_code = launch_exit_code(&launch);
-			status.exit_signal = status.exit_code > 128 ? status.exit_code - 128 : 0;
-			store_process_set_exit(lv.store, launch.pid, status.exit_code);
-		}
-		if (step & WATCH_LEAVE)
-			break;
-		int actions = ui_handle_input(lv.ui, &status);
-		if (actions & UI_ACTION_INTERRUPT) {
-			watch_forward(&w, SIGINT);
-			if (w.leave)
-				break;
-		}
-		if (actions & UI_ACTION_DETACH) {
-			watch_leave(&w, WATCH_LEAVE_DETACHED);
-			break;
-		}
-		if ((actions & UI_ACTION_STOP) && status.target_alive && !w.state.stop_sent) {
-			watch_stop(&w, SIGTERM);
-			ui_message(lv.ui, "stopping the target (SIGTERM to its process group)...");
-		}
-		if ((actions & UI_ACTION_QUIT) && !status.target_alive) {
-			watch_leave(&w, WATCH_LEAVE_EXITED);
-			break;
-		}
-		if (now - rate_start >= 1000000000ull) {
-			uint64_t events = store_event_count(lv.store);
-			status.events_per_s =
-			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
-			rate_events = events;
-			rate_start = now;
-		}
-		live_dump_start(&lv);
-		live_dump_step(&lv, now);
-		if (lv.keep && (step & WATCH_FLUSH)) {
-			capture_writer_flush(lv.keep);
-			live_keep_bound(&lv);
-		}
-		if (now - last_draw >= LIVE_FRAME_NS) {
-			status.now_ns = now;
-			launch_log_note(&launch, log_note, sizeof log_note);
-			status.log_note = log_note[0] ? log_note : NULL;
-			ui_draw(lv.ui, &status, 0);
-			last_draw = now;
-			latency_frame_drawn(&lv.latency, clock_mono_ns());
-		}
-	}
-	/* A launched target left running by a detach (a signal or the user) runs on. */
-	int runs_on = w.leave == WATCH_LEAVE_DETACHED && w.state.alive;
-	int hangup = w.leave_signal == SIGHUP;
+	live_loop(&lv, &w, &launch, &status);
 	watch_finish(&w);
 	/* On a hangup the terminal is gone: restoring it would only block or fail. */
-	if (!hangup)
+	if (w.leave_signal != SIGHUP)
 		ui_free(lv.ui);
 	log_set_sink(NULL);
-	/* A dump still running when the user leaves is finished first: nothing captured is lost. */
-	while (lv.dump) {
-		int rc = capture_snapshot_step(lv.dump, 64u << 20);
-		if (rc != 0) {
-			if (rc < 0)
-				log_error("dump to %s failed: %s", lv.dump_path, strerror(-rc));
-			capture_snapshot_free(lv.dump);
-			lv.dump = NULL;
-		}
-	}
+	live_dump_finish(&lv);
 	live_keep_remove(&lv);
-	struct watch_end end = {.attached = launch.attached,
-	                        .refused = w.state.refused,
-	                        .runs_on = runs_on,
-	                        .stream_error = lv.protocol_error};
-	if (w.state.refused) {
-		watch_say_refused(&w);
-	} else if (launch.attached) {
-		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
-		 * session is its own (or attach.c's to remove). */
-		if (!hangup && w.state.alive)
-			log_error("detached from pid %d; it runs on%s", (int)launch.pid,
-			          w.unanswered ? " (its collector did not answer the detach in time)" : "");
-	} else if (runs_on) {
-		if (!hangup)
-			log_error("detached; pid %d runs on, its output goes to %s", (int)launch.pid,
-			          launch.log_path);
-	} else {
-		if (!hangup) {
-			fflush(stdout);
-			launch_replay_log(&launch, STDOUT_FILENO);
-		}
-		launch_cleanup(&launch);
-		end.target_code = launch_exit_code(&launch);
-	}
-	latency_report(&lv.latency);
-	free(lv.latency.samples);
-	store_free(lv.store);
-	return watch_exit_code(&end);
+	int rc = live_end(&lv, &w, &launch);
+	live_close(&lv);
+	return rc;
 }
