@@ -7,7 +7,7 @@
 #include "cuscope/attach.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
-#include "cuscope/remote.h"
+#include "remote.h"
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/xalloc.h"
