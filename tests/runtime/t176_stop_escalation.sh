@@ -8,6 +8,7 @@
 need_cuscope
 
 # The program and its child ignore SIGTERM and SIGINT (ignored dispositions survive exec).
+# shellcheck disable=SC2016 # $0 is the program's own (the mark file)
 "$CUSCOPE" record -o "$T/cap" -- sh -c 'trap "" TERM INT; echo started >"$0"; sleep 60; echo done >"$0"' \
 	"$T/mark" >"$T/out" 2>"$T/err" </dev/null &
 CS_PID=$!
