@@ -482,3 +482,27 @@ COLLECTOR_EXPORT void cuscope_python_gc(int starting, int generation)
 	collector_emit_stack(WIRE_EV_GC, gc_start_ns, now, &gc_names[generation], NULL, 0);
 	gc_start_ns = 0;
 }
+
+/* ---- Python thread names (called through ctypes from sitecustomize) ---- */
+
+/* The thread table keeps 63 bytes of a name (known_thread.nvtx_name). */
+#define OSRT_PY_NAME_MAX 63
+
+/*
+ * A Python thread's `threading` name for native thread id tid, recorded like an NVTX thread name
+ * (it wins over the kernel's comm). Called once per thread start or rename, never per Python call;
+ * cut to the table's size at a UTF-8 character boundary. The viewer escapes it before display.
+ */
+COLLECTOR_EXPORT void cuscope_python_thread_name(unsigned long tid, const char *name)
+{
+	if (!name || !tid || tid > INT32_MAX ||
+	    !atomic_load_explicit(&collector_running, memory_order_relaxed))
+		return;
+	size_t len = strnlen(name, OSRT_PY_NAME_MAX + 1);
+	if (len > OSRT_PY_NAME_MAX) {
+		len = OSRT_PY_NAME_MAX;
+		while (len && ((unsigned char)name[len] & 0xc0) == 0x80)
+			len--;
+	}
+	collector_emit(WIRE_EV_THREAD_NAME, (uint32_t)tid, 0, NULL, NULL, name, len);
+}

@@ -1,8 +1,10 @@
 """cuscope's Python hook, put first on PYTHONPATH by `cuscope` launch mode.
 
-Reports garbage-collection pauses to the injected collector (shown as ranges on the thread lane),
-then runs the sitecustomize that would have run without cuscope, so nothing the environment set
-up is lost. Does nothing when the collector is not loaded.
+Reports garbage-collection pauses to the injected collector (shown as ranges on the thread lane)
+and the `threading` name of each Python thread against its native thread id (lanes read
+"MainThread" or "loader-0" rather than "python3"), then runs the sitecustomize that would have run
+without cuscope, so nothing the environment set up is lost. Does nothing when the collector is not
+loaded; never lets an error of its own reach the program.
 """
 import os
 import sys
@@ -25,6 +27,81 @@ def _cuscope_install_gc_hook():
     gc.callbacks.append(_cuscope_gc_callback)
 
 
+def _cuscope_install_thread_names():
+    """Names threads once each: at start-up, when a thread starts, when one is renamed, after fork.
+
+    Nothing runs per Python call: only Thread._bootstrap_inner (once per thread) and the name
+    setter are wrapped.
+    """
+    try:
+        import ctypes
+        import threading
+
+        report = ctypes.CDLL(None).cuscope_python_thread_name  # exported by the collector
+        report.argtypes = (ctypes.c_ulong, ctypes.c_char_p)
+        report.restype = None
+        get_native_id = threading.get_native_id  # 3.8+
+    except (ImportError, OSError, AttributeError):
+        return
+
+    def _report(native_id, name):
+        try:
+            if native_id and isinstance(name, str):
+                report(native_id, name.encode("utf-8", "replace")[:255])
+        except Exception:
+            pass
+
+    try:
+        for t in threading.enumerate():
+            _report(getattr(t, "native_id", None), t.name)
+    except Exception:
+        pass
+
+    try:
+        thread_class = threading.Thread
+        bootstrap_inner = thread_class._bootstrap_inner
+        name_property = thread_class.name
+    except AttributeError:
+        return
+
+    def _cuscope_bootstrap_inner(self):
+        # Runs on the new thread before its target: its own native id is the one to name.
+        try:
+            _report(get_native_id(), self.name)
+        except Exception:
+            pass
+        return bootstrap_inner(self)
+
+    def _cuscope_set_name(self, name):
+        name_property.fset(self, name)
+        try:
+            native_id = getattr(self, "_native_id", None)
+            if native_id and self.is_alive():
+                _report(native_id, self.name)
+        except Exception:
+            pass
+
+    try:
+        thread_class._bootstrap_inner = _cuscope_bootstrap_inner
+        if isinstance(name_property, property) and name_property.fset is not None:
+            thread_class.name = property(name_property.fget, _cuscope_set_name, name_property.fdel,
+                                         name_property.__doc__)
+    except Exception:
+        return
+
+    def _after_fork_in_child():
+        # The forking thread goes on as the child's only thread, under a new native id.
+        try:
+            _report(get_native_id(), threading.current_thread().name)
+        except Exception:
+            pass
+
+    try:
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    except (AttributeError, ValueError):
+        pass
+
+
 def _cuscope_chain_sitecustomize():
     """Runs the next sitecustomize on sys.path after this one, as Python would have."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -42,4 +119,5 @@ def _cuscope_chain_sitecustomize():
 
 
 _cuscope_install_gc_hook()
+_cuscope_install_thread_names()
 _cuscope_chain_sitecustomize()
