@@ -120,7 +120,7 @@ $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
 $(BUILD)/tests/bench/nvtx_producer: tests/bench/nvtx_producer.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread -ldl
-$(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/cli/launch.o $(BUILD)/obj/cli/tap.o $(VIEWER_LIB)
+$(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/cli/launch.o $(BUILD)/obj/cli/tap.o $(BUILD)/obj/cli/perfmap.o $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(VIEWER_LIBS)
 

@@ -400,6 +400,8 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		store_free(lv.store);
 		return 1;
 	}
+	if (!launch.attached && launch.perf_maps_ours)
+		tap_remove_perf_maps(tap);
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv.latency.enabled = latency_env && *latency_env == '1';
 	if (lv.latency.enabled)

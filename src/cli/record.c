@@ -653,6 +653,8 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		capture_writer_abandon(the_recorder.writer);
 		return 1;
 	}
+	if (!launch.attached && launch.perf_maps_ours)
+		tap_remove_perf_maps(tap);
 	/* The manifest (nvidia-smi, pip take a moment) is gathered once the first collector is
 	 * connected, so its start-up data is safely flowing first; collectors queue meanwhile. */
 	int manifest_done = 0;

@@ -4,7 +4,9 @@
 #   renamed while it runs, and a long UTF-8 name cut to 63 bytes at a character boundary;
 # - `stats --report=hot-inclusive` lists a Python thread's Python functions only, as FILE:QUALNAME,
 #   by inclusive samples: the caller (crunch) before the callee it holds (leaf);
-# - the program's own output and exit code are untouched by the hook.
+# - the program's own output and exit code are untouched by the hook;
+# - the /tmp/perf-PID.map CPython wrote is removed once the process has ended, but only where
+#   --python-perf turned the trampolines on (a user's own PYTHONPERFSUPPORT=1 keeps it for perf).
 # Interpreter: PYTHON312=/path/to/python3.12, else /usr/bin/python3.1[2-9], else pyenv's 3.12+.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -56,6 +58,8 @@ RC=0
 timeout 120 "$CUSCOPE" record --python-perf -o "$T/cap" -- "$PY" "$T/hot.py" >"$T/app.out" 2>"$T/app.err" </dev/null || RC=$?
 [ "$RC" = 7 ] || fail "record exited $RC, want the program's 7: $(head -c 300 "$T/app.err")"
 grep -q "^long [0-9]" "$T/app.out" || fail "the program did not finish: $(head -c 300 "$T/app.out")"
+PID=$(awk '$1 == "pid" {print $2}' "$T/app.out")
+[ ! -e "/tmp/perf-$PID.map" ] || fail "/tmp/perf-$PID.map is left after the traced process ended"
 cs_stats "$T/cap" "$T/stats.json"
 grep -q '"hot-inclusive"' "$T/stats.json" || fail "stats JSON has no \"hot-inclusive\" section"
 
@@ -101,4 +105,19 @@ leaves = [r["function"] for r in J["hot"] if r["pid"] == pid and r["tid"] == pid
 if not leaves or leaves[0].startswith("/"):
     fail("hot (self) on the main thread should lead with a native leaf, got %r" % leaves[:3])
 PY
+
+# The user's own PYTHONPERFSUPPORT: their map stays (perf report reads it after the process ends).
+cat >"$T/short.py" <<'PYEOF'
+import os
+def f():
+    return sum(range(1000))
+f()
+print("pid", os.getpid())
+PYEOF
+RC=0
+PYTHONPERFSUPPORT=1 timeout 60 "$CUSCOPE" record -o "$T/cap2" -- "$PY" "$T/short.py" >"$T/short.out" 2>"$T/short.err" </dev/null || RC=$?
+[ "$RC" = 0 ] || fail "record of short.py exited $RC: $(head -c 300 "$T/short.err")"
+PID=$(awk '$1 == "pid" {print $2}' "$T/short.out")
+[ -f "/tmp/perf-$PID.map" ] || fail "/tmp/perf-$PID.map of the user's own PYTHONPERFSUPPORT=1 was removed"
+rm -f "/tmp/perf-$PID.map"
 exit 0
