@@ -61,7 +61,7 @@ struct tap {
 	int next_source;
 	uint64_t last_scan_ns;
 	uint64_t bytes;
-	int perf_maps;               /* remove the perf maps of ended processes (tap_remove_perf_maps) */
+	int perf_maps;              /* remove the perf maps of ended processes (tap_remove_perf_maps) */
 	struct perfmap_watch ended; /* processes whose connection ended, until they are gone */
 };
 

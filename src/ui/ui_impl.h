@@ -173,8 +173,8 @@ struct ui_nvtx_pane {
 /* panes.c: the hot-functions pane (H). */
 struct ui_hot_pane {
 	int shown;
-	int order;      /* enum ui_hot_order (i switches self / inclusive) */
-	int suggested;  /* the --python-perf hint was shown once */
+	int order;       /* enum ui_hot_order (i switches self / inclusive) */
+	int suggested;   /* the --python-perf hint was shown once */
 	int auto_python; /* the thread last drawn in auto order had Python frames */
 };
 
