@@ -506,3 +506,10 @@ COLLECTOR_EXPORT void cuscope_python_thread_name(unsigned long tid, const char *
 	}
 	collector_emit(WIRE_EV_THREAD_NAME, (uint32_t)tid, 0, NULL, NULL, name, len);
 }
+
+/* A one-line warning from the Python hook (e.g. perf trampolines asked for but unavailable). */
+COLLECTOR_EXPORT void cuscope_python_notice(const char *text)
+{
+	if (text && atomic_load_explicit(&collector_running, memory_order_relaxed))
+		collector_notice(WIRE_NOTICE_WARNING, "%.200s", text);
+}

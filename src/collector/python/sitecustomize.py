@@ -102,6 +102,31 @@ def _cuscope_install_thread_names():
         pass
 
 
+def _cuscope_check_perf_support():
+    """Says once (a collector notice) when perf trampolines were asked for but cannot run here."""
+    try:
+        if not os.environ.get("PYTHONPERFSUPPORT"):
+            return
+        active = getattr(sys, "is_stack_trampoline_active", None)
+        if active is not None and active():
+            return
+        import ctypes
+
+        notice = ctypes.CDLL(None).cuscope_python_notice
+        notice.argtypes = (ctypes.c_char_p,)
+        notice.restype = None
+        version = "%d.%d" % sys.version_info[:2]
+        if sys.version_info < (3, 12) or active is None:
+            why = "Python %s has no perf trampolines (CPython 3.12 or later has)" % version
+        else:
+            why = "this Python %s (%s) runs without perf trampolines (not built with them, or " \
+                  "not on this platform)" % (version, sys.executable)
+        notice(("--python-perf: %s: stacks show interpreter frames, not Python functions"
+                % why).encode("utf-8", "replace"))
+    except Exception:
+        pass
+
+
 def _cuscope_chain_sitecustomize():
     """Runs the next sitecustomize on sys.path after this one, as Python would have."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -120,4 +145,5 @@ def _cuscope_chain_sitecustomize():
 
 _cuscope_install_gc_hook()
 _cuscope_install_thread_names()
+_cuscope_check_perf_support()
 _cuscope_chain_sitecustomize()
