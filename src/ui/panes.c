@@ -129,7 +129,8 @@ static int ui_hot_lane(const struct ui *ui, size_t *process, size_t *lane)
 	return found;
 }
 
-/* 1 if a frame is CPython's own code (module python3.x or libpython3.x, symbolised or not). */
+/* 1 if a frame is CPython's own code (module python3.x or libpython3.x, symbolised or not: an
+ * unsymbolised frame's module is the same file). */
 static int ui_hot_is_interpreter(const struct ui *ui, uint32_t frame_id)
 {
 	const char *mod = store_frame_module(ui->store, frame_id);
@@ -148,8 +149,8 @@ void ui_hot_toggle_order(struct ui *ui)
 /*
  * The hot-functions panel: top functions of one thread in the visible window, by self samples, or
  * by inclusive samples (Python functions only, on a thread with Python frames). Auto order: a
- * Python thread inclusive, any other self. A Python thread that shows only interpreter frames gets
- * the --python-perf hint once.
+ * Python thread inclusive, any other self. A thread whose listed leaves are mostly CPython's own
+ * code (Python without perf trampolines) gets the --python-perf hint once.
  */
 void ui_draw_hot(struct ui *ui, int y0, int h)
 {
@@ -174,10 +175,16 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 		}
 		if (!inclusive)
 			n = store_hot_functions(ui->store, process, lane, from, to, top, hot, &samples);
-		int interp = n > 0 && !python;
-		for (size_t i = 0; i < n && interp; i++)
-			interp = !hot[i].self || ui_hot_is_interpreter(ui, hot[i].frame_id);
-		if (interp && !inclusive && !ui->hot.suggested) {
+		/* A Python thread without Python frames: the interpreter's own code is most of the leaves
+		 * listed (the rest is what it calls: libc, the loader's TLS lookups). */
+		uint64_t interp = 0, listed = 0;
+		for (size_t i = 0; i < n && !inclusive; i++) {
+			listed += hot[i].self;
+			interp += ui_hot_is_interpreter(ui, hot[i].frame_id) ? hot[i].self : 0;
+		}
+		if (listed && interp * 2 > listed && !ui->hot.suggested && ui->hot.order == UI_HOT_SELF)
+			store_hot_inclusive(ui->store, process, lane, from, to, 0, hot, NULL, &python);
+		if (listed && interp * 2 > listed && !ui->hot.suggested && !python) {
 			ui->hot.suggested = 1;
 			ui_say(ui,
 			       "hot: only CPython's own frames; with --python-perf (CPython >= 3.12) stacks "
