@@ -4,7 +4,8 @@
 #   renamed while it runs, and a long UTF-8 name cut to 63 bytes at a character boundary;
 # - `stats --report=hot-inclusive` lists a Python thread's Python functions only, as FILE:QUALNAME,
 #   by inclusive samples: the hot pair crunch/leaf on top;
-# - the program's own output and exit code are untouched by the hook;
+# - the program's own output and exit code are untouched by the hook, which does not import
+#   `threading` before the program does (gevent must patch it first);
 # - the /tmp/perf-PID.map CPython wrote is removed once the process has ended, but only where
 #   --python-perf turned the trampolines on (a user's own PYTHONPERFSUPPORT=1 keeps it for perf).
 # Interpreter: PYTHON312=/path/to/python3.12, else /usr/bin/python3.1[2-9], else pyenv's 3.12+.
@@ -22,7 +23,9 @@ fi
 	skip "SKIP: $PY is not a CPython >= 3.12 with perf trampolines"
 
 cat >"$T/hot.py" <<'PYEOF'
-import os, sys, threading, time
+import sys
+print("early_threading", int("threading" in sys.modules))
+import os, threading, time
 def leaf(x):
     return x * 3 + 1
 def crunch(n):
@@ -58,6 +61,8 @@ RC=0
 timeout 120 "$CUSCOPE" record --python-perf -o "$T/cap" -- "$PY" "$T/hot.py" >"$T/app.out" 2>"$T/app.err" </dev/null || RC=$?
 [ "$RC" = 7 ] || fail "record exited $RC, want the program's 7: $(head -c 300 "$T/app.err")"
 grep -q "^long [0-9]" "$T/app.out" || fail "the program did not finish: $(head -c 300 "$T/app.out")"
+want=$("$PY" -c 'import sys; print(int("threading" in sys.modules))')
+grep -q "^early_threading $want\$" "$T/app.out" || fail "threading imported before the program did: $(grep early "$T/app.out"), want $want"
 PID=$(awk '$1 == "pid" {print $2}' "$T/app.out")
 [ ! -e "/tmp/perf-$PID.map" ] || fail "/tmp/perf-$PID.map is left after the traced process ended"
 cs_stats "$T/cap" "$T/stats.json"

@@ -31,16 +31,17 @@ def _cuscope_install_thread_names():
     """Names threads once each: at start-up, when a thread starts, when one is renamed, after fork.
 
     Nothing runs per Python call: only Thread._bootstrap_inner (once per thread) and the name
-    setter are wrapped.
+    setter are wrapped. `threading` is not imported here (gevent and eventlet must patch it before
+    anyone imports it): the hooks go in when the program imports it.
     """
     try:
         import ctypes
-        import threading
+        import _thread
 
         report = ctypes.CDLL(None).cuscope_python_thread_name  # exported by the collector
         report.argtypes = (ctypes.c_ulong, ctypes.c_char_p)
         report.restype = None
-        get_native_id = threading.get_native_id  # 3.8+
+        get_native_id = _thread.get_native_id  # 3.8+
     except (ImportError, OSError, AttributeError):
         return
 
@@ -50,6 +51,87 @@ def _cuscope_install_thread_names():
                 report(native_id, name.encode("utf-8", "replace")[:255])
         except Exception:
             pass
+
+    def _after_fork_in_child():
+        # The forking thread goes on as the child's only thread, under a new native id (without
+        # `threading`, only the main thread has a name).
+        try:
+            threading = sys.modules.get("threading")
+            name = threading.current_thread().name if threading else "MainThread"
+            _report(get_native_id(), name)
+        except Exception:
+            pass
+
+    try:
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    except (AttributeError, ValueError):
+        pass
+
+    # sitecustomize runs on the main thread, which `threading` will call MainThread.
+    _report(get_native_id(), "MainThread")
+    if "threading" in sys.modules:
+        try:
+            _cuscope_hook_threading(_report, get_native_id)
+        except Exception:
+            pass
+    else:
+        try:
+            sys.meta_path.insert(0, _CuscopeThreadingFinder(
+                lambda: _cuscope_hook_threading(_report, get_native_id)))
+        except Exception:
+            pass
+
+
+class _CuscopeThreadingLoader(object):
+    """The real loader of `threading`, then the hooks once the module has run."""
+
+    def __init__(self, loader, then):
+        self._loader = loader
+        self._then = then
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._then()
+        except Exception:
+            pass
+
+
+class _CuscopeThreadingFinder(object):
+    """A sys.meta_path entry that waits for the program's own `import threading` (any other name
+    is declined at once) and leaves the path on it."""
+
+    def __init__(self, then):
+        self._then = then
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "threading":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return None
+            spec.loader = _CuscopeThreadingLoader(spec.loader, self._then)
+            return spec
+        except Exception:
+            return None
+
+
+def _cuscope_hook_threading(_report, get_native_id):
+    """Wraps Thread._bootstrap_inner and the name setter of an imported `threading`."""
+    import threading
 
     try:
         for t in threading.enumerate():
@@ -89,17 +171,6 @@ def _cuscope_install_thread_names():
     except Exception:
         return
 
-    def _after_fork_in_child():
-        # The forking thread goes on as the child's only thread, under a new native id.
-        try:
-            _report(get_native_id(), threading.current_thread().name)
-        except Exception:
-            pass
-
-    try:
-        os.register_at_fork(after_in_child=_after_fork_in_child)
-    except (AttributeError, ValueError):
-        pass
 
 
 def _cuscope_check_perf_support():
