@@ -3,7 +3,8 @@
  * callback, so stats.c can hold them in its generic tables without sharing its cell types.
  *
  *   hot:      pid, tid, thread, function, module, samples, share
- *             one row per (thread, leaf function): self samples over the whole capture; share =
+ *             one row per (thread, leaf function; a Python frame as FILE:QUALNAME): self samples
+ *             over the whole capture; share =
  *             samples / the thread's samples (0..1); threads by process then tid, rows by samples
  *             descending, at most STATS_CPU_HOT_TOP per thread
  *   osrt:     pid, tid, thread, call, count, total_ns, p50_ns, p99_ns, max_ns

@@ -6,7 +6,8 @@
  * OSRT_COST_EVERY per thread (the wrapper's own steps before and after the call) and on every
  * recorded call (stack and record), for the overhead budget, which may raise the threshold or
  * turn the wrappers off (osrt_set_threshold). Python GC pauses arrive through cuscope_python_gc,
- * called by the sitecustomize that launch mode puts on PYTHONPATH.
+ * threading names through cuscope_python_thread_name and the hook's warnings through
+ * cuscope_python_notice, all called by the sitecustomize that launch mode puts on PYTHONPATH.
  */
 #include "cuscope/clock.h"
 #include "collector.h"
