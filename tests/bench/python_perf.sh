@@ -44,7 +44,7 @@ print("cpu_ms %.1f wall_ms %.1f pid %d" % ((time.process_time() - c0) * 1e3, (ti
 PYEOF
 declare -A CPU WALL
 modes="plain plain+perf cuscope cuscope+perf"
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	for m in $modes; do
 		env=()
 		case $m in *+perf) env=(PYTHONPERFSUPPORT=1) ;; esac
@@ -55,11 +55,11 @@ for r in $(seq "$ROUNDS"); do
 			out=$(env "${env[@]}" "$CUSCOPE" record -o "$T/c.cuscope" -- "$PY" "$T/loop.py" 2>/dev/null)
 			rm -f "$T/c.cuscope" ;;
 		esac
-		set -- $out
-		CPU[$m]+="$2 "
-		WALL[$m]+="$4 "
+		read -r _ cpu _ wall _ pid <<<"$out"
+		CPU[$m]+="$cpu "
+		WALL[$m]+="$wall "
 		# The map the trampolines wrote (removed by cuscope itself where it turned them on).
-		case $m in *+perf) rm -f "/tmp/perf-$6.map" ;; esac
+		case $m in *+perf) rm -f "/tmp/perf-$pid.map" ;; esac
 	done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
