@@ -43,15 +43,27 @@ int perfmap_remove(pid_t pid, uid_t owner, uint64_t start_ticks)
 		return dir;
 	char name[64];
 	snprintf(name, sizeof name, "perf-%d.map", (int)pid);
+	/* Only a regular file is opened (a FIFO or device is never touched), without following a link. */
+	struct stat lst, st;
+	if (fstatat(dir, name, &lst, AT_SYMLINK_NOFOLLOW) != 0) {
+		int err = -errno;
+		close(dir);
+		return err;
+	}
+	if (!S_ISREG(lst.st_mode)) {
+		close(dir);
+		return -EPERM;
+	}
 	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int err = errno == ELOOP ? -EPERM : -errno;
 		close(dir);
 		return err;
 	}
-	struct stat st;
 	int rc = fstat(fd, &st) == 0 ? 0 : -errno;
 	close(fd);
+	if (rc == 0 && (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino))
+		rc = -EPERM; /* replaced between the two looks */
 	if (rc == 0) {
 		/* Written after the process started: not a stale map of an earlier process with that pid.
 		 * btime has whole seconds: a second of slack. */
