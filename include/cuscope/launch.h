@@ -45,6 +45,7 @@ struct launch {
 	int log_done_fd;                    /* readable (EOF) once the log keeper ended; 0 or -1 = none */
 	struct launch_log_stats *log_stats; /* shared with the log keeper, NULL without a log */
 	unsigned log_mb;                    /* the log's cap */
+	int perf_maps_ours;                 /* --python-perf turned perf maps on: remove them (perfmap.h) */
 };
 
 /* Finds libcuscope.so relative to the running binary (or $CUSCOPE_COLLECTOR); 0 or -ENOENT. */

@@ -3,7 +3,8 @@
  * callback, so stats.c can hold them in its generic tables without sharing its cell types.
  *
  *   hot:      pid, tid, thread, function, module, samples, share
- *             one row per (thread, leaf function): self samples over the whole capture; share =
+ *             one row per (thread, leaf function; a Python frame as FILE:QUALNAME): self samples
+ *             over the whole capture; share =
  *             samples / the thread's samples (0..1); threads by process then tid, rows by samples
  *             descending, at most STATS_CPU_HOT_TOP per thread
  *   osrt:     pid, tid, thread, call, count, total_ns, p50_ns, p99_ns, max_ns
@@ -11,6 +12,11 @@
  *             row with call "python_gc" (all generations); nearest-rank percentiles; rows of a
  *             thread by total_ns descending
  *   counters: pid, tid, thread, event, value  (newest cumulative value; by process, tid, event)
+ *   hot-inclusive: pid, tid, thread, function, module, inclusive, self, share
+ *             one row per (thread, function): inclusive = samples whose stack holds the function
+ *             (once per stack), self = samples where it is the leaf, share = inclusive / the
+ *             thread's samples; on a thread with Python frames only those are listed, as
+ *             "FILE:QUALNAME"; rows by inclusive descending, at most STATS_CPU_HOT_TOP per thread
  */
 #ifndef CUSCOPE_STATS_CPU_H
 #define CUSCOPE_STATS_CPU_H
@@ -54,8 +60,9 @@ struct stats_cpu_section {
 void stats_cpu_hot(const struct store *store, stats_cpu_row_fn row, void *ctx);
 void stats_cpu_osrt(const struct store *store, stats_cpu_row_fn row, void *ctx);
 void stats_cpu_counters(const struct store *store, stats_cpu_row_fn row, void *ctx);
+void stats_cpu_hot_inclusive(const struct store *store, stats_cpu_row_fn row, void *ctx);
 
-/* The three sections in order (hot, osrt, counters); *count = 3. */
+/* The four sections in order (hot, osrt, counters, hot-inclusive); *count = 4. */
 const struct stats_cpu_section *stats_cpu_sections(size_t *count);
 
 #endif

@@ -397,6 +397,23 @@ const char *store_frame_module(const struct store *store, uint32_t frame_id);
  */
 size_t store_hot_functions(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
                            uint64_t to_ns, size_t top_n, struct store_hot_function *out, uint64_t *samples);
+/*
+ * Functions of a lane's samples in [from_ns, to_ns) by inclusive samples (total: the stacks a
+ * function is anywhere in, once per stack), most first (then self, then frame id). When a stack of
+ * the window holds a Python frame, only Python frames are listed and *python (if not NULL) is 1.
+ */
+size_t store_hot_inclusive(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
+                           uint64_t to_ns, size_t top_n, struct store_hot_function *out, uint64_t *samples,
+                           int *python);
+/* Function names of CPython's perf trampolines (perf map): "py::QUALNAME:FILE". */
+#define STORE_PY_FRAME_PREFIX "py::"
+/* 1 if the frame is a Python function (named by CPython's perf map). */
+int store_frame_is_python(const struct store *store, uint32_t frame_id);
+/*
+ * A frame's function as people read it: "FILE:QUALNAME" for a Python frame (in buf), else the
+ * function text itself.
+ */
+const char *store_frame_label(const struct store *store, uint32_t frame_id, char *buf, size_t size);
 /* What thread tid of a process was doing in [from_ns, to_ns); see struct store_thread_activity. */
 void store_thread_activity(const struct store *store, size_t process, pid_t tid, uint64_t from_ns,
                            uint64_t to_ns, struct store_thread_activity *out);

@@ -51,6 +51,11 @@ int tap_pump(struct tap *tap, int timeout_ms, int extra_fd);
 int tap_detach(struct tap *tap, int timeout_ms);
 /* One last look at the directory: streams that exiting collectors left in PID.final files. */
 void tap_finish(struct tap *tap);
+/*
+ * Once a traced process has ended (its connection closed and the process gone), removes the
+ * /tmp/perf-PID.map it wrote (see perfmap.h): for sessions cuscope started with --python-perf.
+ */
+void tap_remove_perf_maps(struct tap *tap);
 /* Connections open now. */
 int tap_connection_count(const struct tap *tap);
 /* Bytes received in total (for rates). */

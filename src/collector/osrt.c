@@ -6,7 +6,8 @@
  * OSRT_COST_EVERY per thread (the wrapper's own steps before and after the call) and on every
  * recorded call (stack and record), for the overhead budget, which may raise the threshold or
  * turn the wrappers off (osrt_set_threshold). Python GC pauses arrive through cuscope_python_gc,
- * called by the sitecustomize that launch mode puts on PYTHONPATH.
+ * threading names through cuscope_python_thread_name and the hook's warnings through
+ * cuscope_python_notice, all called by the sitecustomize that launch mode puts on PYTHONPATH.
  */
 #include "cuscope/clock.h"
 #include "collector.h"
@@ -481,4 +482,35 @@ COLLECTOR_EXPORT void cuscope_python_gc(int starting, int generation)
 		generation = 2;
 	collector_emit_stack(WIRE_EV_GC, gc_start_ns, now, &gc_names[generation], NULL, 0);
 	gc_start_ns = 0;
+}
+
+/* ---- Python thread names (called through ctypes from sitecustomize) ---- */
+
+/* The thread table keeps 63 bytes of a name (known_thread.nvtx_name). */
+#define OSRT_PY_NAME_MAX 63
+
+/*
+ * A Python thread's `threading` name for native thread id tid, recorded like an NVTX thread name
+ * (it wins over the kernel's comm). Called once per thread start or rename, never per Python call;
+ * cut to the table's size at a UTF-8 character boundary. The viewer escapes it before display.
+ */
+COLLECTOR_EXPORT void cuscope_python_thread_name(unsigned long tid, const char *name)
+{
+	if (!name || !tid || tid > INT32_MAX ||
+	    !atomic_load_explicit(&collector_running, memory_order_relaxed))
+		return;
+	size_t len = strnlen(name, OSRT_PY_NAME_MAX + 1);
+	if (len > OSRT_PY_NAME_MAX) {
+		len = OSRT_PY_NAME_MAX;
+		while (len && ((unsigned char)name[len] & 0xc0) == 0x80)
+			len--;
+	}
+	collector_emit(WIRE_EV_THREAD_NAME, (uint32_t)tid, 0, NULL, NULL, name, len);
+}
+
+/* A one-line warning from the Python hook (e.g. perf trampolines asked for but unavailable). */
+COLLECTOR_EXPORT void cuscope_python_notice(const char *text)
+{
+	if (text && atomic_load_explicit(&collector_running, memory_order_relaxed))
+		collector_notice(WIRE_NOTICE_WARNING, "%.200s", text);
 }

@@ -559,6 +559,16 @@ static const struct column counter_cols[] = {
     {"pid", CELL_INT}, {"tid", CELL_INT}, {"thread", CELL_STR}, {"event", CELL_STR}, {"value", CELL_INT},
 };
 
+static const struct column inclusive_cols[] = {
+    {"pid", CELL_INT},    {"tid", CELL_INT},       {"thread", CELL_STR}, {"function", CELL_STR},
+    {"module", CELL_STR}, {"inclusive", CELL_INT}, {"self", CELL_INT},   {"share", CELL_STR},
+};
+
+static void section_hot_inclusive(const struct store *st, struct table *t)
+{
+	stats_cpu_hot_inclusive(st, cpu_row, t);
+}
+
 static void section_hot(const struct store *st, struct table *t)
 {
 	stats_cpu_hot(st, cpu_row, t);
@@ -619,6 +629,7 @@ static const struct section sections[] = {
     {"streams", COLS(stream_cols), section_streams},
     {"api", COLS(api_cols), section_api},
     {"hot", COLS(hot_cols), section_hot},
+    {"hot-inclusive", COLS(inclusive_cols), section_hot_inclusive},
     {"osrt", COLS(osrt_cols), section_osrt},
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
@@ -668,7 +679,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "osrt, counters, cost";
+	       "hot-inclusive, osrt, counters, cost";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)

@@ -1,6 +1,7 @@
 /*
- * CPU stats sections: hot functions per thread, blocking calls (and Python GC) per thread, and
- * per-thread counters, handed row by row to the caller's table (see stats_cpu.h).
+ * CPU stats sections: hot functions per thread (by self samples, and by inclusive samples), blocking
+ * calls (and Python GC) per thread, and per-thread counters, handed row by row to the caller's table
+ * (see stats_cpu.h).
  */
 #include "cuscope/stats_cpu.h"
 #include "cuscope/store.h"
@@ -73,15 +74,62 @@ void stats_cpu_hot(const struct store *st, stats_cpu_row_fn row, void *ctx)
 			size_t m = store_hot_functions(st, p, threads[i].lane, 0, UINT64_MAX,
 			                               STATS_CPU_HOT_TOP, top, &samples);
 			for (size_t k = 0; k < m && top[k].self; k++) {
-				char share[32];
+				char share[32], label[1024];
 				double f = samples ? (double)top[k].self / (double)samples : 0.0;
 				snprintf(share, sizeof share, "%.4f", f);
 				struct stats_cpu_cell cells[] = {
 				    {NULL, pi.pid, 0},
 				    {NULL, li.tid, 0},
 				    {li.name, 0, 0},
-				    {store_frame_function(st, top[k].frame_id), 0, 0},
+				    {store_frame_label(st, top[k].frame_id, label, sizeof label), 0, 0},
 				    {store_frame_module(st, top[k].frame_id), 0, 0},
+				    {NULL, (int64_t)top[k].self, 0},
+				    {share, 0, f},
+				};
+				row(ctx, cells, sizeof cells / sizeof cells[0]);
+			}
+		}
+		free(threads);
+	}
+}
+
+/* ---- hot-inclusive ---- */
+
+static const struct stats_cpu_column inclusive_cols[] = {
+    {"pid", STATS_CPU_INT},      {"tid", STATS_CPU_INT},     {"thread", STATS_CPU_STR},
+    {"function", STATS_CPU_STR}, {"module", STATS_CPU_STR},  {"inclusive", STATS_CPU_INT},
+    {"self", STATS_CPU_INT},     {"share", STATS_CPU_FLOAT},
+};
+
+void stats_cpu_hot_inclusive(const struct store *st, stats_cpu_row_fn row, void *ctx)
+{
+	struct store_hot_function top[STATS_CPU_HOT_TOP];
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		size_t n;
+		struct thread_ref *threads = threads_by_tid(st, p, &n);
+		for (size_t i = 0; i < n; i++) {
+			struct store_lane_cpu_info ci;
+			store_lane_cpu_get(st, p, threads[i].lane, &ci);
+			if (!ci.samples)
+				continue;
+			struct store_lane_info li;
+			store_lane_get(st, p, threads[i].lane, &li);
+			uint64_t samples;
+			size_t m = store_hot_inclusive(st, p, threads[i].lane, 0, UINT64_MAX,
+			                               STATS_CPU_HOT_TOP, top, &samples, NULL);
+			for (size_t k = 0; k < m; k++) {
+				char share[32], label[1024];
+				double f = samples ? (double)top[k].total / (double)samples : 0.0;
+				snprintf(share, sizeof share, "%.4f", f);
+				struct stats_cpu_cell cells[] = {
+				    {NULL, pi.pid, 0},
+				    {NULL, li.tid, 0},
+				    {li.name, 0, 0},
+				    {store_frame_label(st, top[k].frame_id, label, sizeof label), 0, 0},
+				    {store_frame_module(st, top[k].frame_id), 0, 0},
+				    {NULL, (int64_t)top[k].total, 0},
 				    {NULL, (int64_t)top[k].self, 0},
 				    {share, 0, f},
 				};
@@ -253,6 +301,7 @@ static const struct stats_cpu_section sections[] = {
     {"hot", COLS(hot_cols), stats_cpu_hot},
     {"osrt", COLS(osrt_cols), stats_cpu_osrt},
     {"counters", COLS(counter_cols), stats_cpu_counters},
+    {"hot-inclusive", COLS(inclusive_cols), stats_cpu_hot_inclusive},
 };
 
 const struct stats_cpu_section *stats_cpu_sections(size_t *count)

@@ -397,8 +397,10 @@ static void inspect_details_stack(const struct inspect_view *v, struct inspect_t
 	}
 	for (size_t i = 0; i < depth && i < max; i++) {
 		const char *mod = store_frame_module(v->store, frames[i]);
-		INSPECT_LINE("%s%-2zu %s%s%s", indent, i, store_frame_function(v->store, frames[i]),
-		             *mod ? "  " : "", mod);
+		char label[512]; /* a Python frame as FILE:QUALNAME */
+		INSPECT_LINE("%s%-2zu %s%s%s", indent, i,
+		             store_frame_label(v->store, frames[i], label, sizeof label), *mod ? "  " : "",
+		             mod);
 	}
 	if (depth > max)
 		INSPECT_LINE("%s... %zu more frames (outermost last)", indent, depth - max);

@@ -1,6 +1,7 @@
 #include "cuscope/launch.h"
 #include "cuscope/byteq.h"
 #include "cuscope/log.h"
+#include "cuscope/perfmap.h"
 #include "cuscope/session.h"
 
 #include <dirent.h>
@@ -416,6 +417,7 @@ int launch_start(struct launch *launch, char *const argv[], const struct launch_
                  size_t msg_size)
 {
 	memset(launch, 0, sizeof *launch);
+	launch->perf_maps_ours = perfmap_ours(options->python_perf);
 	char resolved[PATH_MAX];
 	int rc = launch_resolve(argv[0], resolved, sizeof resolved);
 	if (rc == -ENOENT) {

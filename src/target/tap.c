@@ -1,5 +1,6 @@
 #include "cuscope/tap.h"
 #include "cuscope/clock.h"
+#include "cuscope/perfmap.h"
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
@@ -60,6 +61,8 @@ struct tap {
 	int next_source;
 	uint64_t last_scan_ns;
 	uint64_t bytes;
+	int perf_maps;              /* remove the perf maps of ended processes (tap_remove_perf_maps) */
+	struct perfmap_watch ended; /* processes whose connection ended, until they are gone */
 };
 
 /*
@@ -150,6 +153,8 @@ static void tap_conn_close(struct tap *tap, size_t index)
 	int running;
 	if (c->start_ticks && tap_proc_start(c->pid, &running) == c->start_ticks && running)
 		tap->sources[c->source].ended_alive = 1;
+	if (tap->perf_maps)
+		perfmap_watch_add(&tap->ended, c->pid, c->start_ticks);
 	close(c->fd);
 	wire_decoder_fini(&c->dec);
 	/* A collector turns a second viewer away by closing before its handshake. */
@@ -170,6 +175,9 @@ void tap_free(struct tap *tap)
 		wire_decoder_fini(&c->dec);
 		tap->conn_count--;
 	}
+	if (tap->perf_maps)
+		perfmap_watch_poll(&tap->ended);
+	perfmap_watch_fini(&tap->ended);
 	free(tap->conns);
 	free(tap->seen);
 	free(tap->sources);
@@ -229,9 +237,17 @@ void tap_finish(struct tap *tap)
 	tap_scan(tap);
 }
 
+void tap_remove_perf_maps(struct tap *tap)
+{
+	tap->perf_maps = 1;
+	tap->ended.owner = tap->owner;
+}
+
 /* Connects to sockets not seen before; removes sockets of processes that no longer exist. */
 static void tap_scan(struct tap *tap)
 {
+	if (tap->perf_maps)
+		perfmap_watch_poll(&tap->ended);
 	DIR *d = safefs_opendir(tap->dir_fd);
 	if (!d)
 		return;

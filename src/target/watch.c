@@ -216,6 +216,9 @@ int watch_start(struct watch *w, struct launch *target, const struct watch_polic
 		          policy->verb, *policy->verb ? ": " : "", target->session_dir, strerror(-err));
 		return err ? err : -EPERM;
 	}
+	/* Python's perf maps of the processes we started with trampolines go when those processes do. */
+	if (!target->attached && target->perf_maps_ours)
+		tap_remove_perf_maps(w->tap);
 	/* Counted from here on: what came before this session is not its business. */
 	for (int i = 0; i < WATCH_SIGNALS; i++)
 		w->handled[i] = (unsigned)watch_caught[i];

@@ -295,6 +295,14 @@ static int ui_key_hot(struct ui *ui, const struct ui_status *status, int key)
 	return UI_ACTION_NONE;
 }
 
+static int ui_key_hot_order(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)status;
+	(void)key;
+	ui_hot_toggle_order(ui);
+	return UI_ACTION_NONE;
+}
+
 static int ui_key_focus(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
@@ -381,6 +389,8 @@ static const struct ui_key ui_keys[] = {
     {'t', "t", "next colour theme", ui_key_theme},
     {'h', "h", "show / hide the NVTX panel", ui_key_panel},
     {'H', "H", "show / hide hot functions of the selected thread in view", ui_key_hot},
+    {'i', "i", "hot functions by self / inclusive samples (Python functions on Python threads)",
+     ui_key_hot_order},
     {']', "] [", "next / previous GPU idle gap (Enter on it: what the CPU did)", ui_key_gap},
     {'[', NULL, NULL, ui_key_gap},
     {'\t', "Tab", "focus the NVTX panel (Enter: slowest instance)", ui_key_focus},

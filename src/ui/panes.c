@@ -129,7 +129,29 @@ static int ui_hot_lane(const struct ui *ui, size_t *process, size_t *lane)
 	return found;
 }
 
-/* The hot-functions panel: top leaf functions of one thread in the visible window. */
+/* 1 if a frame is CPython's own code (module python3.x or libpython3.x, symbolised or not: an
+ * unsymbolised frame's module is the same file). */
+static int ui_hot_is_interpreter(const struct ui *ui, uint32_t frame_id)
+{
+	const char *mod = store_frame_module(ui->store, frame_id);
+	return strncmp(mod, "python3", 7) == 0 || strncmp(mod, "libpython3", 10) == 0;
+}
+
+void ui_hot_toggle_order(struct ui *ui)
+{
+	/* From what is on screen: auto shows inclusive on a Python thread (the header says which). */
+	int inclusive =
+	    ui->hot.order == UI_HOT_INCLUSIVE || (ui->hot.order == UI_HOT_AUTO && ui->hot.auto_python);
+	ui->hot.order = inclusive ? UI_HOT_SELF : UI_HOT_INCLUSIVE;
+	ui->hot.shown = 1;
+}
+
+/*
+ * The hot-functions panel: top functions of one thread in the visible window, by self samples, or
+ * by inclusive samples (Python functions only, on a thread with Python frames). Auto order: a
+ * Python thread inclusive, any other self. A thread whose listed leaves are mostly CPython's own
+ * code (Python without perf trampolines) gets the --python-perf hint once.
+ */
 void ui_draw_hot(struct ui *ui, int y0, int h)
 {
 	attr_t ha = ui_attr(ui, THEME_PANEL_HEADER), a = ui_attr(ui, THEME_PANEL);
@@ -138,18 +160,46 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 	struct store_hot_function hot[PANES_HOT_TOP];
 	uint64_t samples = 0;
 	size_t n = 0;
+	int inclusive = 0, python = 0;
 	if (ui_hot_lane(ui, &process, &lane)) {
 		struct store_lane_info li;
 		store_lane_get(ui->store, process, lane, &li);
 		snprintf(tn, sizeof tn, "%s %d", li.name && *li.name ? li.name : "thread", (int)li.tid);
 		size_t top = h - 1 < PANES_HOT_TOP ? (size_t)(h - 1) : PANES_HOT_TOP;
-		n = store_hot_functions(ui->store, process, lane, ui->view.vp.start_ns,
-		                        ui_data_end(ui, viewport_end_ns(&ui->view.vp)), top, hot, &samples);
+		uint64_t from = ui->view.vp.start_ns, to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
+		if (ui->hot.order != UI_HOT_SELF) {
+			n = store_hot_inclusive(ui->store, process, lane, from, to, top, hot, &samples,
+			                        &python);
+			inclusive = ui->hot.order == UI_HOT_INCLUSIVE || python;
+			ui->hot.auto_python = python;
+		}
+		if (!inclusive)
+			n = store_hot_functions(ui->store, process, lane, from, to, top, hot, &samples);
+		/* A Python thread without Python frames: the interpreter's own code is most of the leaves
+		 * listed (the rest is what it calls: libc, the loader's TLS lookups). */
+		uint64_t interp = 0, listed = 0;
+		for (size_t i = 0; i < n && !inclusive; i++) {
+			listed += hot[i].self;
+			interp += ui_hot_is_interpreter(ui, hot[i].frame_id) ? hot[i].self : 0;
+		}
+		if (listed && interp * 2 > listed && !ui->hot.suggested && ui->hot.order == UI_HOT_SELF)
+			store_hot_inclusive(ui->store, process, lane, from, to, 0, hot, NULL, &python);
+		if (listed && interp * 2 > listed && !ui->hot.suggested && !python) {
+			ui->hot.suggested = 1;
+			ui_say(ui,
+			       "hot: only CPython's own frames; with --python-perf (CPython >= 3.12) stacks "
+			       "show Python functions");
+		}
 	}
 	ui_fill(y0, 0, COLS, ha, " ");
+	const char *what = !inclusive ? "Hot functions"
+	                   : python   ? "Python functions (inclusive)"
+	                              : "Functions (inclusive)";
+	const char *other = inclusive ? "i: self" : "i: inclusive";
 	if (tn[0])
-		snprintf(hdr, sizeof hdr, "%6s %6s %6s  Hot functions of %s in view: %llu samples  (H hides)",
-		         "self", "share", "total", tn, (unsigned long long)samples);
+		snprintf(hdr, sizeof hdr, "%6s %6s %6s  %s of %s in view: %llu samples  (%s, H hides)",
+		         inclusive ? "total" : "self", "share", inclusive ? "self" : "total", what, tn,
+		         (unsigned long long)samples, other);
 	else
 		snprintf(hdr, sizeof hdr,
 		         "%6s %6s %6s  Hot functions: no thread has samples in view  (H hides)", "self",
@@ -160,12 +210,15 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 		ui_fill(y, 0, COLS, a, " ");
 		if ((size_t)i >= n)
 			continue;
-		char line[512];
+		char line[512], label[1024];
 		const char *mod = store_frame_module(ui->store, hot[i].frame_id);
-		snprintf(line, sizeof line, "%6llu %5.1f%% %6llu  ", (unsigned long long)hot[i].self,
-		         cpuview_share(hot[i].self, samples), (unsigned long long)hot[i].total);
+		uint64_t first = inclusive ? hot[i].total : hot[i].self;
+		uint64_t second = inclusive ? hot[i].self : hot[i].total;
+		snprintf(line, sizeof line, "%6llu %5.1f%% %6llu  ", (unsigned long long)first,
+		         cpuview_share(first, samples), (unsigned long long)second);
 		int x = ui_put(ui, y, 0, COLS, a, line);
-		x += ui_put(ui, y, x, COLS - x, a | A_BOLD, store_frame_function(ui->store, hot[i].frame_id));
+		x += ui_put(ui, y, x, COLS - x, a | A_BOLD,
+		            store_frame_label(ui->store, hot[i].frame_id, label, sizeof label));
 		if (*mod) {
 			ui_put(ui, y, x, COLS - x, a | A_DIM, "  ");
 			ui_put(ui, y, x + 2, COLS - x - 2, a | A_DIM, mod);

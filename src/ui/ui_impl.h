@@ -173,6 +173,15 @@ struct ui_nvtx_pane {
 /* panes.c: the hot-functions pane (H). */
 struct ui_hot_pane {
 	int shown;
+	int order;       /* enum ui_hot_order (i switches self / inclusive) */
+	int suggested;   /* the --python-perf hint was shown once */
+	int auto_python; /* the thread last drawn in auto order had Python frames */
+};
+
+enum ui_hot_order {
+	UI_HOT_AUTO,      /* inclusive Python functions on a Python thread, else self */
+	UI_HOT_SELF,      /* leaf functions by self samples */
+	UI_HOT_INCLUSIVE, /* by inclusive samples (Python frames only on a Python thread) */
 };
 
 /* panes.c: the target's output log (l). */
@@ -338,8 +347,10 @@ void ui_panel_order(struct ui *ui);
 int ui_panel_shown(const struct ui *ui);
 /* The NVTX panel: per name and domain n, p50, p90, p99, max and a log-scale histogram. */
 void ui_draw_panel(struct ui *ui, int y0, int h);
-/* The hot-functions panel: top leaf functions of one thread in the visible window. */
+/* The hot-functions panel: top functions of one thread in the visible window (self or inclusive). */
 void ui_draw_hot(struct ui *ui, int y0, int h);
+/* i: switches the hot panel between self and inclusive order (showing it if hidden). */
+void ui_hot_toggle_order(struct ui *ui);
 /* The log pane: a rule with the log's path, then the last lines of the target's output. */
 void ui_draw_log(struct ui *ui, const struct ui_status *st, int y0, int h);
 /* A framed box of lines in the middle of the screen. */

@@ -106,6 +106,8 @@ enum {
 	S_STEP,       /* step (NVTX) */
 	S_INNER,      /* inner (NVTX) */
 	S_THREADNAME, /* worker */
+	S_PYHOT,      /* py::Model.inner:/w/hot.py\x1f[perf-map] */
+	S_EVAL,       /* _PyEval_EvalFrameDefault\x1fpython3.12 */
 };
 
 static struct store *setup(void)
@@ -130,6 +132,8 @@ static struct store *setup(void)
 	string(st, S_STEP, "step");
 	string(st, S_INNER, "inner");
 	string(st, S_THREADNAME, "worker");
+	string(st, S_PYHOT, "py::Model.inner:/w/hot.py\x1f[perf-map]");
+	string(st, S_EVAL, "_PyEval_EvalFrameDefault\x1fpython3.12");
 	return st;
 }
 
@@ -272,6 +276,74 @@ static void test_hot_functions(void **state)
 	assert_int_equal(hot[0].self, 6);
 	assert_int_equal(store_hot_functions(st, 0, lane, T0 + 100 * MS, T0 + 200 * MS, 8, hot, &samples), 0);
 	assert_int_equal(samples, 0);
+	store_free(st);
+}
+
+/* Inclusive order: a native thread lists every frame by total; a Python thread only its Python
+ * frames (the interpreter is in every stack), labelled FILE:QUALNAME. */
+static void test_hot_inclusive(void **state)
+{
+	(void)state;
+	struct store *st = setup();
+	struct stacks s = {.len = 0};
+	const uint32_t spin[] = {S_SPIN, S_MAIN}, cxx[] = {S_CXX, S_SPIN, S_MAIN};
+	/* thread 102: outer train() calls Model.inner (recursively once); the leaf is the interpreter */
+	const uint32_t py_in[] = {S_EVAL, S_PYHOT, S_EVAL, S_PYHOT, S_EVAL, S_PY, S_EVAL, S_MAIN},
+	               py_out[] = {S_EVAL, S_PY, S_EVAL, S_MAIN}, native[] = {S_CXX, S_EVAL, S_MAIN};
+	uint64_t t = T0;
+	for (int i = 0; i < 3; i++)
+		stack_add(&s, WIRE_STACK_SAMPLE, 101, t += MS, spin, 2);
+	stack_add(&s, WIRE_STACK_SAMPLE, 101, t += MS, cxx, 3);
+	for (int i = 0; i < 5; i++)
+		stack_add(&s, WIRE_STACK_SAMPLE, 102, t += MS, py_in, 8);
+	for (int i = 0; i < 2; i++)
+		stack_add(&s, WIRE_STACK_SAMPLE, 102, t += MS, py_out, 4);
+	stack_add(&s, WIRE_STACK_SAMPLE, 102, t += MS, native, 3);
+	stacks_feed(st, &s);
+	struct store_hot_function hot[8];
+	uint64_t samples = 0;
+	int python = -1;
+	char buf[128];
+
+	size_t lane = store_thread_lane_find(st, 0, 101);
+	size_t n = store_hot_inclusive(st, 0, lane, 0, UINT64_MAX, 8, hot, &samples, &python);
+	assert_int_equal(samples, 4);
+	assert_int_equal(python, 0);
+	assert_int_equal(n, 3);
+	/* main and spin are in all 4 stacks: self breaks the tie */
+	assert_string_equal(store_frame_function(st, hot[0].frame_id), "spin");
+	assert_int_equal(hot[0].total, 4);
+	assert_int_equal(hot[0].self, 3);
+	assert_string_equal(store_frame_function(st, hot[1].frame_id), "main");
+	assert_int_equal(hot[1].total, 4);
+	assert_int_equal(hot[1].self, 0);
+	assert_string_equal(store_frame_function(st, hot[2].frame_id), "foo::bar()");
+	assert_int_equal(hot[2].total, 1);
+	assert_string_equal(store_frame_label(st, hot[2].frame_id, buf, sizeof buf), "foo::bar()");
+
+	lane = store_thread_lane_find(st, 0, 102);
+	n = store_hot_inclusive(st, 0, lane, 0, UINT64_MAX, 8, hot, &samples, &python);
+	assert_int_equal(samples, 8);
+	assert_int_equal(python, 1);
+	assert_int_equal(n, 2);
+	assert_string_equal(store_frame_label(st, hot[0].frame_id, buf, sizeof buf), "/x.py:train");
+	assert_int_equal(hot[0].total, 7);
+	assert_int_equal(hot[0].self, 0);
+	assert_string_equal(store_frame_label(st, hot[1].frame_id, buf, sizeof buf), "/w/hot.py:Model.inner");
+	assert_int_equal(hot[1].total, 5); /* recursion counts once per stack */
+	assert_int_equal(store_frame_is_python(st, hot[1].frame_id), 1);
+	/* self order on the same thread: the interpreter leads */
+	n = store_hot_functions(st, 0, lane, 0, UINT64_MAX, 1, hot, &samples);
+	assert_string_equal(store_frame_function(st, hot[0].frame_id), "_PyEval_EvalFrameDefault");
+	assert_int_equal(store_frame_is_python(st, hot[0].frame_id), 0);
+	/* a window without the Python samples is a native one again; top_n holds */
+	n = store_hot_inclusive(st, 0, lane, T0 + 12 * MS, UINT64_MAX, 1, hot, &samples, &python);
+	assert_int_equal(samples, 1);
+	assert_int_equal(python, 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(hot[0].total, 1);
+	assert_int_equal(store_hot_inclusive(st, 0, lane, T0 + 100 * MS, UINT64_MAX, 8, hot, &samples, NULL),
+	                 0);
 	store_free(st);
 }
 
@@ -480,7 +552,7 @@ static void test_stats_sections(void **state)
 
 	size_t count;
 	const struct stats_cpu_section *sec = stats_cpu_sections(&count);
-	assert_int_equal(count, 3);
+	assert_int_equal(count, 4);
 	assert_string_equal(sec[0].name, "hot");
 	assert_int_equal(sec[0].col_count, 7);
 	assert_string_equal(sec[0].cols[6].key, "share");
@@ -565,9 +637,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_samples_stacks_frames), cmocka_unit_test(test_density_and_order),
-	    cmocka_unit_test(test_hot_functions),         cmocka_unit_test(test_osrt_join_and_rows),
-	    cmocka_unit_test(test_gc_and_counters),       cmocka_unit_test(test_thread_activity),
-	    cmocka_unit_test(test_stats_sections),        cmocka_unit_test(test_many_stacks),
+	    cmocka_unit_test(test_hot_functions),         cmocka_unit_test(test_hot_inclusive),
+	    cmocka_unit_test(test_osrt_join_and_rows),    cmocka_unit_test(test_gc_and_counters),
+	    cmocka_unit_test(test_thread_activity),       cmocka_unit_test(test_stats_sections),
+	    cmocka_unit_test(test_many_stacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
