@@ -7,6 +7,7 @@
 #include "cuscope/session.h"
 #include "cuscope/store.h"
 #include "cuscope/tap.h"
+#include "cuscope/u64.h"
 #include "cuscope/ui.h"
 #include "cuscope/watch.h"
 #include "cuscope/wire.h"
@@ -166,12 +167,6 @@ static void latency_frame_drawn(struct latency *lat, uint64_t drawn_ns)
 	lat->pending_count = 0;
 }
 
-static int latency_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void latency_report(struct latency *lat)
 {
 	if (!lat->enabled)
@@ -180,12 +175,11 @@ static void latency_report(struct latency *lat)
 		log_error("latency: no GPU records were drawn");
 		return;
 	}
-	qsort(lat->samples, lat->sample_count, sizeof *lat->samples, latency_cmp);
+	u64_sort(lat->samples, lat->sample_count);
 	size_t n = lat->sample_count;
 	log_error("latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)",
-	          (double)lat->samples[(n - 1) / 2] / 1e6,
-	          (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
-	          (double)lat->samples[n - 1] / 1e6, n);
+	          (double)u64_percentile(lat->samples, n, 0.50) / 1e6,
+	          (double)u64_percentile(lat->samples, n, 0.99) / 1e6, (double)lat->samples[n - 1] / 1e6, n);
 }
 
 static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
