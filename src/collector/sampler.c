@@ -90,6 +90,10 @@ struct sampled_thread {
 enum sampler_mode { SAMPLER_TIMER, SAMPLER_PERF };
 static enum sampler_mode sampler_mode = SAMPLER_TIMER;
 static _Atomic int sampler_signal;
+/* The per-thread timers and perf events, as sampler_init, sampler_begin and the rates see them. */
+static void sampler_threads_init(int perf);
+static void sampler_threads_begin(long period_ns);
+static unsigned sampler_threads_level(void);
 
 /* libc's sigaction, never ours: resolved once, outside any signal handler. */
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -101,6 +105,14 @@ static int sampler_real_sigaction(int sig, const struct sigaction *act, struct s
 		return -1;
 	}
 	return real_sigaction(sig, act, old);
+}
+
+/* Finds libc's sigaction if not yet found (dlsym: never from a signal handler). */
+static void sampler_sigaction_resolve(void)
+{
+	if (!real_sigaction)
+		real_sigaction =
+		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
 }
 
 /* Its address is the cookie our timers carry in si_value. */
@@ -119,7 +131,7 @@ static uint64_t perf_fd_id(int fd)
 	                                      : 0;
 }
 
-static void perf_fd_publish(int fd, uint64_t id)
+static void sampler_perf_fd_publish(int fd, uint64_t id)
 {
 	if (fd >= 0 && fd < SAMPLER_FD_MAX)
 		atomic_store_explicit(&perf_fd_ids[fd], id, memory_order_release);
@@ -188,6 +200,12 @@ static void action_lock_drop(const sigset_t *saved)
 {
 	atomic_flag_clear_explicit(&action_lock, memory_order_release);
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* 1 if our handler holds sig: one of ours may be pending there (not for the handler itself). */
+static int sampler_holds(int sig)
+{
+	return sig > 0 && sig < _NSIG && atomic_load(&signal_held[sig]);
 }
 
 /* A signal that is not ours on a signal we hold: do what the program asked for it. */
@@ -277,7 +295,7 @@ static size_t sampled_count;
  */
 static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Execs under way (changed under sampler_lock): while non-zero nothing is armed. */
-static _Atomic int exec_pending;
+static _Atomic int sampler_exec_pending;
 /* The process the sampler's timers and perf fds belong to (a vfork child shares our memory). */
 static _Atomic pid_t sampler_pid;
 
@@ -483,10 +501,18 @@ int sampler_backtrace(uint64_t *pcs, int max)
  * descriptor is still our event: the program may have reused the number). */
 static void sampler_rearm(const siginfo_t *info)
 {
-	if (atomic_load_explicit(&exec_pending, memory_order_relaxed))
+	if (atomic_load_explicit(&sampler_exec_pending, memory_order_relaxed))
 		return; /* an exec is under way: the event stays disabled */
 	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_live(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+/* A signal of ours taken by the program's sigwait family: a sample not taken; a perf event is
+ * armed for the next one. */
+static void sampler_drop_pending(const siginfo_t *info)
+{
+	atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
+	sampler_rearm(info);
 }
 
 /*
@@ -627,7 +653,7 @@ static int sampler_fd_same(const struct sampled_thread *t)
 		return 0;
 	if (collector_fd_check(t->fd))
 		return 1;
-	perf_fd_publish(t->fd, 0);
+	sampler_perf_fd_publish(t->fd, 0);
 	return 0;
 }
 
@@ -652,6 +678,33 @@ static int sampler_hold(int sig)
 		program_action[sig].sa_handler = SIG_DFL;
 	}
 	atomic_store(&signal_held[sig], 1);
+	action_lock_drop(&saved);
+	return 0;
+}
+
+/*
+ * The program's sigaction on a signal we hold: its wish is recorded (returned as its old action,
+ * applied to its own signals) and our handler stays, with the mask and flags it asked for.
+ */
+static int sampler_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	sigset_t saved;
+	action_lock_take(&saved);
+	if (old)
+		*old = program_action[sig];
+	if (act) {
+		program_action[sig] = *act;
+		/* Its mask and restart/stack wishes apply to the kernel disposition too. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = sampler_handler;
+		sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+		sa.sa_mask = act->sa_mask;
+		sampler_real_sigaction(sig, &sa, NULL);
+		int claims = (act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL;
+		if (claims && sig == atomic_load(&sampler_signal))
+			atomic_store(&move_requested, 1);
+	}
 	action_lock_drop(&saved);
 	return 0;
 }
@@ -709,15 +762,13 @@ int sampler_init(unsigned hz)
 {
 	if (hz == 0)
 		return 0;
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	sampler_sigaction_resolve();
 	if (!real_sigaction) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction not found");
 		return -1;
 	}
 	const char *mode = getenv("CUSCOPE_SAMPLER_MODE");
-	sampler_mode = mode && strcmp(mode, "perf") == 0 ? SAMPLER_PERF : SAMPLER_TIMER;
+	int perf = mode && strcmp(mode, "perf") == 0;
 	/* A re-attach reuses the signal our handler still holds. */
 	int sig = atomic_load(&sampler_signal);
 	if (!sig || !atomic_load(&signal_held[sig]))
@@ -736,7 +787,7 @@ int sampler_init(unsigned hz)
 	requested_hz = hz;
 	requested_period_ns = 1000000000L / (long)hz;
 	atomic_store(&move_requested, 0);
-	atomic_store(&sampler_pid, getpid());
+	sampler_threads_init(perf);
 	return 0;
 }
 
@@ -750,9 +801,7 @@ int sampler_begin(void)
 		return -1;
 	}
 	/* The rate asked; the overhead budget may lower it before the first thread is armed. */
-	atomic_store(&sampler_period_ns, requested_period_ns);
-	atomic_store(&sampler_paused, 0);
-	atomic_store(&sampler_on, 1);
+	sampler_threads_begin(requested_period_ns);
 	return 0;
 }
 
@@ -815,15 +864,15 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	if (collector_fd_own(fd) < 0)
 		return -ENOMEM;
 	t->fd = fd;
-	perf_fd_publish(fd, id);
+	sampler_perf_fd_publish(fd, id);
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
 	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
 	 * thread blocks the signal. */
-	arm = arm && !t->blocked && !atomic_load(&exec_pending) && !atomic_load(&sampler_paused);
+	arm = arm && !t->blocked && !atomic_load(&sampler_exec_pending) && !atomic_load(&sampler_paused);
 	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
 	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
 		int err = errno;
-		perf_fd_publish(fd, 0);
+		sampler_perf_fd_publish(fd, 0);
 		collector_fd_close(fd);
 		t->fd = -1;
 		return -err;
@@ -842,7 +891,7 @@ static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
 		return -errno;
-	sampler_arm(t, arm && !atomic_load(&exec_pending));
+	sampler_arm(t, arm && !atomic_load(&sampler_exec_pending));
 	return 0;
 }
 
@@ -850,7 +899,7 @@ static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 static void sampler_release(struct sampled_thread *t)
 {
 	if (t->fd >= 0) {
-		perf_fd_publish(t->fd, 0);
+		sampler_perf_fd_publish(t->fd, 0);
 		collector_fd_close(t->fd);
 		t->fd = -1;
 	} else {
@@ -995,7 +1044,7 @@ void sampler_forget_after_fork(void)
 {
 	/* The forking thread may have raced the sender for the lock: nobody else runs here now. */
 	pthread_mutex_init(&sampler_lock, NULL);
-	atomic_store(&exec_pending, 0);
+	atomic_store(&sampler_exec_pending, 0);
 	atomic_store(&sampler_pid, getpid());
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
@@ -1028,9 +1077,9 @@ void sampler_set_rate(unsigned hz)
 			if (hz && sampler_fd_same(t))
 				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
 			/* A perf event armed twice would signal twice per refresh: only on a change. */
-			if ((hz == 0) != was_paused && !atomic_load(&exec_pending))
+			if ((hz == 0) != was_paused && !atomic_load(&sampler_exec_pending))
 				sampler_arm(t, hz != 0);
-		} else if (!atomic_load(&exec_pending)) {
+		} else if (!atomic_load(&sampler_exec_pending)) {
 			sampler_arm(t, 1);
 		}
 	}
@@ -1039,10 +1088,7 @@ void sampler_set_rate(unsigned hz)
 
 unsigned sampler_rate(void)
 {
-	long period = atomic_load(&sampler_period_ns);
-	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused) || period <= 0)
-		return 0;
-	return (unsigned)(1000000000L / period);
+	return atomic_load(&sampler_on) ? sampler_threads_level() : 0;
 }
 
 unsigned sampler_requested_rate(void)
@@ -1066,10 +1112,7 @@ void sampler_cost(struct wire_cost *cost)
 	cost->added_ns = atomic_load(&handler_ns) + seen * delivery_ns;
 	cost->events = atomic_load(&handler_count);
 	/* The level set, also once stopped at exit (the final counts); none before sampling began. */
-	long period = atomic_load(&sampler_period_ns);
-	cost->level = requested_hz && period > 0 && !atomic_load(&sampler_paused)
-	                  ? (uint32_t)(1000000000L / period)
-	                  : 0;
+	cost->level = requested_hz ? sampler_threads_level() : 0;
 }
 
 /* Sends every sampled thread's signals to sig instead. */
@@ -1161,7 +1204,7 @@ static void sampler_check_masks(void)
 			t->blocked_reads = 0; /* readings of another signal */
 		sampler_read_mask(t, sig, 0);
 		/* An exec under way keeps everything disarmed; sampler_exec_end arms what may be. */
-		if (t->blocked != was && !atomic_load(&exec_pending))
+		if (t->blocked != was && !atomic_load(&sampler_exec_pending))
 			sampler_arm(t, !t->blocked);
 		/* Said once it lasts while the thread runs (pthread_create and handlers block briefly). */
 		static int said;
@@ -1173,6 +1216,37 @@ static void sampler_check_masks(void)
 			    (int)t->tid, sig);
 	}
 	pthread_mutex_unlock(&sampler_lock);
+}
+
+/* Sender, each poll: perf fds the program took over are opened again, and threads arm or disarm
+ * as their masks start or stop blocking the signal. */
+static void sampler_threads_check(void)
+{
+	if (sampler_mode == SAMPLER_PERF)
+		sampler_check_fds();
+	sampler_check_masks();
+}
+
+/* sampler_init: perf events or CPU-time timers, and the process the sampler's timers belong to. */
+static void sampler_threads_init(int perf)
+{
+	sampler_mode = perf ? SAMPLER_PERF : SAMPLER_TIMER;
+	atomic_store(&sampler_pid, getpid());
+}
+
+/* sampler_begin: sampling runs at period_ns; threads found from now on are armed. */
+static void sampler_threads_begin(long period_ns)
+{
+	atomic_store(&sampler_period_ns, period_ns);
+	atomic_store(&sampler_paused, 0);
+	atomic_store(&sampler_on, 1);
+}
+
+/* The rate set now in samples per thread CPU-second (also once stopped); 0 while paused. */
+static unsigned sampler_threads_level(void)
+{
+	long period = atomic_load(&sampler_period_ns);
+	return period > 0 && !atomic_load(&sampler_paused) ? (unsigned)(1000000000L / period) : 0;
 }
 
 /* CPU time of the program's threads so far: the process's minus the sender's (the caller). */
@@ -1214,9 +1288,7 @@ void sampler_poll(uint64_t now_ns)
 		 * the program late (t087). Perf-mode estimates leave that interrupt cost out. */
 		sampler_calibrate(atomic_load(&sampler_signal));
 	}
-	if (sampler_mode == SAMPLER_PERF)
-		sampler_check_fds();
-	sampler_check_masks();
+	sampler_threads_check();
 	/* Requested, set and achieved rates, process-wide (tid = pid). */
 	pid_t pid = getpid();
 	uint64_t cpu = sampler_program_cpu_ns() - (cpu_at_start - 1);
@@ -1244,6 +1316,35 @@ static int sampler_lock_app_thread(void)
 	return 0;
 }
 
+/* 1 if the timers and perf fds are this process's (not the one a vfork child shares memory with). */
+static int sampler_threads_ours(void)
+{
+	return atomic_load(&sampler_pid) == getpid();
+}
+
+/* An application thread about to exec: disarms everything until sampler_threads_exec_rearm. */
+static void sampler_threads_exec_disarm(void)
+{
+	int locked = sampler_lock_app_thread();
+	atomic_fetch_add(&sampler_exec_pending, 1);
+	if (locked) {
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 0);
+		pthread_mutex_unlock(&sampler_lock);
+	}
+}
+
+/* The exec failed: once no other is under way, every thread that may be is armed again. */
+static void sampler_threads_exec_rearm(void)
+{
+	int locked = sampler_lock_app_thread();
+	if (atomic_fetch_sub(&sampler_exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
+		for (size_t i = 0; i < sampled_count; i++)
+			sampler_arm(&sampled[i], 1);
+	if (locked)
+		pthread_mutex_unlock(&sampler_lock);
+}
+
 /* Queues a signal the program sent itself again, with its siginfo, on the calling thread. */
 static void sampler_requeue(const siginfo_t *info)
 {
@@ -1254,24 +1355,18 @@ static void sampler_requeue(const siginfo_t *info)
 int sampler_exec_begin(void)
 {
 	/* Never started, or a vfork child: the timers and perf fds are another process's. */
-	if (atomic_load(&sampler_pid) != getpid())
+	if (!sampler_threads_ours())
 		return 0;
 	sigset_t ours, saved;
 	sigemptyset(&ours);
 	int held = 0; /* counted: glibc 2.36's sigisemptyset misses signal 64 (an int holds the word) */
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load(&signal_held[sig]) && sigaddset(&ours, sig) == 0)
+		if (sampler_holds(sig) && sigaddset(&ours, sig) == 0)
 			held++;
 	if (!held)
 		return 0;
 	pthread_sigmask(SIG_BLOCK, &ours, &saved);
-	int locked = sampler_lock_app_thread();
-	atomic_fetch_add(&exec_pending, 1);
-	if (locked) {
-		for (size_t i = 0; i < sampled_count; i++)
-			sampler_arm(&sampled[i], 0);
-		pthread_mutex_unlock(&sampler_lock);
-	}
+	sampler_threads_exec_disarm();
 	/* Nothing sends ours to this thread from here on: take what is pending. The program's own
 	 * signals on a held number (it may use one after the sampler moved) are queued again, as
 	 * they would have been pending across its exec without us. */
@@ -1290,12 +1385,7 @@ int sampler_exec_begin(void)
 
 void sampler_exec_end(void)
 {
-	int locked = sampler_lock_app_thread();
-	if (atomic_fetch_sub(&exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
-		for (size_t i = 0; i < sampled_count; i++)
-			sampler_arm(&sampled[i], 1);
-	if (locked)
-		pthread_mutex_unlock(&sampler_lock);
+	sampler_threads_exec_rearm();
 }
 
 /* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
@@ -1303,30 +1393,10 @@ void sampler_exec_end(void)
 /* The program's sigaction: signals we hold keep our handler; the program's wish is recorded. */
 COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig]))
+	sampler_sigaction_resolve();
+	if (!sampler_holds(sig))
 		return sampler_real_sigaction(sig, act, old);
-	sigset_t saved;
-	action_lock_take(&saved);
-	if (old)
-		*old = program_action[sig];
-	if (act) {
-		program_action[sig] = *act;
-		/* Its mask and restart/stack wishes apply to the kernel disposition too. */
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_sigaction = sampler_handler;
-		sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
-		sa.sa_mask = act->sa_mask;
-		sampler_real_sigaction(sig, &sa, NULL);
-		int claims = (act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL;
-		if (claims && sig == atomic_load(&sampler_signal))
-			atomic_store(&move_requested, 1);
-	}
-	action_lock_drop(&saved);
-	return 0;
+	return sampler_program_sigaction(sig, act, old);
 }
 
 /* signal(), bsd_signal(), sysv_signal(): glibc's versions call its internal sigaction. */
@@ -1346,7 +1416,7 @@ static sighandler_t sampler_signal_common(int sig, sighandler_t handler, int fla
 
 COLLECTOR_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
+	if (!sampler_holds(sig)) {
 		static sighandler_t (*real)(int, sighandler_t);
 		if (!real)
 			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
@@ -1363,7 +1433,7 @@ COLLECTOR_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
 
 COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
+	if (!sampler_holds(sig)) {
 		static sighandler_t (*real)(int, sighandler_t);
 		if (!real)
 			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "sysv_signal");
@@ -1381,9 +1451,7 @@ static int (*real_signalfd)(int, const sigset_t *, int);
 /* Resolved once, before the program runs (these wrappers may run in a vfork child). */
 __attribute__((constructor)) static void sampler_resolve(void)
 {
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	sampler_sigaction_resolve();
 	real_sigtimedwait =
 	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(RTLD_NEXT, "sigtimedwait");
 	real_signalfd = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
@@ -1393,8 +1461,7 @@ __attribute__((constructor)) static void sampler_resolve(void)
 static int sampler_set_has_held(const sigset_t *set)
 {
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load_explicit(&signal_held[sig], memory_order_relaxed) &&
-		    sigismember(set, sig) == 1)
+		if (sampler_holds(sig) && sigismember(set, sig) == 1)
 			return 1;
 	return 0;
 }
@@ -1424,10 +1491,9 @@ static int sampler_wait(const sigset_t *set, siginfo_t *info, const struct times
 	const struct timespec *wait = timeout;
 	for (;;) {
 		int sig = real_sigtimedwait(set, si, wait);
-		if (sig <= 0 || !atomic_load(&signal_held[sig]) || !sampler_signal_is_ours(si))
+		if (sig <= 0 || !sampler_holds(sig) || !sampler_signal_is_ours(si))
 			return sig;
-		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
-		sampler_rearm(si);
+		sampler_drop_pending(si);
 		if (timeout) {
 			uint64_t now = clock_mono_ns(), rest = now < deadline ? deadline - now : 0;
 			left.tv_sec = (time_t)(rest / 1000000000ull);
@@ -1478,7 +1544,7 @@ COLLECTOR_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
 		return real_signalfd(fd, mask, flags);
 	sigset_t copy = *mask;
 	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load(&signal_held[sig]))
+		if (sampler_holds(sig))
 			sigdelset(&copy, sig);
 	return real_signalfd(fd, &copy, flags);
 }
