@@ -104,7 +104,7 @@ int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigactio
 }
 
 /* Finds libc's sigaction if not yet found (dlsym: never from a signal handler). */
-static void sampler_sigaction_resolve(void)
+void sampler_sigaction_resolve(void)
 {
 	if (!real_sigaction)
 		real_sigaction =
@@ -156,7 +156,7 @@ static int sampler_signal_is_calibration(const siginfo_t *info)
 }
 
 /* 1 if this signal was sent by one of our timers or perf events (not by the program). */
-static int sampler_signal_is_ours(const siginfo_t *info)
+int sampler_signal_is_ours(const siginfo_t *info)
 {
 	if (!info)
 		return 0;
@@ -199,7 +199,7 @@ static void action_lock_drop(const sigset_t *saved)
 }
 
 /* 1 if our handler holds sig: one of ours may be pending there (not for the handler itself). */
-static int sampler_holds(int sig)
+int sampler_holds(int sig)
 {
 	return sig > 0 && sig < _NSIG && atomic_load(&signal_held[sig]);
 }
@@ -274,7 +274,7 @@ static void sampler_rearm(const siginfo_t *info)
 
 /* A signal of ours taken by the program's sigwait family: a sample not taken; a perf event is
  * armed for the next one. */
-static void sampler_drop_pending(const siginfo_t *info)
+void sampler_drop_pending(const siginfo_t *info)
 {
 	atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
 	sampler_rearm(info);
@@ -451,7 +451,7 @@ static int sampler_hold(int sig)
  * The program's sigaction on a signal we hold: its wish is recorded (returned as its old action,
  * applied to its own signals) and our handler stays, with the mask and flags it asked for.
  */
-static int sampler_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+int sampler_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	sigset_t saved;
 	action_lock_take(&saved);
@@ -1065,8 +1065,6 @@ void sampler_poll(uint64_t now_ns)
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));
 }
 
-/* ---- exec ---- */
-
 /*
  * Takes sampler_lock from an application thread. Bounded: an exec from the program's signal
  * handler may interrupt this very thread inside sampler_exec_begin; returns 0 if not taken.
@@ -1082,13 +1080,13 @@ static int sampler_lock_app_thread(void)
 }
 
 /* 1 if the timers and perf fds are this process's (not the one a vfork child shares memory with). */
-static int sampler_threads_ours(void)
+int sampler_threads_ours(void)
 {
 	return atomic_load(&sampler_pid) == getpid();
 }
 
 /* An application thread about to exec: disarms everything until sampler_threads_exec_rearm. */
-static void sampler_threads_exec_disarm(void)
+void sampler_threads_exec_disarm(void)
 {
 	int locked = sampler_lock_app_thread();
 	atomic_fetch_add(&sampler_exec_pending, 1);
@@ -1100,7 +1098,7 @@ static void sampler_threads_exec_disarm(void)
 }
 
 /* The exec failed: once no other is under way, every thread that may be is armed again. */
-static void sampler_threads_exec_rearm(void)
+void sampler_threads_exec_rearm(void)
 {
 	int locked = sampler_lock_app_thread();
 	if (atomic_fetch_sub(&sampler_exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
@@ -1108,208 +1106,4 @@ static void sampler_threads_exec_rearm(void)
 			sampler_arm(&sampled[i], 1);
 	if (locked)
 		pthread_mutex_unlock(&sampler_lock);
-}
-
-/* Queues a signal the program sent itself again, with its siginfo, on the calling thread. */
-static void sampler_requeue(const siginfo_t *info)
-{
-	siginfo_t copy = *info;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), collector_gettid(), info->si_signo, &copy);
-}
-
-int sampler_exec_begin(void)
-{
-	/* Never started, or a vfork child: the timers and perf fds are another process's. */
-	if (!sampler_threads_ours())
-		return 0;
-	sigset_t ours, saved;
-	sigemptyset(&ours);
-	int held = 0; /* counted: glibc 2.36's sigisemptyset misses signal 64 (an int holds the word) */
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (sampler_holds(sig) && sigaddset(&ours, sig) == 0)
-			held++;
-	if (!held)
-		return 0;
-	pthread_sigmask(SIG_BLOCK, &ours, &saved);
-	sampler_threads_exec_disarm();
-	/* Nothing sends ours to this thread from here on: take what is pending. The program's own
-	 * signals on a held number (it may use one after the sampler moved) are queued again, as
-	 * they would have been pending across its exec without us. */
-	siginfo_t theirs[32];
-	int n_theirs = 0;
-	struct timespec zero = {0, 0};
-	siginfo_t info;
-	while (sigtimedwait(&ours, &info, &zero) > 0)
-		if (!sampler_signal_is_ours(&info) && n_theirs < 32)
-			theirs[n_theirs++] = info;
-	for (int i = 0; i < n_theirs; i++)
-		sampler_requeue(&theirs[i]);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	return 1;
-}
-
-void sampler_exec_end(void)
-{
-	sampler_threads_exec_rearm();
-}
-
-/* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
-
-/* The program's sigaction: signals we hold keep our handler; the program's wish is recorded. */
-COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	sampler_sigaction_resolve();
-	if (!sampler_holds(sig))
-		return sampler_real_sigaction(sig, act, old);
-	return sampler_program_sigaction(sig, act, old);
-}
-
-/* signal(), bsd_signal(), sysv_signal(): glibc's versions call its internal sigaction. */
-static sighandler_t sampler_signal_common(int sig, sighandler_t handler, int flags)
-{
-	struct sigaction act, old;
-	memset(&act, 0, sizeof act);
-	act.sa_handler = handler;
-	act.sa_flags = flags;
-	sigemptyset(&act.sa_mask);
-	if (!(flags & SA_NODEFER) && sig > 0 && sig < _NSIG)
-		sigaddset(&act.sa_mask, sig);
-	if (sigaction(sig, &act, &old) != 0)
-		return SIG_ERR;
-	return old.sa_handler;
-}
-
-COLLECTOR_EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	if (!sampler_holds(sig)) {
-		static sighandler_t (*real)(int, sighandler_t);
-		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-		if (real)
-			return real(sig, handler);
-	}
-	return sampler_signal_common(sig, handler, SA_RESTART);
-}
-
-COLLECTOR_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
-{
-	return signal(sig, handler);
-}
-
-COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
-{
-	if (!sampler_holds(sig)) {
-		static sighandler_t (*real)(int, sighandler_t);
-		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "sysv_signal");
-		if (real)
-			return real(sig, handler);
-	}
-	return sampler_signal_common(sig, handler, SA_RESETHAND | SA_NODEFER);
-}
-
-/* ---- the program's signal waits (LD_PRELOAD interposition) ---- */
-
-static int (*real_sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
-static int (*real_signalfd)(int, const sigset_t *, int);
-
-/* Resolved once, before the program runs (these wrappers may run in a vfork child). */
-__attribute__((constructor)) static void sampler_resolve(void)
-{
-	sampler_sigaction_resolve();
-	real_sigtimedwait =
-	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(RTLD_NEXT, "sigtimedwait");
-	real_signalfd = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
-}
-
-/* 1 if set names a signal our handler holds (one of ours may be pending there). */
-static int sampler_set_has_held(const sigset_t *set)
-{
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (sampler_holds(sig) && sigismember(set, sig) == 1)
-			return 1;
-	return 0;
-}
-
-/*
- * sigtimedwait that never returns one of ours: a signal of ours still pending in a thread that
- * blocks it (armed before the thread blocked, disarmed at the next poll) is taken and dropped, as
- * a sample not taken, and the wait goes on for what is left of the timeout.
- */
-static int sampler_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
-{
-	if (!real_sigtimedwait)
-		sampler_resolve(); /* called before our constructor ran */
-	if (!real_sigtimedwait) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (!set || !sampler_set_has_held(set))
-		return real_sigtimedwait(set, info, timeout);
-	siginfo_t local;
-	siginfo_t *si = info ? info : &local;
-	uint64_t deadline = 0;
-	if (timeout)
-		deadline =
-		    clock_mono_ns() + (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
-	struct timespec left;
-	const struct timespec *wait = timeout;
-	for (;;) {
-		int sig = real_sigtimedwait(set, si, wait);
-		if (sig <= 0 || !sampler_holds(sig) || !sampler_signal_is_ours(si))
-			return sig;
-		sampler_drop_pending(si);
-		if (timeout) {
-			uint64_t now = clock_mono_ns(), rest = now < deadline ? deadline - now : 0;
-			left.tv_sec = (time_t)(rest / 1000000000ull);
-			left.tv_nsec = (long)(rest % 1000000000ull);
-			wait = &left; /* zero still takes what else is pending */
-		}
-	}
-}
-
-COLLECTOR_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
-{
-	return sampler_wait(set, info, timeout);
-}
-
-COLLECTOR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
-{
-	return sampler_wait(set, info, NULL);
-}
-
-COLLECTOR_EXPORT int sigwait(const sigset_t *set, int *sig)
-{
-	siginfo_t info;
-	int saved_errno = errno, got;
-	do
-		got = sampler_wait(set, &info, NULL);
-	while (got < 0 && errno == EINTR);
-	int err = got < 0 ? errno : 0;
-	errno = saved_errno;
-	if (got > 0)
-		*sig = got;
-	return err;
-}
-
-/*
- * signalfd cannot be filtered as it is read: the signals our handler holds are left out of its set
- * (they are ones the program does not handle; its own, if it sends any, stay pending as blocked
- * signals do), so a read never hands it one of ours.
- */
-COLLECTOR_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
-{
-	if (!real_signalfd)
-		sampler_resolve(); /* called before our constructor ran */
-	if (!real_signalfd) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (!mask || !sampler_set_has_held(mask))
-		return real_signalfd(fd, mask, flags);
-	sigset_t copy = *mask;
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (sampler_holds(sig))
-			sigdelset(&copy, sig);
-	return real_signalfd(fd, &copy, flags);
 }
