@@ -37,6 +37,12 @@
  * pending signals of ours with the program's mask put back exactly; other threads' signals die
  * with them at the exec. A failed exec re-arms (sampler_exec_end). Attach mode has no
  * interposition: there a sample pending at an exec still kills the new image.
+ *
+ * Files: this one holds the signal (held, forwarded, moved), the handler, the calibration,
+ * sampler_init/begin, the poll with its rate reports, and the cost; sampler_threads.c each
+ * thread's timer or perf event (open, arm, masks, stop, fork) and the rate set on them;
+ * sampler_unwind.c the fault guard and our libunwind address space; sampler_interpose.c the exec
+ * section and the program's sigaction family and signal waits. sampler_impl.h is what they share.
  */
 #include "cuscope/clock.h"
 #include "collector.h"
