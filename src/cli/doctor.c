@@ -339,7 +339,7 @@ static void *doctor_dlopen(const char *name, int flags, const char *probe_symbol
 	return h;
 }
 
-/* libunwind as the sampler loads it (src/collector/sampler.c, sampler_unwind_load). */
+/* libunwind as the sampler loads it (src/collector/sampler_unwind.c, sampler_unwind_load). */
 static void doctor_libunwind(struct doctor_finding *f)
 {
 	char where[PATH_MAX] = "";

@@ -37,64 +37,45 @@
  * pending signals of ours with the program's mask put back exactly; other threads' signals die
  * with them at the exec. A failed exec re-arms (sampler_exec_end). Attach mode has no
  * interposition: there a sample pending at an exec still kills the new image.
+ *
+ * Files: this one holds the signal (held, forwarded, moved), the handler, the calibration,
+ * sampler_init/begin, the poll with its rate reports, and the cost; sampler_threads.c each
+ * thread's timer or perf event (open, arm, masks, stop, fork) and the rate set on them;
+ * sampler_unwind.c the fault guard and our libunwind address space; sampler_interpose.c the exec
+ * section and the program's sigaction family and signal waits. sampler_impl.h is what they share.
  */
 #include "cuscope/clock.h"
 #include "collector.h"
 #include "cuscope/wire.h"
+#include "sampler_impl.h"
 #include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
-/* The generic libunwind (not UNW_LOCAL_ONLY): unwinding goes through an address space of our own,
- * so libunwind's local memory validation, which reads, writes and re-creates a pipe by descriptor
- * number behind the program's back, is never used. */
-#include <libunwind.h>
-#include <setjmp.h>
-#include <ucontext.h>
-
-/* Linux encodes a thread's CPU clock as ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED. */
-#define THREAD_CPU_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 4 | 2))
-
-#define MAX_SAMPLED_THREADS 4096
 /* How often the sender looks at the signal, the masks and the perf fds and reports the rates. */
 #define SAMPLER_POLL_NS 100000000ull
 /* Cost assumed for an unwind until samples are measured (the overhead budget's first window). */
 #define SAMPLER_PRIOR_UNWIND_NS 20000
-/* Perf fds the handler may re-arm are those below this number (a larger one is not used). */
-#define SAMPLER_FD_MAX 65536
 
-struct sampled_thread {
-	pid_t tid;
-	timer_t timer;     /* timer mode */
-	int fd;            /* perf mode: the task-clock event (collector_fd_own), -1 otherwise */
-	int blocked;       /* the thread blocks the sampling signal: timer or event disarmed */
-	uint64_t cpu_ns;   /* the thread's CPU time when its mask was last read */
-	int blocked_reads; /* consecutive readings of its mask that block the signal (up to 2) */
-};
-
-enum sampler_mode { SAMPLER_TIMER, SAMPLER_PERF };
-static enum sampler_mode sampler_mode = SAMPLER_TIMER;
-static _Atomic int sampler_signal;
+_Atomic int sampler_signal;
 
 /* libc's sigaction, never ours: resolved once, outside any signal handler. */
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
-static int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (!real_sigaction) {
 		errno = ENOSYS;
@@ -103,8 +84,16 @@ static int sampler_real_sigaction(int sig, const struct sigaction *act, struct s
 	return real_sigaction(sig, act, old);
 }
 
+/* Finds libc's sigaction if not yet found (dlsym: never from a signal handler). */
+void sampler_sigaction_resolve(void)
+{
+	if (!real_sigaction)
+		real_sigaction =
+		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+}
+
 /* Its address is the cookie our timers carry in si_value. */
-static const char sampler_cookie = 's';
+const char sampler_cookie = 's';
 /* ... and this one the signals that measure delivery (sent to the sender thread only). */
 static const char sampler_calibration_cookie = 'c';
 /*
@@ -119,7 +108,7 @@ static uint64_t perf_fd_id(int fd)
 	                                      : 0;
 }
 
-static void perf_fd_publish(int fd, uint64_t id)
+void sampler_perf_fd_publish(int fd, uint64_t id)
 {
 	if (fd >= 0 && fd < SAMPLER_FD_MAX)
 		atomic_store_explicit(&perf_fd_ids[fd], id, memory_order_release);
@@ -148,7 +137,7 @@ static int sampler_signal_is_calibration(const siginfo_t *info)
 }
 
 /* 1 if this signal was sent by one of our timers or perf events (not by the program). */
-static int sampler_signal_is_ours(const siginfo_t *info)
+int sampler_signal_is_ours(const siginfo_t *info)
 {
 	if (!info)
 		return 0;
@@ -190,6 +179,12 @@ static void action_lock_drop(const sigset_t *saved)
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
+/* 1 if our handler holds sig: one of ours may be pending there (not for the handler itself). */
+int sampler_holds(int sig)
+{
+	return sig > 0 && sig < _NSIG && atomic_load(&signal_held[sig]);
+}
+
 /* A signal that is not ours on a signal we hold: do what the program asked for it. */
 static void sampler_forward(int sig, siginfo_t *info, void *context)
 {
@@ -225,268 +220,30 @@ static void sampler_forward(int sig, siginfo_t *info, void *context)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/*
- * Unwinding code without unwind tables (JIT code, some driver libraries) can make libunwind read a
- * wild pointer. While a sample unwinds, SIGSEGV/SIGBUS are ours: a fault abandons that sample
- * (siglongjmp) instead of killing the program. The program's own handlers are put back right
- * after each sample, so they stay in charge of every real fault.
- */
-static __thread __attribute__((tls_model("initial-exec"))) sigjmp_buf *unwind_escape;
-static struct sigaction program_segv, program_bus; /* dispositions before the sample took over */
-static _Atomic uint64_t unwind_faults;
-
-static void sampler_fault(int sig, siginfo_t *info, void *context)
-{
-	sigjmp_buf *escape = unwind_escape;
-	if (escape) {
-		unwind_escape = NULL;
-		atomic_fetch_add_explicit(&unwind_faults, 1, memory_order_relaxed);
-		siglongjmp(*escape, 1);
-	}
-	/* A real fault in another thread while a sample ran: hand it to the program's disposition;
-	 * returning re-executes the faulting instruction under it. */
-	const struct sigaction *program = sig == SIGBUS ? &program_bus : &program_segv;
-	if ((program->sa_flags & SA_SIGINFO) && program->sa_sigaction &&
-	    program->sa_sigaction != sampler_fault) {
-		program->sa_sigaction(sig, info, context);
-		return;
-	}
-	if (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN &&
-	    program->sa_sigaction != sampler_fault) {
-		program->sa_handler(sig);
-		return;
-	}
-	sampler_real_sigaction(sig, program, NULL);
-}
-static _Atomic long sampler_period_ns; /* the period set now (may be longer than asked) */
-static _Atomic int sampler_paused;     /* rate 0 (the overhead budget): every timer disarmed */
 static long requested_period_ns;
 static unsigned requested_hz;
-static _Atomic int sampler_on;
 static _Atomic uint64_t samples_skipped;
 static _Atomic uint64_t samples_seen;  /* our signals, taken or not: the achieved rate */
 static _Atomic uint64_t handler_ns;    /* time spent in handlers that took a sample */
 static _Atomic uint64_t handler_count; /* ... and how many they were */
 static uint64_t delivery_ns;           /* what one signal of ours costs a thread beyond the handler,
                                         * measured at start */
-static struct sampled_thread sampled[MAX_SAMPLED_THREADS]; /* under sampler_lock */
-static size_t sampled_count;
-/*
- * Serialises the timers and perf events between the sender (which makes, re-arms and closes
- * them) and an application thread about to exec (which disarms them). Never taken in a handler.
- */
-static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Execs under way (changed under sampler_lock): while non-zero nothing is armed. */
-static _Atomic int exec_pending;
-/* The process the sampler's timers and perf fds belong to (a vfork child shares our memory). */
-static _Atomic pid_t sampler_pid;
-
-/*
- * Dispositions are process-wide: the first thread to start unwinding installs the guard and the
- * last one to finish puts the program's handlers back, so no thread unwinds unguarded. A
- * spinlock (not a mutex) because this runs in signal handlers; the handler never nests in itself.
- */
-static _Atomic int unwinders;
-static atomic_flag guard_lock = ATOMIC_FLAG_INIT;
-
-static void fault_guard_enter(void)
-{
-	while (atomic_flag_test_and_set_explicit(&guard_lock, memory_order_acquire))
-		;
-	if (unwinders++ == 0) {
-		struct sigaction guard;
-		memset(&guard, 0, sizeof guard);
-		guard.sa_sigaction = sampler_fault;
-		guard.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
-		sigemptyset(&guard.sa_mask);
-		sampler_real_sigaction(SIGSEGV, &guard, &program_segv);
-		sampler_real_sigaction(SIGBUS, &guard, &program_bus);
-	}
-	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
-}
-
-static void fault_guard_leave(void)
-{
-	while (atomic_flag_test_and_set_explicit(&guard_lock, memory_order_acquire))
-		;
-	if (--unwinders == 0) {
-		sampler_real_sigaction(SIGSEGV, &program_segv, NULL);
-		sampler_real_sigaction(SIGBUS, &program_bus, NULL);
-	}
-	atomic_flag_clear_explicit(&guard_lock, memory_order_release);
-}
-
-/*
- * Our address space: registers come from the interrupted context, memory is read directly (a fault
- * is caught by the guard above), unwind tables are found the way libunwind finds local ones.
- */
-static const int unwind_greg[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                    REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                    REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-
-static int unwind_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
-{
-	(void)as;
-	(void)arg;
-	if (write || addr < 4096)
-		return -UNW_EINVAL;
-	*val = *(const volatile unw_word_t *)addr;
-	return 0;
-}
-
-static int unwind_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
-{
-	(void)as;
-	const ucontext_t *uc = arg;
-	if (write || reg < 0 || reg > 16)
-		return -UNW_EBADREG;
-	*val = (unw_word_t)uc->uc_mcontext.gregs[unwind_greg[reg]];
-	return 0;
-}
-
-static int unwind_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
-{
-	(void)as, (void)reg, (void)val, (void)write, (void)arg;
-	return -UNW_EBADREG;
-}
-
-static int unwind_resume(unw_addr_space_t as, unw_cursor_t *cursor, void *arg)
-{
-	(void)as, (void)cursor, (void)arg;
-	return -UNW_EINVAL;
-}
-
-static int unwind_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len, unw_word_t *off,
-                            void *arg)
-{
-	(void)as, (void)addr, (void)buf, (void)len, (void)off, (void)arg;
-	return -UNW_EINVAL;
-}
-
-static unw_addr_space_t unwind_space;
-static pthread_once_t unwind_once = PTHREAD_ONCE_INIT;
-
-/*
- * libunwind is loaded when it is first needed (sampling starts, or a blocking call's stack), not
- * with the collector: a short-lived child never maps it and the libraries it brings.
- */
-#define UNWIND_NAME_(sym) #sym
-#define UNWIND_NAME(sym)  UNWIND_NAME_(sym) /* the libunwind macros name the generic x86_64 symbols */
-static struct {
-	__typeof__(unw_get_accessors) *get_accessors;
-	__typeof__(unw_create_addr_space) *create_addr_space;
-	__typeof__(unw_set_caching_policy) *set_caching_policy;
-	__typeof__(unw_init_remote) *init_remote;
-	__typeof__(unw_get_reg) *get_reg;
-	__typeof__(unw_step) *step;
-	unw_addr_space_t *local_addr_space;
-} unw;
-
-/* Loads libunwind and finds what we use; 0 or -1. */
-static int sampler_unwind_load(void)
-{
-	/* Our run path ($ORIGIN/.., where `make dist` bundles libunwind) applies to what we dlopen, not
-	 * to what those libraries need, and a loaded library matches later by soname. So the generic
-	 * part first, from the same place as the x86_64 part (never a bundled one mixed with the
-	 * system's); liblzma (a stable ABI) only where the system has none, so the program's own
-	 * stays the system's. */
-	if (!dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
-		dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
-		dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	}
-	void *lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		lib = dlopen("libunwind-x86_64.so", RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		return -1;
-	unw.get_accessors = (__typeof__(unw.get_accessors))dlsym(lib, UNWIND_NAME(unw_get_accessors));
-	unw.create_addr_space =
-	    (__typeof__(unw.create_addr_space))dlsym(lib, UNWIND_NAME(unw_create_addr_space));
-	unw.set_caching_policy =
-	    (__typeof__(unw.set_caching_policy))dlsym(lib, UNWIND_NAME(unw_set_caching_policy));
-	unw.init_remote = (__typeof__(unw.init_remote))dlsym(lib, UNWIND_NAME(unw_init_remote));
-	unw.get_reg = (__typeof__(unw.get_reg))dlsym(lib, UNWIND_NAME(unw_get_reg));
-	unw.step = (__typeof__(unw.step))dlsym(lib, UNWIND_NAME(unw_step));
-	unw.local_addr_space = (unw_addr_space_t *)dlsym(lib, UNWIND_NAME(unw_local_addr_space));
-	return unw.get_accessors && unw.create_addr_space && unw.set_caching_policy && unw.init_remote &&
-	               unw.get_reg && unw.step && unw.local_addr_space
-	           ? 0
-	           : -1;
-}
-
-static void sampler_unwind_create(void)
-{
-	if (sampler_unwind_load() != 0)
-		return;
-	unw_accessors_t acc = *unw.get_accessors(*unw.local_addr_space);
-	acc.access_mem = unwind_access_mem;
-	acc.access_reg = unwind_access_reg;
-	acc.access_fpreg = unwind_access_fpreg;
-	acc.resume = unwind_resume;
-	acc.get_proc_name = unwind_proc_name;
-	unw_addr_space_t space = unw.create_addr_space(&acc, 0);
-	/* Cache per thread so unwinding never takes a global lock inside the signal handler. */
-	if (space)
-		unw.set_caching_policy(space, UNW_CACHE_PER_THREAD);
-	unwind_space = space;
-}
-
-/* Creates our address space (once, outside any signal handler); 0 or -1. */
-static int sampler_unwind_init(void)
-{
-	pthread_once(&unwind_once, sampler_unwind_create);
-	return unwind_space ? 0 : -1;
-}
-
-/* Unwinds a context into pcs (leaf first); a fault ends the walk early. */
-static size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
-{
-	volatile size_t depth = 0;
-	if (!unwind_space)
-		return 0;
-	fault_guard_enter();
-	sigjmp_buf escape;
-	if (sigsetjmp(escape, 1) == 0) {
-		unwind_escape = &escape;
-		unw_cursor_t cursor;
-		if (unw.init_remote(&cursor, unwind_space, context) == 0) {
-			do {
-				unw_word_t ip = 0;
-				if (unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0)
-					break;
-				pcs[depth] = ip;
-				depth = depth + 1;
-			} while (depth < max && unw.step(&cursor) > 0);
-		}
-	}
-	/* A fault ended the walk: keep the frames found so far (the leaf is the useful part). */
-	unwind_escape = NULL;
-	fault_guard_leave();
-	return depth;
-}
-
-int sampler_backtrace(uint64_t *pcs, int max)
-{
-	ucontext_t uc;
-	if (max <= 0 || sampler_unwind_init() != 0 || getcontext(&uc) != 0)
-		return 0;
-	size_t depth = sampler_unwind(&uc, pcs, (size_t)max);
-	/* The first frame is this function: the caller's own frame comes next. */
-	if (depth > 0) {
-		memmove(pcs, pcs + 1, (depth - 1) * sizeof *pcs);
-		depth--;
-	}
-	return (int)depth;
-}
-
 /* perf mode: the event disabled itself at the overflow; arm it for the next one (while the
  * descriptor is still our event: the program may have reused the number). */
 static void sampler_rearm(const siginfo_t *info)
 {
-	if (atomic_load_explicit(&exec_pending, memory_order_relaxed))
+	if (atomic_load_explicit(&sampler_exec_pending, memory_order_relaxed))
 		return; /* an exec is under way: the event stays disabled */
 	if ((info->si_code == POLL_IN || info->si_code == POLL_HUP) && perf_fd_live(info->si_fd))
 		ioctl(info->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+/* A signal of ours taken by the program's sigwait family: a sample not taken; a perf event is
+ * armed for the next one. */
+void sampler_drop_pending(const siginfo_t *info)
+{
+	atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
+	sampler_rearm(info);
 }
 
 /*
@@ -616,21 +373,6 @@ static void sampler_handler(int sig, siginfo_t *info, void *context)
 	errno = saved_errno;
 }
 
-/*
- * 1 if fd still refers to the perf event we opened: the program may have closed it and reused the
- * number, and st_dev/st_ino alone cannot tell a perf fd from its eventfd or epoll fd (they share
- * one anonymous inode), so the fd registry compares the event id too. A lost number is forgotten.
- */
-static int sampler_fd_same(const struct sampled_thread *t)
-{
-	if (t->fd < 0)
-		return 0;
-	if (collector_fd_check(t->fd))
-		return 1;
-	perf_fd_publish(t->fd, 0);
-	return 0;
-}
-
 /* Installs our handler on sig and marks it held. */
 static int sampler_hold(int sig)
 {
@@ -652,6 +394,33 @@ static int sampler_hold(int sig)
 		program_action[sig].sa_handler = SIG_DFL;
 	}
 	atomic_store(&signal_held[sig], 1);
+	action_lock_drop(&saved);
+	return 0;
+}
+
+/*
+ * The program's sigaction on a signal we hold: its wish is recorded (returned as its old action,
+ * applied to its own signals) and our handler stays, with the mask and flags it asked for.
+ */
+int sampler_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	sigset_t saved;
+	action_lock_take(&saved);
+	if (old)
+		*old = program_action[sig];
+	if (act) {
+		program_action[sig] = *act;
+		/* Its mask and restart/stack wishes apply to the kernel disposition too. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = sampler_handler;
+		sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+		sa.sa_mask = act->sa_mask;
+		sampler_real_sigaction(sig, &sa, NULL);
+		int claims = (act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL;
+		if (claims && sig == atomic_load(&sampler_signal))
+			atomic_store(&move_requested, 1);
+	}
 	action_lock_drop(&saved);
 	return 0;
 }
@@ -709,15 +478,13 @@ int sampler_init(unsigned hz)
 {
 	if (hz == 0)
 		return 0;
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	sampler_sigaction_resolve();
 	if (!real_sigaction) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: sigaction not found");
 		return -1;
 	}
 	const char *mode = getenv("CUSCOPE_SAMPLER_MODE");
-	sampler_mode = mode && strcmp(mode, "perf") == 0 ? SAMPLER_PERF : SAMPLER_TIMER;
+	int perf = mode && strcmp(mode, "perf") == 0;
 	/* A re-attach reuses the signal our handler still holds. */
 	int sig = atomic_load(&sampler_signal);
 	if (!sig || !atomic_load(&signal_held[sig]))
@@ -736,7 +503,7 @@ int sampler_init(unsigned hz)
 	requested_hz = hz;
 	requested_period_ns = 1000000000L / (long)hz;
 	atomic_store(&move_requested, 0);
-	atomic_store(&sampler_pid, getpid());
+	sampler_threads_init(perf);
 	return 0;
 }
 
@@ -750,299 +517,13 @@ int sampler_begin(void)
 		return -1;
 	}
 	/* The rate asked; the overhead budget may lower it before the first thread is armed. */
-	atomic_store(&sampler_period_ns, requested_period_ns);
-	atomic_store(&sampler_paused, 0);
-	atomic_store(&sampler_on, 1);
+	sampler_threads_begin(requested_period_ns);
 	return 0;
-}
-
-/*
- * Arms (on = 1, at the period set now) or disarms one thread's timer or perf event; callers hold
- * sampler_lock. A disarmed perf fd also sends no signal at all: closing it (at exec) or its
- * thread's end would otherwise signal POLL_HUP. A perf fd is used only while it is still ours.
- * A thread that blocks the sampling signal stays disarmed (see sampler_check_masks).
- */
-static void sampler_arm(struct sampled_thread *t, int on)
-{
-	on = on && !t->blocked && !atomic_load(&sampler_paused);
-	if (t->fd >= 0) {
-		if (!sampler_fd_same(t))
-			return;
-		int flags = fcntl(t->fd, F_GETFL);
-		if (on) {
-			fcntl(t->fd, F_SETFL, flags | O_ASYNC);
-			ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1);
-		} else {
-			ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
-			fcntl(t->fd, F_SETFL, flags & ~O_ASYNC);
-		}
-		return;
-	}
-	long period = on ? atomic_load(&sampler_period_ns) : 0;
-	struct itimerspec its = {{period / 1000000000L, period % 1000000000L},
-	                         {period / 1000000000L, period % 1000000000L}};
-	timer_settime(t->timer, 0, &its, NULL);
-}
-
-/*
- * perf mode: a task-clock event on tid that signals tid at every period of its CPU time, armed
- * only when arm is set. Returns the fd (registered with collector_fd_own) or -errno.
- */
-static int sampler_open_perf(struct sampled_thread *t, int arm)
-{
-	struct perf_event_attr attr;
-	memset(&attr, 0, sizeof attr);
-	attr.size = sizeof attr;
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_TASK_CLOCK;
-	attr.sample_period = (uint64_t)atomic_load(&sampler_period_ns);
-	attr.disabled = 1;
-	attr.wakeup_events = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fd >= SAMPLER_FD_MAX) {
-		/* The handler could not tell its signals from the program's: a timer instead. */
-		close(fd);
-		return -EMFILE;
-	}
-	uint64_t id = 0;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || id == 0) {
-		int err = errno ? errno : EINVAL;
-		close(fd);
-		return -err;
-	}
-	if (collector_fd_own(fd) < 0)
-		return -ENOMEM;
-	t->fd = fd;
-	perf_fd_publish(fd, id);
-	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
-	/* Armed at once, unless an exec is under way (sampler_exec_end arms it if that fails) or the
-	 * thread blocks the signal. */
-	arm = arm && !t->blocked && !atomic_load(&exec_pending) && !atomic_load(&sampler_paused);
-	if (fcntl(fd, F_SETSIG, atomic_load(&sampler_signal)) != 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
-	    (arm && (fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0))) {
-		int err = errno;
-		perf_fd_publish(fd, 0);
-		collector_fd_close(fd);
-		t->fd = -1;
-		return -err;
-	}
-	return fd;
-}
-
-/* timer mode: a timer on tid's CPU clock that signals tid, armed only when arm is set; 0 or -errno. */
-static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
-{
-	struct sigevent sev;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = sig;
-	sev.sigev_value.sival_ptr = (void *)&sampler_cookie;
-	sev._sigev_un._tid = t->tid;
-	if (timer_create(THREAD_CPU_CLOCK(t->tid), &sev, &t->timer) != 0)
-		return -errno;
-	sampler_arm(t, arm && !atomic_load(&exec_pending));
-	return 0;
-}
-
-/* Stops sampling one thread; a perf fd is closed only while it is still ours. */
-static void sampler_release(struct sampled_thread *t)
-{
-	if (t->fd >= 0) {
-		perf_fd_publish(t->fd, 0);
-		collector_fd_close(t->fd);
-		t->fd = -1;
-	} else {
-		timer_delete(t->timer);
-	}
-}
-
-/* ns on CPU of tid so far; 0 or -1 (the thread is gone). */
-static int sampler_thread_cpu(pid_t tid, uint64_t *out)
-{
-	struct timespec ts;
-	if (clock_gettime(THREAD_CPU_CLOCK(tid), &ts) != 0)
-		return -1;
-	*out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	return 0;
-}
-
-/*
- * 1 if thread tid blocks sig now, 0 if not, -1 if unknown (thread gone, no /proc): SigBlk of
- * /proc/self/task/TID/status, read on the sender through a descriptor checked before each use.
- */
-static int sampler_thread_blocks(pid_t tid, int sig)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-	int fd = collector_fd_own(open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY));
-	if (fd < 0)
-		return -1;
-	size_t used = 0;
-	while (used < sizeof buf - 1 && collector_fd_check(fd)) {
-		ssize_t n = read(fd, buf + used, sizeof buf - 1 - used);
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-	}
-	if (collector_fd_close(fd) != 0)
-		return -1; /* the number was the program's meanwhile: nothing read is ours */
-	buf[used] = '\0';
-	const char *line = strstr(buf, "\nSigBlk:");
-	if (!line)
-		return -1;
-	char *end;
-	unsigned long long mask = strtoull(line + 8, &end, 16);
-	if (end == line + 8)
-		return -1;
-	return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
-}
-
-/*
- * Reads tid's mask (after its CPU time: a mask changed later shows as CPU time at the next poll)
- * and decides whether it blocks the sampling signal. An armed thread is taken as blocking only
- * after two readings in a row: our own handler blocks the signal while it runs, so one reading
- * may catch a sample in progress (a few per cent of a sampled thread's time). A thread not armed
- * yet (first) is never armed while it blocks.
- */
-static void sampler_read_mask(struct sampled_thread *t, int sig, int first)
-{
-	uint64_t cpu = 0;
-	if (sampler_thread_cpu(t->tid, &cpu) == 0)
-		t->cpu_ns = cpu;
-	int blocks = sampler_thread_blocks(t->tid, sig);
-	if (blocks < 0)
-		return; /* unknown: left as it was */
-	t->blocked_reads = blocks ? (t->blocked_reads < 2 ? t->blocked_reads + 1 : 2) : 0;
-	t->blocked = blocks && (first || t->blocked || t->blocked_reads >= 2);
-}
-
-static void sampler_thread_add_locked(pid_t tid);
-
-void sampler_thread_added(pid_t tid)
-{
-	pthread_mutex_lock(&sampler_lock);
-	sampler_thread_add_locked(tid);
-	pthread_mutex_unlock(&sampler_lock);
-}
-
-static void sampler_thread_add_locked(pid_t tid)
-{
-	if (!atomic_load(&sampler_on) || sampled_count == MAX_SAMPLED_THREADS)
-		return;
-	struct sampled_thread *t = &sampled[sampled_count];
-	memset(t, 0, sizeof *t);
-	t->tid = tid;
-	t->fd = -1;
-	/* A thread that blocks the signal (a mask inherited across exec or from its creator, a
-	 * sigwait or signalfd user) is never armed: ours would wait there for the program. */
-	sampler_read_mask(t, atomic_load(&sampler_signal), 1);
-	if (sampler_mode == SAMPLER_PERF) {
-		int fd = sampler_open_perf(t, !t->blocked);
-		if (fd >= 0) {
-			sampled_count++;
-			return;
-		}
-		if (fd == -ESRCH)
-			return;
-		if (fd != -EMFILE) {
-			sampler_mode = SAMPLER_TIMER;
-			collector_notice(WIRE_NOTICE_WARNING,
-			                 "perf events unavailable for sampling (%s): using CPU-time timers, "
-			                 "limited to the kernel tick rate",
-			                 strerror(-fd));
-		}
-	}
-	int rc = sampler_open_timer(t, atomic_load(&sampler_signal), !t->blocked);
-	if (rc != 0) {
-		/* ESRCH / EINVAL: the thread ended between the scan and now. */
-		if (rc != -ESRCH && rc != -EINVAL) {
-			static int warned;
-			if (!warned++)
-				collector_notice(WIRE_NOTICE_WARNING, "CPU sampling: timer_create failed: %s",
-				                 strerror(-rc));
-		}
-		return;
-	}
-	sampled_count++;
-}
-
-void sampler_thread_removed(pid_t tid)
-{
-	pthread_mutex_lock(&sampler_lock);
-	for (size_t i = 0; i < sampled_count; i++) {
-		if (sampled[i].tid == tid) {
-			sampler_release(&sampled[i]);
-			sampled[i] = sampled[--sampled_count];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&sampler_lock);
-}
-
-void sampler_stop(void)
-{
-	pthread_mutex_lock(&sampler_lock);
-	atomic_store(&sampler_on, 0);
-	for (size_t i = 0; i < sampled_count; i++)
-		sampler_release(&sampled[i]);
-	sampled_count = 0;
-	pthread_mutex_unlock(&sampler_lock);
-}
-
-void sampler_forget_after_fork(void)
-{
-	/* The forking thread may have raced the sender for the lock: nobody else runs here now. */
-	pthread_mutex_init(&sampler_lock, NULL);
-	atomic_store(&exec_pending, 0);
-	atomic_store(&sampler_pid, getpid());
-	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
-	for (size_t i = 0; i < sampled_count; i++)
-		if (sampled[i].fd >= 0)
-			sampler_release(&sampled[i]);
-	sampled_count = 0;
 }
 
 uint64_t sampler_skipped(void)
 {
 	return atomic_load(&samples_skipped);
-}
-
-/*
- * Sets the rate of every sampled thread: hz samples per thread CPU-second, or 0 to pause (every
- * timer and perf event disarmed; threads found meanwhile are not armed). A thread that blocks the
- * signal stays disarmed; during an exec nothing is armed (sampler_exec_end arms what may be).
- */
-void sampler_set_rate(unsigned hz)
-{
-	pthread_mutex_lock(&sampler_lock);
-	int was_paused = atomic_load(&sampler_paused);
-	long period = hz ? 1000000000L / (long)hz : atomic_load(&sampler_period_ns);
-	atomic_store(&sampler_period_ns, period);
-	atomic_store(&sampler_paused, hz == 0);
-	for (size_t i = 0; i < sampled_count; i++) {
-		struct sampled_thread *t = &sampled[i];
-		if (t->fd >= 0) {
-			uint64_t p = (uint64_t)period;
-			if (hz && sampler_fd_same(t))
-				ioctl(t->fd, PERF_EVENT_IOC_PERIOD, &p);
-			/* A perf event armed twice would signal twice per refresh: only on a change. */
-			if ((hz == 0) != was_paused && !atomic_load(&exec_pending))
-				sampler_arm(t, hz != 0);
-		} else if (!atomic_load(&exec_pending)) {
-			sampler_arm(t, 1);
-		}
-	}
-	pthread_mutex_unlock(&sampler_lock);
-}
-
-unsigned sampler_rate(void)
-{
-	long period = atomic_load(&sampler_period_ns);
-	if (!atomic_load(&sampler_on) || atomic_load(&sampler_paused) || period <= 0)
-		return 0;
-	return (unsigned)(1000000000L / period);
 }
 
 unsigned sampler_requested_rate(void)
@@ -1066,31 +547,7 @@ void sampler_cost(struct wire_cost *cost)
 	cost->added_ns = atomic_load(&handler_ns) + seen * delivery_ns;
 	cost->events = atomic_load(&handler_count);
 	/* The level set, also once stopped at exit (the final counts); none before sampling began. */
-	long period = atomic_load(&sampler_period_ns);
-	cost->level = requested_hz && period > 0 && !atomic_load(&sampler_paused)
-	                  ? (uint32_t)(1000000000L / period)
-	                  : 0;
-}
-
-/* Sends every sampled thread's signals to sig instead. */
-static void sampler_retarget(int sig)
-{
-	pthread_mutex_lock(&sampler_lock);
-	atomic_store(&sampler_signal, sig);
-	for (size_t i = 0; i < sampled_count; i++) {
-		struct sampled_thread *t = &sampled[i];
-		if (t->fd >= 0) {
-			if (sampler_fd_same(t))
-				fcntl(t->fd, F_SETSIG, sig);
-			continue;
-		}
-		timer_t old = t->timer;
-		if (sampler_open_timer(t, sig, !t->blocked) == 0)
-			timer_delete(old);
-		else
-			t->timer = old; /* the thread is ending: its old timer goes with it */
-	}
-	pthread_mutex_unlock(&sampler_lock);
+	cost->level = requested_hz ? sampler_threads_level() : 0;
 }
 
 /* The program claimed the sampling signal: move to a free one, else stay (its own signals are
@@ -1111,68 +568,6 @@ static void sampler_move(void)
 	                 "CPU sampling stays on signal %d although the program handles it (no free "
 	                 "real-time signal): its own signals reach its handler, the sampler's never do",
 	                 from);
-}
-
-/* perf mode: a perf fd the program closed (or replaced) is opened again, once per thread. */
-static void sampler_check_fds(void)
-{
-	pthread_mutex_lock(&sampler_lock);
-	for (size_t i = 0; i < sampled_count;) {
-		struct sampled_thread *t = &sampled[i];
-		if (t->fd < 0 || sampler_fd_same(t)) {
-			i++;
-			continue;
-		}
-		t->fd = -1; /* the number is not ours any more: never closed, never used */
-		static int said;
-		if (!said++)
-			collector_notice(WIRE_NOTICE_WARNING,
-			                 "the program closed a CPU-sampling descriptor of thread %d; opened "
-			                 "again",
-			                 t->tid);
-		if (sampler_open_perf(t, !t->blocked) >= 0) {
-			i++;
-			continue;
-		}
-		sampled[i] = sampled[--sampled_count];
-	}
-	pthread_mutex_unlock(&sampler_lock);
-}
-
-/*
- * A thread arms only while it does not block the sampling signal. Its mask can change only while
- * it runs, so it is read again only for threads whose CPU time moved since the last reading (and
- * for all after a move to another signal).
- */
-static void sampler_check_masks(void)
-{
-	static int checked_sig;
-	pthread_mutex_lock(&sampler_lock);
-	int sig = atomic_load(&sampler_signal);
-	int all = sig != checked_sig;
-	checked_sig = sig;
-	for (size_t i = 0; i < sampled_count; i++) {
-		struct sampled_thread *t = &sampled[i];
-		uint64_t cpu;
-		if (!all && sampler_thread_cpu(t->tid, &cpu) == 0 && cpu == t->cpu_ns)
-			continue;
-		int was = t->blocked;
-		if (all)
-			t->blocked_reads = 0; /* readings of another signal */
-		sampler_read_mask(t, sig, 0);
-		/* An exec under way keeps everything disarmed; sampler_exec_end arms what may be. */
-		if (t->blocked != was && !atomic_load(&exec_pending))
-			sampler_arm(t, !t->blocked);
-		/* Said once it lasts while the thread runs (pthread_create and handlers block briefly). */
-		static int said;
-		if (was && t->blocked && !all && !said++)
-			collector_notice(
-			    WIRE_NOTICE_INFO,
-			    "CPU sampling: thread %d blocks signal %d (the sampler's) while it runs; "
-			    "it is not sampled while it does",
-			    (int)t->tid, sig);
-	}
-	pthread_mutex_unlock(&sampler_lock);
 }
 
 /* CPU time of the program's threads so far: the process's minus the sender's (the caller). */
@@ -1214,9 +609,7 @@ void sampler_poll(uint64_t now_ns)
 		 * the program late (t087). Perf-mode estimates leave that interrupt cost out. */
 		sampler_calibrate(atomic_load(&sampler_signal));
 	}
-	if (sampler_mode == SAMPLER_PERF)
-		sampler_check_fds();
-	sampler_check_masks();
+	sampler_threads_check();
 	/* Requested, set and achieved rates, process-wide (tid = pid). */
 	pid_t pid = getpid();
 	uint64_t cpu = sampler_program_cpu_ns() - (cpu_at_start - 1);
@@ -1226,259 +619,4 @@ void sampler_poll(uint64_t now_ns)
 	if (cpu >= 10000000ull)
 		sender_counter(last_ns, pid, "sampling-achieved-hz",
 		               (uint64_t)((double)seen * 1e9 / (double)cpu + 0.5));
-}
-
-/* ---- exec ---- */
-
-/*
- * Takes sampler_lock from an application thread. Bounded: an exec from the program's signal
- * handler may interrupt this very thread inside sampler_exec_begin; returns 0 if not taken.
- */
-static int sampler_lock_app_thread(void)
-{
-	for (int i = 0; i < 20000; i++) {
-		if (pthread_mutex_trylock(&sampler_lock) == 0)
-			return 1;
-		sched_yield();
-	}
-	return 0;
-}
-
-/* Queues a signal the program sent itself again, with its siginfo, on the calling thread. */
-static void sampler_requeue(const siginfo_t *info)
-{
-	siginfo_t copy = *info;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), collector_gettid(), info->si_signo, &copy);
-}
-
-int sampler_exec_begin(void)
-{
-	/* Never started, or a vfork child: the timers and perf fds are another process's. */
-	if (atomic_load(&sampler_pid) != getpid())
-		return 0;
-	sigset_t ours, saved;
-	sigemptyset(&ours);
-	int held = 0; /* counted: glibc 2.36's sigisemptyset misses signal 64 (an int holds the word) */
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load(&signal_held[sig]) && sigaddset(&ours, sig) == 0)
-			held++;
-	if (!held)
-		return 0;
-	pthread_sigmask(SIG_BLOCK, &ours, &saved);
-	int locked = sampler_lock_app_thread();
-	atomic_fetch_add(&exec_pending, 1);
-	if (locked) {
-		for (size_t i = 0; i < sampled_count; i++)
-			sampler_arm(&sampled[i], 0);
-		pthread_mutex_unlock(&sampler_lock);
-	}
-	/* Nothing sends ours to this thread from here on: take what is pending. The program's own
-	 * signals on a held number (it may use one after the sampler moved) are queued again, as
-	 * they would have been pending across its exec without us. */
-	siginfo_t theirs[32];
-	int n_theirs = 0;
-	struct timespec zero = {0, 0};
-	siginfo_t info;
-	while (sigtimedwait(&ours, &info, &zero) > 0)
-		if (!sampler_signal_is_ours(&info) && n_theirs < 32)
-			theirs[n_theirs++] = info;
-	for (int i = 0; i < n_theirs; i++)
-		sampler_requeue(&theirs[i]);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
-	return 1;
-}
-
-void sampler_exec_end(void)
-{
-	int locked = sampler_lock_app_thread();
-	if (atomic_fetch_sub(&exec_pending, 1) == 1 && locked && atomic_load(&sampler_on))
-		for (size_t i = 0; i < sampled_count; i++)
-			sampler_arm(&sampled[i], 1);
-	if (locked)
-		pthread_mutex_unlock(&sampler_lock);
-}
-
-/* ---- the program's signal dispositions (LD_PRELOAD interposition) ---- */
-
-/* The program's sigaction: signals we hold keep our handler; the program's wish is recorded. */
-COLLECTOR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig]))
-		return sampler_real_sigaction(sig, act, old);
-	sigset_t saved;
-	action_lock_take(&saved);
-	if (old)
-		*old = program_action[sig];
-	if (act) {
-		program_action[sig] = *act;
-		/* Its mask and restart/stack wishes apply to the kernel disposition too. */
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_sigaction = sampler_handler;
-		sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
-		sa.sa_mask = act->sa_mask;
-		sampler_real_sigaction(sig, &sa, NULL);
-		int claims = (act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL;
-		if (claims && sig == atomic_load(&sampler_signal))
-			atomic_store(&move_requested, 1);
-	}
-	action_lock_drop(&saved);
-	return 0;
-}
-
-/* signal(), bsd_signal(), sysv_signal(): glibc's versions call its internal sigaction. */
-static sighandler_t sampler_signal_common(int sig, sighandler_t handler, int flags)
-{
-	struct sigaction act, old;
-	memset(&act, 0, sizeof act);
-	act.sa_handler = handler;
-	act.sa_flags = flags;
-	sigemptyset(&act.sa_mask);
-	if (!(flags & SA_NODEFER) && sig > 0 && sig < _NSIG)
-		sigaddset(&act.sa_mask, sig);
-	if (sigaction(sig, &act, &old) != 0)
-		return SIG_ERR;
-	return old.sa_handler;
-}
-
-COLLECTOR_EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
-		static sighandler_t (*real)(int, sighandler_t);
-		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-		if (real)
-			return real(sig, handler);
-	}
-	return sampler_signal_common(sig, handler, SA_RESTART);
-}
-
-COLLECTOR_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
-{
-	return signal(sig, handler);
-}
-
-COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
-{
-	if (sig <= 0 || sig >= _NSIG || !atomic_load(&signal_held[sig])) {
-		static sighandler_t (*real)(int, sighandler_t);
-		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "sysv_signal");
-		if (real)
-			return real(sig, handler);
-	}
-	return sampler_signal_common(sig, handler, SA_RESETHAND | SA_NODEFER);
-}
-
-/* ---- the program's signal waits (LD_PRELOAD interposition) ---- */
-
-static int (*real_sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
-static int (*real_signalfd)(int, const sigset_t *, int);
-
-/* Resolved once, before the program runs (these wrappers may run in a vfork child). */
-__attribute__((constructor)) static void sampler_resolve(void)
-{
-	if (!real_sigaction)
-		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-	real_sigtimedwait =
-	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(RTLD_NEXT, "sigtimedwait");
-	real_signalfd = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
-}
-
-/* 1 if set names a signal our handler holds (one of ours may be pending there). */
-static int sampler_set_has_held(const sigset_t *set)
-{
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load_explicit(&signal_held[sig], memory_order_relaxed) &&
-		    sigismember(set, sig) == 1)
-			return 1;
-	return 0;
-}
-
-/*
- * sigtimedwait that never returns one of ours: a signal of ours still pending in a thread that
- * blocks it (armed before the thread blocked, disarmed at the next poll) is taken and dropped, as
- * a sample not taken, and the wait goes on for what is left of the timeout.
- */
-static int sampler_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
-{
-	if (!real_sigtimedwait)
-		sampler_resolve(); /* called before our constructor ran */
-	if (!real_sigtimedwait) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (!set || !sampler_set_has_held(set))
-		return real_sigtimedwait(set, info, timeout);
-	siginfo_t local;
-	siginfo_t *si = info ? info : &local;
-	uint64_t deadline = 0;
-	if (timeout)
-		deadline =
-		    clock_mono_ns() + (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
-	struct timespec left;
-	const struct timespec *wait = timeout;
-	for (;;) {
-		int sig = real_sigtimedwait(set, si, wait);
-		if (sig <= 0 || !atomic_load(&signal_held[sig]) || !sampler_signal_is_ours(si))
-			return sig;
-		atomic_fetch_add_explicit(&samples_skipped, 1, memory_order_relaxed);
-		sampler_rearm(si);
-		if (timeout) {
-			uint64_t now = clock_mono_ns(), rest = now < deadline ? deadline - now : 0;
-			left.tv_sec = (time_t)(rest / 1000000000ull);
-			left.tv_nsec = (long)(rest % 1000000000ull);
-			wait = &left; /* zero still takes what else is pending */
-		}
-	}
-}
-
-COLLECTOR_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
-{
-	return sampler_wait(set, info, timeout);
-}
-
-COLLECTOR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
-{
-	return sampler_wait(set, info, NULL);
-}
-
-COLLECTOR_EXPORT int sigwait(const sigset_t *set, int *sig)
-{
-	siginfo_t info;
-	int saved_errno = errno, got;
-	do
-		got = sampler_wait(set, &info, NULL);
-	while (got < 0 && errno == EINTR);
-	int err = got < 0 ? errno : 0;
-	errno = saved_errno;
-	if (got > 0)
-		*sig = got;
-	return err;
-}
-
-/*
- * signalfd cannot be filtered as it is read: the signals our handler holds are left out of its set
- * (they are ones the program does not handle; its own, if it sends any, stay pending as blocked
- * signals do), so a read never hands it one of ours.
- */
-COLLECTOR_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
-{
-	if (!real_signalfd)
-		sampler_resolve(); /* called before our constructor ran */
-	if (!real_signalfd) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (!mask || !sampler_set_has_held(mask))
-		return real_signalfd(fd, mask, flags);
-	sigset_t copy = *mask;
-	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		if (atomic_load(&signal_held[sig]))
-			sigdelset(&copy, sig);
-	return real_signalfd(fd, &copy, flags);
 }
