@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuscope/costview.h"
+#include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -35,19 +36,6 @@ static void inspect_format_bytes(char *buf, size_t size, uint64_t b)
 		snprintf(buf, size, "%.1f KiB (%llu B)", (double)b / 1024, (unsigned long long)b);
 	else
 		snprintf(buf, size, "%llu B", (unsigned long long)b);
-}
-
-size_t inspect_op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t ns)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns < ns)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /* Distance from t to [a, b] (0 inside). */
@@ -231,7 +219,8 @@ struct inspect_hit inspect_find(struct inspect_find *f, const struct store *stor
 			for (size_t r = 0; r < li.gpu_row_count; r++) {
 				const struct store_gpu_op *v;
 				size_t n = store_lane_gpu_all(store, p, l, r, &v);
-				size_t i = inspect_op_lower_bound(v, n, dir > 0 ? from + 1 : from);
+				size_t i = timerow_bound(v, n, sizeof *v, TIMEROW_START,
+				                         dir > 0 ? from + 1 : from, 0);
 				for (; dir > 0 ? i < n : i-- > 0; dir > 0 ? i++ : 0) {
 					if (!inspect_better(dir, v[i].start_ns, &best))
 						break;

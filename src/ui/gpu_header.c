@@ -39,9 +39,7 @@ void ui_collect_devices(struct ui *ui)
 				const char *name = "";
 				dv->uuid[0] = 0;
 				if (store_gpu_device_find(ui->store, p, li.device, &di) == 0) {
-					name = di.name;
-					if (strncmp(name, "NVIDIA ", 7) == 0)
-						name += 7;
+					name = di.short_name;
 					snprintf(dv->uuid, sizeof dv->uuid, "%s", di.uuid);
 				}
 				snprintf(dv->label, sizeof dv->label, "GPU%u %s", li.device, name);
