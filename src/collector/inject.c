@@ -75,8 +75,8 @@ static void collector_at_exit(void)
 	if (!cuda_injection_called && !getenv("CUSCOPE_NO_GPU")) {
 		dl_iterate_phdr(find_cuda_library, &cuda_loaded);
 		if (cuda_loaded)
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
+			collector_notice_about(
+			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
 			    "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
 			    "(no GPU or no driver?); no GPU lanes");
 	}

@@ -525,8 +525,9 @@ static void budget_announce(size_t i, uint64_t now_ns)
 		snprintf(b, sizeof b, "%u %s", (unsigned)to, src->unit);
 	else
 		snprintf(b, sizeof b, "off");
-	collector_notice(WIRE_NOTICE_INFO, "overhead budget %s: %s %s%s%s -> %s (estimated cost %s)", limit,
-	                 src->what, a, from && !to ? " " : "", from && !to ? src->unit : "", b, cost);
+	collector_notice_about(WIRE_NOTICE_INFO, WIRE_NOTICE_TOPIC_BUDGET,
+	                       "overhead budget %s: %s %s%s%s -> %s (estimated cost %s)", limit, src->what, a,
+	                       from && !to ? " " : "", from && !to ? src->unit : "", b, cost);
 }
 
 /* Moves source i to step; the estimate that moved it goes into the notice. */

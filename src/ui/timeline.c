@@ -406,12 +406,12 @@ static const char *ui_gpu_unavailable(const struct ui *ui, size_t process)
 		return NULL;
 	const char *why = NULL;
 	for (size_t i = 0; i < store_notice_count(ui->store, process); i++) {
-		uint32_t level;
-		const char *text = store_notice_get(ui->store, process, i, &level, NULL);
+		struct store_notice_info n;
+		store_notice_get(ui->store, process, i, &n);
 		/* Only GPU-tracing notices explain missing GPU lanes (counters, sampling say other things).
 		 */
-		if (level == WIRE_NOTICE_WARNING && strncmp(text, "GPU tracing", 11) == 0)
-			why = text;
+		if (n.topic == WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE)
+			why = n.text;
 	}
 	return why;
 }
