@@ -204,7 +204,7 @@ static void intern_clear(struct intern *in)
 	memset(in->next_iid, 0, sizeof in->next_iid);
 }
 
-static void intern_fini(struct intern *in)
+static void pf_intern_fini(struct intern *in)
 {
 	free(in->slots);
 	free(in->arena);
@@ -283,7 +283,7 @@ static void pf_descriptor_write(struct pf *x)
 }
 
 /* Begins an event: empties the event and interned-data buffers (clearing a full intern table first). */
-static void ev_start(struct pf *x, int type)
+static void pf_event_start(struct pf *x, int type)
 {
 	if (x->in.count >= INTERN_MAX_ENTRIES || x->in.arena_len >= INTERN_MAX_BYTES) {
 		intern_clear(&x->in);
@@ -295,7 +295,7 @@ static void ev_start(struct pf *x, int type)
 }
 
 /* Writes the event built in x->te at t_ns as a packet on the current sequence. */
-static void ev_finish(struct pf *x, uint64_t t_ns)
+static void pf_event_finish(struct pf *x, uint64_t t_ns)
 {
 	struct pb *p = &x->pkt;
 	pb_reset(p);
@@ -319,7 +319,7 @@ static void ev_finish(struct pf *x, uint64_t t_ns)
 	pf_packet_write(x);
 }
 
-static void ev_name_cat(struct pf *x, const char *name, const char *cat)
+static void pf_event_name_cat(struct pf *x, const char *name, const char *cat)
 {
 	pb_uint(&x->te, F_TE_NAME_IID, pf_intern(x, IK_NAME, name));
 	pb_uint(&x->te, F_TE_CATEGORY_IIDS, pf_intern(x, IK_CATEGORY, cat));
@@ -366,16 +366,16 @@ static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
 
 /* An NVTX range begin (open: never ended) or mark: name = message, category = domain ("nvtx" for the
  * default). */
-static void ev_nvtx(struct pf *x, const struct store_range *r, int style, int open)
+static void pf_event_nvtx(struct pf *x, const struct store_range *r, int style, int open)
 {
 	const char *name = store_string(x->st, r->name_id), *domain = store_string(x->st, r->domain_id);
-	ev_start(x, style == STORE_STYLE_MARK ? TYPE_INSTANT : TYPE_SLICE_BEGIN);
-	ev_name_cat(x, name, *domain ? domain : "nvtx");
+	pf_event_start(x, style == STORE_STYLE_MARK ? TYPE_INSTANT : TYPE_SLICE_BEGIN);
+	pf_event_name_cat(x, name, *domain ? domain : "nvtx");
 	arg_str(x, "domain", domain);
 	arg_str(x, "style", style_names[style]);
 	if (open)
 		arg_bool(x, "unfinished", 1);
-	ev_finish(x, r->start_ns);
+	pf_event_finish(x, r->start_ns);
 	if (style == STORE_STYLE_MARK)
 		x->counts->instant++;
 	else if (open)
@@ -391,7 +391,7 @@ static uint64_t flow_id(const struct pf *x, uint32_t correlation)
 }
 
 /* The begin of a GPU op, API call or host sync with its args; flows where the JSON has them. */
-static void ev_gpu(struct pf *x, const struct store_lane_info *li, const struct store_gpu_op *op)
+static void pf_event_gpu(struct pf *x, const struct store_lane_info *li, const struct store_gpu_op *op)
 {
 	const struct store *st = x->st;
 	char name[96];
@@ -423,8 +423,8 @@ static void ev_gpu(struct pf *x, const struct store_lane_info *li, const struct 
 		cat = "gpu";
 		break;
 	}
-	ev_start(x, TYPE_SLICE_BEGIN);
-	ev_name_cat(x, nm, cat);
+	pf_event_start(x, TYPE_SLICE_BEGIN);
+	pf_event_name_cat(x, nm, cat);
 	arg_u64(x, "correlation", op->correlation_id);
 	int on_stream = li->kind == STORE_LANE_GPU_STREAM;
 	if (on_stream) {
@@ -476,14 +476,14 @@ static void ev_gpu(struct pf *x, const struct store_lane_info *li, const struct 
 			x->counts->flows++;
 		}
 	}
-	ev_finish(x, op->start_ns);
+	pf_event_finish(x, op->start_ns);
 	x->counts->complete++;
 }
 
-static void ev_end(struct pf *x, uint64_t t_ns)
+static void pf_event_end(struct pf *x, uint64_t t_ns)
 {
-	ev_start(x, TYPE_SLICE_END);
-	ev_finish(x, t_ns);
+	pf_event_start(x, TYPE_SLICE_END);
+	pf_event_finish(x, t_ns);
 }
 
 /* ---- merging a track's rows into nested begin/end events ---- */
@@ -562,23 +562,23 @@ static void merge_run(struct pf *x, struct merge *m, const struct store_lane_inf
 		}
 		while (m->depth && m->ends[m->depth - 1] != UINT64_MAX &&
 		       (!best || m->ends[m->depth - 1] <= bs))
-			ev_end(x, m->ends[--m->depth]);
+			pf_event_end(x, m->ends[--m->depth]);
 		if (!best)
 			break;
 		const void *item = best->v + best->i * best->stride;
 		best->i++;
 		switch (best->kind) {
 		case SRC_MARK:
-			ev_nvtx(x, item, STORE_STYLE_MARK, 0);
+			pf_event_nvtx(x, item, STORE_STYLE_MARK, 0);
 			continue;
 		case SRC_RANGE:
-			ev_nvtx(x, item, best->style, 0);
+			pf_event_nvtx(x, item, best->style, 0);
 			break;
 		case SRC_OPEN:
-			ev_nvtx(x, item, best->style, 1);
+			pf_event_nvtx(x, item, best->style, 1);
 			break;
 		case SRC_GPU:
-			ev_gpu(x, li, item);
+			pf_event_gpu(x, li, item);
 			break;
 		}
 		if (m->depth && be > m->ends[m->depth - 1])
@@ -723,9 +723,9 @@ static void pf_counters(struct pf *x)
 		pb_string(&x->frame, F_TD_NAME, store_string(x->st, c.event_id));
 		pb_bytes(&x->frame, F_TD_COUNTER, NULL, 0);
 		pf_descriptor_write(x);
-		ev_start(x, TYPE_COUNTER);
+		pf_event_start(x, TYPE_COUNTER);
 		pb_int(&x->te, F_TE_COUNTER_VALUE, (int64_t)c.value);
-		ev_finish(x, c.time_ns);
+		pf_event_finish(x, c.time_ns);
 		x->counts->counters++;
 	}
 }
@@ -835,7 +835,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 	free(m.src);
 	free(m.ends);
 	free(m.opens);
-	intern_fini(&x.in);
+	pf_intern_fini(&x.in);
 	pb_fini(&x.pkt);
 	pb_fini(&x.te);
 	pb_fini(&x.interned);
