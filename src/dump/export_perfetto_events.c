@@ -5,6 +5,7 @@
  */
 #include "export_perfetto.h"
 
+#include "cuscope/hashmap.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -69,16 +70,34 @@ void pf_intern_fini(struct intern *in)
 	free(in->arena);
 }
 
+/* The text looked for in an intern table, for hashmap_probe. */
+struct intern_key {
+	const struct intern *in;
+	uint64_t hash;
+	uint32_t kind;
+	const char *s;
+	size_t len;
+};
+
+static enum hashmap_look intern_look(const void *ctx, size_t slot)
+{
+	const struct intern_key *k = ctx;
+	const struct intern_slot *e = &k->in->slots[slot];
+	if (!e->iid)
+		return HASHMAP_EMPTY;
+	return e->hash == k->hash && e->kind == k->kind && e->len == k->len &&
+	               memcmp(k->in->arena + e->off, k->s, k->len) == 0
+	           ? HASHMAP_MATCH
+	           : HASHMAP_OTHER;
+}
+
+/* The slot of s, or the empty one where it goes (the table is at most half full: there is one). */
 static struct intern_slot *intern_find(struct intern *in, uint64_t hash, uint32_t kind, const char *s,
                                        size_t len)
 {
-	size_t i = hash & (in->cap - 1);
-	for (;; i = (i + 1) & (in->cap - 1)) {
-		struct intern_slot *e = &in->slots[i];
-		if (!e->iid || (e->hash == hash && e->kind == kind && e->len == len &&
-		                memcmp(in->arena + e->off, s, len) == 0))
-			return e;
-	}
+	struct intern_key k = {in, hash, kind, s, len};
+	int matched;
+	return &in->slots[hashmap_probe(in->cap, hash, in->cap, intern_look, &k, &matched)];
 }
 
 /* Interned id of s of a kind on this sequence; a new one is also added to the packet's InternedData. */
