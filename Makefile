@@ -41,7 +41,7 @@ VERSION := 0.1.0
 BASE_SRC      := $(wildcard src/base/*.c)
 WIRE_SRC      := $(wildcard src/wire/*.c)
 COLLECTOR_SRC := $(wildcard src/collector/*.c)
-VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c src/ui/*.c src/dump/*.c)
+VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c src/target/*.c src/ui/*.c src/dump/*.c)
 CLI_SRC       := $(wildcard src/cli/*.c)
 
 # The collector never dies on allocation failure, so it links no dying allocator and no viewer logging.
@@ -107,12 +107,22 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 		$(COLLECTOR_UNIT_OBJ) \
 		-lcmocka $(VIEWER_LIBS) -ldl
 
+# The CLI's own logic (the options table) is unit-tested from its objects, main.o left out.
+CLI_LIB := $(BUILD)/obj/libcli.a
+$(CLI_LIB): $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BUILD)/tests/test_options: tests/unit/test_options.c $(CLI_LIB) $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CLI_LIB) $(VIEWER_LIB) \
+		-lcmocka $(VIEWER_LIBS) -ldl
+
 # Test target programs: plain C with NVTX3 headers (header-only) and threads.
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
-# Benchmarks: a producer target and the in-process pipeline harness (uses the CLI's launch and tap).
+# Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
 $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
 	@mkdir -p $(dir $@)
@@ -120,7 +130,7 @@ $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
 $(BUILD)/tests/bench/nvtx_producer: tests/bench/nvtx_producer.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O2 -g -Wall -Wextra -o $@ $< -lpthread -ldl
-$(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(BUILD)/obj/cli/launch.o $(BUILD)/obj/cli/tap.o $(VIEWER_LIB)
+$(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $^ $(VIEWER_LIBS)
 

@@ -2,14 +2,19 @@
 #ifndef CUSCOPE_CLI_H
 #define CUSCOPE_CLI_H
 
+#include "cuscope/diff.h"
+#include "cuscope/launch.h"
+#include "cuscope/stats.h"
+#include "cuscope/ui.h"
+
+#include <stdio.h>
+
 struct store;
 
 #define CLI_EXIT_USAGE 2 /* bad arguments, unreadable or foreign input */
 
 /* `cuscope [options] -- CMD...`: launch CMD and watch it live. */
 int cli_live(int argc, char **argv);
-struct launch;
-struct ui_options;
 /* The live UI over a launched or attached target's session until the user leaves; exit status. */
 int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts);
 /*
@@ -26,8 +31,6 @@ struct capture_writer *record_open_output(const char *verb, const char *output);
 void record_say_partial(struct capture_writer *w, const char *output);
 /* `cuscope attach [--record -o FILE --duration S] PID`. */
 int cli_attach(int argc, char **argv);
-/* The attach handshake is complete (the collector's HELLO arrived): its deadline stops. */
-void attach_handshake_done(void);
 /* `cuscope run --detached -- CMD`: an armed launch with no viewer. */
 int cli_run(int argc, char **argv);
 
@@ -48,30 +51,68 @@ int cli_info(int argc, char **argv);
 /* `cuscope doctor [--json]`: what works on this machine and what does not, with fixes. */
 int cli_doctor(int argc, char **argv);
 
-#include <stdio.h>
 /* Flushes a verb's output; on any write error says so in one line and returns 1, else 0. */
 int output_finish(FILE *out);
-/* Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. */
-int cli_load_capture(const char *path, struct store *store);
-/* getopt_long entries of the UI options shared by live mode, view and attach. */
-#define CLI_OPT_MEMORY_MB 2001
-#define CLI_OPT_DISK_MB   2002
-#define CLI_UI_LONG_OPTIONS                                                                                  \
-	{"ascii", no_argument, NULL, 'a'}, {"window", required_argument, NULL, 'w'},                         \
-	    {"theme", required_argument, NULL, 'T'}, {"gap-ms", required_argument, NULL, 'G'},               \
-	    {"no-mouse", no_argument, NULL, 'M'}, {"memory-mb", required_argument, NULL, CLI_OPT_MEMORY_MB}, \
-	{                                                                                                    \
-		"disk-mb", required_argument, NULL, CLI_OPT_DISK_MB                                          \
-	}
-struct ui_options;
-/* Applies one UI option; returns 1 if it was one, 0 if not, -1 on a bad value (said in one line). */
-int cli_parse_ui_option(struct ui_options *options, int opt, const char *arg);
-/* Parses --buffer-mb (1-65536 MiB); returns 0 or -1 (said in one line). */
-int cli_parse_buffer_mb(const char *arg, unsigned *out);
+/*
+ * Reads a capture into store, printing truncation/corruption warnings; 0 or CLI_EXIT_USAGE. With
+ * res (info), also says when the manifest was cut, and the caller frees res->manifest.
+ */
+struct capture_read_result;
+int cli_load_capture(const char *path, struct store *store, struct capture_read_result *res);
+/* The verbs, as bits: the options table says which verbs take each option. */
+enum cli_verb {
+	CLI_LIVE = 1 << 0, /* `cuscope [OPTIONS] -- COMMAND` */
+	CLI_RECORD = 1 << 1,
+	CLI_ATTACH = 1 << 2,
+	CLI_RUN = 1 << 3,
+	CLI_VIEW = 1 << 4,
+	CLI_STATS = 1 << 5,
+	CLI_EXPORT = 1 << 6,
+	CLI_DIFF = 1 << 7,
+	CLI_INFO = 1 << 8,
+	CLI_DOCTOR = 1 << 9,
+};
+#define CLI_ALL_VERBS ((unsigned)CLI_DOCTOR * 2 - 1)
+
+/* What the options of a command line said; a verb sets its defaults before parsing. */
+struct cli_args {
+	struct launch_options launch; /* collector options (live mode, record, attach, run) */
+	struct ui_options ui;         /* the view's options (live mode, view, attach) */
+	const char *output;           /* -o FILE */
+	double duration_s;            /* --duration, 0 = none */
+	int record;                   /* attach --record */
+	int detached;                 /* run --detached */
+	enum stats_format stats_format;
+	unsigned stats_mask; /* stats --report sections */
+	enum diff_format diff_format;
+	double from_s, to_s; /* export --from/--to (to < 0: the end) */
+	int perfetto;        /* export --format=perfetto (else Chrome JSON) */
+	int json;            /* doctor --json */
+	int first;           /* argv index of the first operand, once parsed */
+};
+
+/*
+ * Parses the options of verb (one CLI_* bit; argv[0] is the verb's name) into args, up to the
+ * first operand. Returns -1 to go on, else the status to exit with: 0 after --help/--version
+ * (1 if stdout failed), CLI_EXIT_USAGE after one line on a bad option or value.
+ */
+int cli_parse_options(unsigned verb, int argc, char **argv, struct cli_args *args);
+/* A verb: its bit, name, entry point and help. */
+struct cli_verb_entry {
+	unsigned verb;
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+	const char *usage;
+};
+/* The verb called name, or NULL (live mode has no name). */
+const struct cli_verb_entry *cli_verb_find(const char *name);
+/* The name of a verb bit ("" for live mode), for messages and help. */
+const char *cli_verb_name(unsigned verb);
 /* Parses a positive number of seconds; returns 0 or -1. */
 int cli_parse_seconds(const char *text, double *out);
-/* Reports the option getopt_long just rejected in one line; returns CLI_EXIT_USAGE. */
-int cli_bad_option(const char *verb, char **argv);
+/* While the terminal UI runs: a crash restores the terminal first, then dies as it would have. */
+void cli_restore_on_crash(void);
 /* Prints the help of a verb ("" for the top level) to stdout. */
 void cli_usage(const char *verb);
 

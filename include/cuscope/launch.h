@@ -33,24 +33,6 @@ struct launch_log_stats {
 	uint32_t write_errno;   /* last write error (ENOSPC: full disk), 0 = none */
 };
 
-/* Collector options shared by live mode and record: getopt_long table entries and their parser. */
-#define LAUNCH_OPTION_IDS_BASE 1000
-#define LAUNCH_LONG_OPTIONS                                                                                  \
-	{"sample-hz", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 0},                                  \
-	    {"osrt-threshold-us", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 1},                      \
-	    {"counters", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 2},                               \
-	    {"python-perf", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 3},                                  \
-	    {"no-gpu", no_argument, NULL, LAUNCH_OPTION_IDS_BASE + 4},                                       \
-	    {"log-mb", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 5},                                 \
-	    {"follow", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 6},                                 \
-	{                                                                                                    \
-		"overhead-budget", required_argument, NULL, LAUNCH_OPTION_IDS_BASE + 7                       \
-	}
-/* Applies one collector option; returns 1 if it was one, 0 if not, -1 on a bad value (said). */
-int launch_parse_option(struct launch_options *options, int opt, const char *arg);
-/* Help text lines for these options. */
-extern const char launch_options_help[];
-
 struct launch {
 	char session_dir[512];
 	char log_path[600];

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,30 +149,16 @@ static void doctor_print_json(FILE *out, const struct doctor_finding *found, siz
 
 int cli_doctor(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	int opt, json = 0;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			cli_usage("doctor");
-			return output_finish(stdout);
-		default:
-			return cli_bad_option("doctor", argv);
-		}
-	}
-	if (optind != argc) {
-		log_error("doctor: takes no arguments, not '%s' (see cuscope doctor --help)", argv[optind]);
+	struct cli_args args = {0};
+	int rc = cli_parse_options(CLI_DOCTOR, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first != argc) {
+		log_error("doctor: takes no arguments, not '%s' (see cuscope doctor --help)",
+		          argv[args.first]);
 		return CLI_EXIT_USAGE;
 	}
+	int json = args.json;
 	enum { N = DOCTOR_CHECK_COUNT };
 	struct doctor_finding found[N];
 	memset(found, 0, sizeof found);

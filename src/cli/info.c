@@ -7,7 +7,6 @@
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,45 +14,22 @@
 
 int cli_info(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			cli_usage("info");
-			return output_finish(stdout);
-		default:
-			return cli_bad_option("info", argv);
-		}
-	}
-	if (optind != argc - 1) {
+	struct cli_args args = {0};
+	int rc = cli_parse_options(CLI_INFO, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first != argc - 1) {
 		log_error("info: expected one capture file (see cuscope info --help)");
 		return CLI_EXIT_USAGE;
 	}
-	const char *path = argv[optind];
+	const char *path = argv[args.first];
 	struct store *store = store_new();
 	struct capture_read_result res;
-	char msg[1024];
-	const char *cause = NULL;
-	if (capture_read(path, store, &res, msg, sizeof msg, &cause) != 0) {
-		log_error("%s", cause);
+	rc = cli_load_capture(path, store, &res);
+	if (rc) {
 		store_free(store);
-		return CLI_EXIT_USAGE;
+		return rc;
 	}
-	if (res.chunks_corrupt)
-		log_warn("%s: %u corrupt chunk%s skipped", path, res.chunks_corrupt,
-		         res.chunks_corrupt == 1 ? "" : "s");
-	if (res.manifest_skipped)
-		log_warn("%s: manifest longer than %u bytes: %u chunk%s of it not shown", path,
-		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
-	if (res.truncated)
-		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
-
 	fputs("file        ", stdout);
 	escape_term_fputs(stdout, path);
 	fputc('\n', stdout);

@@ -8,14 +8,10 @@
 #include "cuscope/store.h"
 #include "cuscope/tap.h"
 #include "cuscope/ui.h"
+#include "cuscope/watch.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
-#include <getopt.h>
-
-#ifndef CUSCOPE_VERSION
-#define CUSCOPE_VERSION "0.0.0"
-#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,30 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LIVE_FRAME_NS     33000000ull /* at most ~30 frames per second */
-#define LIVE_STOP_KILL_NS 5000000000ull
-#define LIVE_DETACH_MS    1000 /* leaving: how long collectors may take to send final counts */
-
-static volatile sig_atomic_t live_interrupts;    /* Ctrl-C presses to forward */
-static volatile sig_atomic_t live_detach_signal; /* SIGHUP/SIGTERM: leave, the target runs on */
-
-static void live_on_sigint(int sig)
-{
-	(void)sig;
-	live_interrupts++;
-}
-
-static void live_on_detach_signal(int sig)
-{
-	live_detach_signal = sig;
-}
-
-static void live_on_crash(int sig)
-{
-	ui_emergency_restore();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
+#define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
 
 /*
  * Event-to-screen latency (CUSCOPE_LATENCY=1): for GPU records, the time from the GPU end
@@ -74,7 +47,6 @@ struct live {
 	struct capture_writer *keep;
 	char keep_path[700];
 	char keep_dir[512]; /* attach: our own session directory holding the keep file */
-	pid_t refused;      /* an attached target's collector turned us away (it has a viewer) */
 	struct capture_snapshot *dump;
 	char dump_path[512];
 	uint64_t dump_said_ns;
@@ -205,16 +177,15 @@ static void latency_report(struct latency *lat)
 	if (!lat->enabled)
 		return;
 	if (!lat->sample_count) {
-		fprintf(stderr, "cuscope: latency: no GPU records were drawn\n");
+		log_error("latency: no GPU records were drawn");
 		return;
 	}
 	qsort(lat->samples, lat->sample_count, sizeof *lat->samples, latency_cmp);
 	size_t n = lat->sample_count;
-	fprintf(stderr,
-	        "cuscope: latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)\n",
-	        (double)lat->samples[(n - 1) / 2] / 1e6,
-	        (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
-	        (double)lat->samples[n - 1] / 1e6, n);
+	log_error("latency: GPU end -> drawn: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu records)",
+	          (double)lat->samples[(n - 1) / 2] / 1e6,
+	          (double)lat->samples[(size_t)((double)(n - 1) * 0.99)] / 1e6,
+	          (double)lat->samples[n - 1] / 1e6, n);
 }
 
 static int live_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
@@ -240,26 +211,12 @@ static void live_closed(void *ctx, int source)
 	store_source_closed(lv->store, source);
 }
 
-static void live_refused(void *ctx, pid_t pid)
-{
-	struct live *lv = ctx;
-	lv->refused = pid;
-}
-
 static void live_error(void *ctx, int source, pid_t pid, const char *message)
 {
 	struct live *lv = ctx;
 	(void)source;
 	lv->protocol_error = 1;
 	log_error("pid %d: %s", (int)pid, message);
-}
-
-/* Buffer for messages logged while curses owns the screen; shown in the UI. */
-static struct ui *live_log_ui;
-static void live_log_sink(const char *line)
-{
-	if (live_log_ui)
-		ui_message(live_log_ui, line);
 }
 
 /* Removes the keep file (and, after an attach, our own session directory that held it). */
@@ -295,143 +252,208 @@ static char *live_join(char **argv)
 
 int cli_live(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"buffer-mb", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    CLI_UI_LONG_OPTIONS,
-	    {"version", no_argument, NULL, 'V'},
-	    LAUNCH_LONG_OPTIONS,
-	    {0},
-	};
-	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 3000};
-	struct ui_options ui_opts = {.window_s = 10.0};
-	unsigned buffer_mb = 0;
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			if (cli_parse_buffer_mb(optarg, &buffer_mb) != 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			cli_usage("");
-			return 0;
-		case 'V':
-			printf("cuscope %s\n", CUSCOPE_VERSION);
-			return 0;
-		default: {
-			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
-			if (urc < 0)
-				return CLI_EXIT_USAGE;
-			if (urc > 0)
-				break;
-			int lrc = launch_parse_option(&lopts, opt, optarg);
-			if (lrc < 0)
-				return CLI_EXIT_USAGE;
-			if (lrc == 0)
-				return cli_bad_option("", argv);
-		}
-		}
-	}
-	if (optind >= argc) {
+	struct cli_args args = {.launch = {.log_output = 1, .wait_viewer_ms = 3000},
+	                        .ui = {.window_s = 10.0}};
+	int rc = cli_parse_options(CLI_LIVE, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first >= argc) {
 		log_error("no command given (usage: cuscope [OPTIONS] -- COMMAND [ARGS...]; cuscope --help)");
 		return CLI_EXIT_USAGE;
 	}
-	char **command = argv + optind;
+	char **command = argv + args.first;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		log_error("live mode needs a terminal; use `cuscope record -o FILE -- COMMAND` instead");
 		return CLI_EXIT_USAGE;
 	}
 
 	struct launch launch;
-	lopts.buffer_mb = buffer_mb;
 	char msg[1024];
 	session_sweep();
-	int rc = launch_start(&launch, command, &lopts, msg, sizeof msg);
+	rc = launch_start(&launch, command, &args.launch, msg, sizeof msg);
 	if (rc) {
 		log_error("%s", msg);
 		return rc;
 	}
 
 	char *command_line = live_join(command);
-	rc = live_run(&launch, command_line, &ui_opts);
+	rc = live_run(&launch, command_line, &args.ui);
 	free(command_line);
 	return rc;
 }
 
-int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+/* The store (bounded by --memory-mb) and the live capture file dumps are cut from. */
+static void live_open(struct live *lv, const struct launch *launch, const struct ui_options *ui_opts)
 {
-	struct launch launch = *target;
-	static struct live lv;
-	lv.store = store_new();
+	lv->store = store_new();
 	store_set_memory_limit(
-	    lv.store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
-	lv.keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
+	    lv->store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv->keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
 	/* The keep file is ours: in our own session, never in an attached target's (its user could
 	 * plant links there), created 0600 without following any. */
-	const char *keep_dir = launch.session_dir;
-	if (launch.attached) {
+	const char *keep_dir = launch->session_dir;
+	if (launch->attached) {
 		const char *why = NULL;
-		if (session_create(lv.keep_dir, sizeof lv.keep_dir, &why) == 0)
-			keep_dir = lv.keep_dir;
+		if (session_create(lv->keep_dir, sizeof lv->keep_dir, &why) == 0)
+			keep_dir = lv->keep_dir;
 		else
 			keep_dir = NULL;
 	}
 	if (keep_dir) {
 		int err = 0;
 		const char *why = NULL;
-		snprintf(lv.keep_path, sizeof lv.keep_path, "%s/live.cuscope", keep_dir);
-		lv.keep = capture_writer_open(lv.keep_path, &err, &why);
-	}
-	struct tap_callbacks cb = {.ctx = &lv,
-	                           .frame = live_frame,
-	                           .closed = live_closed,
-	                           .error = live_error,
-	                           .refused = live_refused};
-	int tap_err = 0;
-	struct tap *tap =
-	    tap_new_owned(launch.session_dir, launch.attached ? launch.session_uid : getuid(), &cb, &tap_err);
-	if (!tap) {
-		log_error("session directory %s is not a private directory of the target's user: %s",
-		          launch.session_dir, strerror(-tap_err));
-		live_keep_remove(&lv);
-		store_free(lv.store);
-		return 1;
+		snprintf(lv->keep_path, sizeof lv->keep_path, "%s/live.cuscope", keep_dir);
+		lv->keep = capture_writer_open(lv->keep_path, &err, &why);
 	}
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
-	lv.latency.enabled = latency_env && *latency_env == '1';
-	if (lv.latency.enabled)
-		lv.latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv.latency.samples);
+	lv->latency.enabled = latency_env && *latency_env == '1';
+	if (lv->latency.enabled)
+		lv->latency.samples = xcalloc(LATENCY_SAMPLES_MAX, sizeof *lv->latency.samples);
+}
+
+/* Frees what live_open made (the keep file is removed). */
+static void live_close(struct live *lv)
+{
+	live_keep_remove(lv);
+	free(lv->latency.samples);
+	lv->latency.samples = NULL;
+	store_free(lv->store);
+	lv->store = NULL;
+}
+
+/* The view's loop: a watch step, the user's keys, dumps, the keep file, a frame; until leaving. */
+static void live_loop(struct live *lv, struct watch *w, struct launch *launch, struct ui_status *status)
+{
+	char log_note[256] = "";
+	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0;
+	ui_draw(lv->ui, status, 1);
+	for (;;) {
+		int step = watch_step(w);
+		uint64_t now = clock_mono_ns();
+		if (step & WATCH_EXITED) {
+			status->target_alive = 0;
+			status->exit_code = launch_exit_code(launch);
+			status->exit_signal = status->exit_code > 128 ? status->exit_code - 128 : 0;
+			store_process_set_exit(lv->store, launch->pid, status->exit_code);
+		}
+		if (step & WATCH_LEAVE)
+			return;
+		int actions = ui_handle_input(lv->ui, status);
+		if (actions & UI_ACTION_INTERRUPT) {
+			watch_forward(w, SIGINT);
+			if (w->leave)
+				return;
+		}
+		if (actions & UI_ACTION_DETACH) {
+			watch_leave(w, WATCH_LEAVE_DETACHED);
+			return;
+		}
+		if ((actions & UI_ACTION_STOP) && status->target_alive && !w->state.stop_sent) {
+			watch_stop(w, SIGTERM);
+			ui_message(lv->ui, "stopping the target (SIGTERM to its process group)...");
+		}
+		if ((actions & UI_ACTION_QUIT) && !status->target_alive) {
+			watch_leave(w, WATCH_LEAVE_EXITED);
+			return;
+		}
+		if (now - rate_start >= 1000000000ull) {
+			uint64_t events = store_event_count(lv->store);
+			status->events_per_s =
+			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			rate_events = events;
+			rate_start = now;
+		}
+		live_dump_start(lv);
+		live_dump_step(lv, now);
+		if (lv->keep && (step & WATCH_FLUSH)) {
+			capture_writer_flush(lv->keep);
+			live_keep_bound(lv);
+		}
+		if (now - last_draw >= LIVE_FRAME_NS) {
+			status->now_ns = now;
+			launch_log_note(launch, log_note, sizeof log_note);
+			status->log_note = log_note[0] ? log_note : NULL;
+			ui_draw(lv->ui, status, 0);
+			last_draw = now;
+			latency_frame_drawn(&lv->latency, clock_mono_ns());
+		}
+	}
+}
+
+/* A dump still running when the user leaves is finished first: nothing captured is lost. */
+static void live_dump_finish(struct live *lv)
+{
+	while (lv->dump) {
+		int rc = capture_snapshot_step(lv->dump, 64u << 20);
+		if (rc != 0) {
+			if (rc < 0)
+				log_error("dump to %s failed: %s", lv->dump_path, strerror(-rc));
+			capture_snapshot_free(lv->dump);
+			lv->dump = NULL;
+		}
+	}
+}
+
+/* After the view closed: says how the target was left, replays its output; the exit status. */
+static int live_end(struct live *lv, struct watch *w, struct launch *launch)
+{
+	/* A launched target left running by a detach (a signal or the user) runs on. On a hangup
+	 * the terminal is gone: nothing is said or replayed. */
+	int runs_on = w->leave == WATCH_LEAVE_DETACHED && w->state.alive;
+	int hangup = w->leave_signal == SIGHUP;
+	struct watch_end end = {.attached = launch->attached,
+	                        .refused = w->state.refused,
+	                        .runs_on = runs_on,
+	                        .stream_error = lv->protocol_error};
+	if (w->state.refused) {
+		watch_say_refused(w);
+	} else if (launch->attached) {
+		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
+		 * session is its own (or attach.c's to remove). */
+		if (!hangup && w->state.alive)
+			log_error("detached from pid %d; it runs on%s", (int)launch->pid,
+			          w->unanswered ? " (its collector did not answer the detach in time)" : "");
+	} else if (runs_on) {
+		if (!hangup)
+			log_error("detached; pid %d runs on, its output goes to %s", (int)launch->pid,
+			          launch->log_path);
+	} else {
+		if (!hangup) {
+			fflush(stdout);
+			launch_replay_log(launch, STDOUT_FILENO);
+		}
+		launch_cleanup(launch);
+		end.target_code = launch_exit_code(launch);
+	}
+	latency_report(&lv->latency);
+	return watch_exit_code(&end);
+}
+
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+{
+	struct launch launch = *target;
+	static struct live lv;
+	live_open(&lv, &launch, ui_opts);
+	struct tap_callbacks cb = {
+	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
+	struct watch w;
+	if (watch_start(&w, &launch, &watch_live_policy, &cb) != 0) {
+		live_close(&lv);
+		return 1;
+	}
 	const char *cause = NULL;
+	/* The UI shows what is logged while it owns the screen (its own log sink). */
 	lv.ui = ui_new(lv.store, ui_opts, &cause);
 	if (!lv.ui) {
 		log_error("%s; pid %d keeps running%s%s", cause ? cause : "cannot start the terminal UI",
 		          (int)launch.pid, launch.attached ? "" : ", output in ",
 		          launch.attached ? "" : launch.log_path);
-		tap_free(tap);
-		live_keep_remove(&lv);
-		store_free(lv.store);
+		watch_finish(&w);
+		live_close(&lv);
 		return 1;
 	}
-	live_log_ui = lv.ui;
-	log_set_sink(live_log_sink);
-
-	struct sigaction sa = {0};
-	sa.sa_handler = live_on_sigint;
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = live_on_detach_signal;
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = live_on_crash;
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	cli_restore_on_crash();
 	signal(SIGPIPE, SIG_IGN);
-
 	struct ui_status status = {
 	    .command = command_line,
 	    .pid = launch.pid,
@@ -439,139 +461,15 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	    .target_alive = 1,
 	    .log_path = launch.attached ? NULL : launch.log_path,
 	};
-
-	char log_note[256] = "";
-	uint64_t rate_start = clock_mono_ns(), rate_events = 0, last_draw = 0, stop_sent_at = 0,
-	         last_keep_flush = 0;
-	int forwarded_interrupts = 0, detached = 0, stopping = 0;
-	ui_draw(lv.ui, &status, 1);
-	for (;;) {
-		tap_pump(tap, 15, STDIN_FILENO);
-		uint64_t now = clock_mono_ns();
-		if (status.target_alive && !launch_poll(&launch)) {
-			status.target_alive = 0;
-			status.exit_code = launch_exit_code(&launch);
-			status.exit_signal = status.exit_code > 128 ? status.exit_code - 128 : 0;
-			store_process_set_exit(lv.store, launch.pid, status.exit_code);
-		}
-		while (forwarded_interrupts < live_interrupts) {
-			forwarded_interrupts++;
-			/* An attached process is not ours to interrupt: Ctrl-C detaches from it instead. */
-			if (launch.attached)
-				live_detach_signal = SIGINT;
-			else
-				launch_signal(&launch, SIGINT);
-		}
-		if (live_detach_signal) {
-			detached = status.target_alive;
-			break;
-		}
-		if (launch.attached && lv.refused == launch.pid)
-			break;
-		int actions = ui_handle_input(lv.ui, &status);
-		if (actions & UI_ACTION_INTERRUPT) {
-			if (launch.attached)
-				break;
-			launch_signal(&launch, SIGINT);
-		}
-		if (actions & UI_ACTION_DETACH) {
-			detached = status.target_alive;
-			break;
-		}
-		if ((actions & UI_ACTION_STOP) && status.target_alive && !stopping) {
-			launch_signal(&launch, SIGTERM);
-			stopping = 1;
-			stop_sent_at = now;
-			ui_message(lv.ui, "stopping the target (SIGTERM to its process group)...");
-		}
-		if (stopping && !status.target_alive)
-			break;
-		if (stopping && now - stop_sent_at > LIVE_STOP_KILL_NS) {
-			launch_signal(&launch, SIGKILL);
-			stop_sent_at = now;
-		}
-		if ((actions & UI_ACTION_QUIT) && !status.target_alive)
-			break;
-		if (now - rate_start >= 1000000000ull) {
-			uint64_t events = store_event_count(lv.store);
-			status.events_per_s =
-			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
-			rate_events = events;
-			rate_start = now;
-		}
-		live_dump_start(&lv);
-		live_dump_step(&lv, now);
-		if (lv.keep && now - last_keep_flush >= 250000000ull) {
-			capture_writer_flush(lv.keep);
-			live_keep_bound(&lv);
-			last_keep_flush = now;
-		}
-		if (now - last_draw >= LIVE_FRAME_NS) {
-			status.now_ns = now;
-			launch_log_note(&launch, log_note, sizeof log_note);
-			status.log_note = log_note[0] ? log_note : NULL;
-			ui_draw(lv.ui, &status, 0);
-			last_draw = now;
-			latency_frame_drawn(&lv.latency, clock_mono_ns());
-		}
-	}
-	/* Collectors of processes that run on send their counts up to now before we close (a
-	 * bounded wait; those exiting send their real end instead). */
-	int unanswered = 0;
-	if (tap_connection_count(tap) > 0 && !(launch.attached && lv.refused == launch.pid))
-		unanswered = tap_detach(tap, LIVE_DETACH_MS);
+	live_loop(&lv, &w, &launch, &status);
+	watch_finish(&w);
 	/* On a hangup the terminal is gone: restoring it would only block or fail. */
-	if (live_detach_signal != SIGHUP)
+	if (w.leave_signal != SIGHUP)
 		ui_free(lv.ui);
-	live_log_ui = NULL;
 	log_set_sink(NULL);
-	tap_free(tap);
-	/* A dump still running when the user leaves is finished first: nothing captured is lost. */
-	while (lv.dump) {
-		int rc = capture_snapshot_step(lv.dump, 64u << 20);
-		if (rc != 0) {
-			if (rc < 0)
-				fprintf(stderr, "cuscope: dump to %s failed: %s\n", lv.dump_path,
-				        strerror(-rc));
-			capture_snapshot_free(lv.dump);
-			lv.dump = NULL;
-		}
-	}
+	live_dump_finish(&lv);
 	live_keep_remove(&lv);
-	int exit_code;
-	if (launch.attached && lv.refused == launch.pid && !launch_poll(&launch)) {
-		fprintf(stderr, "cuscope: attach: pid %d exited during attach\n", (int)launch.pid);
-		exit_code = 1;
-	} else if (launch.attached && lv.refused == launch.pid) {
-		fprintf(stderr,
-		        "cuscope: attach: pid %d already has a viewer attached (one at a time); detach "
-		        "that one first\n",
-		        (int)launch.pid);
-		exit_code = 1;
-	} else if (launch.attached) {
-		/* Attach: our side ends here; the collector stops when it sees the viewer go. Its
-		 * session is its own (or attach.c's to remove). */
-		if (live_detach_signal != SIGHUP && status.target_alive)
-			fprintf(stderr, "cuscope: detached from pid %d; it runs on%s\n", (int)launch.pid,
-			        unanswered ? " (its collector did not answer the detach in time)" : "");
-		exit_code = 0;
-	} else if (detached) {
-		if (live_detach_signal != SIGHUP)
-			fprintf(stderr, "cuscope: detached; pid %d runs on, its output goes to %s\n",
-			        (int)launch.pid, launch.log_path);
-		exit_code = 0;
-	} else {
-		if (live_detach_signal != SIGHUP) {
-			fflush(stdout);
-			launch_replay_log(&launch, STDOUT_FILENO);
-		}
-		launch_cleanup(&launch);
-		exit_code = launch_exit_code(&launch);
-	}
-	latency_report(&lv.latency);
-	free(lv.latency.samples);
-	store_free(lv.store);
-	if (lv.protocol_error && exit_code == 0)
-		exit_code = CLI_EXIT_USAGE;
-	return exit_code;
+	int rc = live_end(&lv, &w, &launch);
+	live_close(&lv);
+	return rc;
 }

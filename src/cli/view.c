@@ -3,7 +3,6 @@
 #include "cuscope/store.h"
 #include "cuscope/ui.h"
 
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,14 +10,6 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t view_quit;
-
-/* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */
-static void view_on_crash(int sig)
-{
-	ui_emergency_restore();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void view_on_signal(int sig)
 {
@@ -28,36 +19,18 @@ static void view_on_signal(int sig)
 
 int cli_view(int argc, char **argv)
 {
-	static const struct option options[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    CLI_UI_LONG_OPTIONS,
-	    {0},
-	};
-	struct ui_options ui_opts = {0};
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			cli_usage("view");
-			return output_finish(stdout);
-		default: {
-			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
-			if (urc < 0)
-				return CLI_EXIT_USAGE;
-			if (urc == 0)
-				return cli_bad_option("view", argv);
-		}
-		}
-	}
-	if (optind != argc - 1) {
+	struct cli_args args = {0};
+	int rc = cli_parse_options(CLI_VIEW, argc, argv, &args);
+	if (rc >= 0)
+		return rc;
+	if (args.first != argc - 1) {
 		log_error("view: expected one capture file (see cuscope view --help)");
 		return CLI_EXIT_USAGE;
 	}
-	const char *path = argv[optind];
+	struct ui_options ui_opts = args.ui;
+	const char *path = argv[args.first];
 	struct store *store = store_new();
-	int rc = cli_load_capture(path, store);
+	rc = cli_load_capture(path, store, NULL);
 	if (rc) {
 		store_free(store);
 		return rc;
@@ -78,12 +51,7 @@ int cli_view(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = view_on_crash;
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
+	cli_restore_on_crash();
 	struct ui_status status = {.command = path, .live = 0};
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {

@@ -89,6 +89,19 @@ kill_tree()
 	kill -KILL $pids 2>/dev/null
 }
 
+# Waits (up to 60 s) until no process holds the GPU: a run killed after its timing line (a short
+# BENCH_GRACE_S, or nsys still writing its report) may still be tearing its CUDA context down, and
+# a run started meanwhile measured that (or timed out: seen on the H200 with a 3 s grace).
+wait_gpu_free()
+{
+	local n=0
+	while [ "$n" -lt 300 ] && [ -n "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)" ]; do
+		sleep 0.2
+		n=$((n + 1))
+	done
+	[ "$n" -ge 300 ] && echo "GPU still in use after 60 s before a run: $(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | tr '\n' ' ')" | tee -a "$T/notes"
+}
+
 # run_one WORKLOAD CONFIG: runs it once, appends the value to $T/vals/WORKLOAD.CONFIG.
 run_one()
 {
@@ -115,6 +128,7 @@ run_one()
 	cuscope) pre=("${rec[@]}" --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
 	esac
+	wait_gpu_free
 	BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do

@@ -1,5 +1,6 @@
 #include "cuscope/launch.h"
 #include "cuscope/byteq.h"
+#include "cuscope/log.h"
 #include "cuscope/session.h"
 
 #include <dirent.h>
@@ -18,146 +19,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-const char launch_options_help[] =
-    "      --sample-hz N      CPU stack samples per thread CPU-second (default 1000; max 10000; 0 = off)\n"
-    "      --osrt-threshold-us N  record blocking calls longer than N µs (default 100; off = none)\n"
-    "      --counters LIST    per-thread counters, comma list (default: task-clock,context-switches,\n"
-    "                         page-faults, read from /proc by cuscope's thread; perf events only for\n"
-    "                         hardware/libpfm4 names such as cycles,instructions,LLC-load-misses;\n"
-    "                         'default' = the default set; none = off)\n"
-    "      --python-perf      start CPython >= 3.12 with perf trampolines so stacks show Python functions\n"
-    "      --no-gpu           do not trace GPU activity (CUPTI)\n"
-    "      --log-mb N         live mode and run --detached: the output log keeps the newest N MiB of\n"
-    "                         COMMAND's output (default 64); a note at its top counts what was dropped\n"
-
-    "      --follow WHICH     descendants traced: all (default), none (only COMMAND), or EXE,... (COMMAND\n"
-    "                         and descendants whose executable or argv[0] has one of these base names)\n"
-    "      --overhead-budget PCT  keep what CPU sampling, counters and blocking-call records add to the\n"
-    "                         program's CPU time near PCT % (default 3; 0.1-100): lowered in that order\n"
-    "                         when over, raised back when well under, each change a notice; off = keep\n"
-    "                         what was asked (costs are still measured)\n";
-
-static int launch_number_option(const char *name, const char *arg, int allow_off)
-{
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-	if ((allow_off && strcmp(arg, "off") == 0) || (*arg && !*end && v <= 100000000ul))
-		return 0;
-	fprintf(stderr, "cuscope: --%s needs a number%s, not '%s'\n", name, allow_off ? " or 'off'" : "",
-	        arg);
-	return -1;
-}
-
-/* 0 if arg is an --overhead-budget value: "off" or a percentage in (0, 100], one decimal at most. */
-static int launch_budget_check(const char *arg)
-{
-	if (strcmp(arg, "off") == 0)
-		return 0;
-	const char *p = arg;
-	unsigned whole = 0, digits = 0, tenths = 0;
-	while (*p >= '0' && *p <= '9' && digits < 4) {
-		whole = whole * 10 + (unsigned)(*p++ - '0');
-		digits++;
-	}
-	if (!digits)
-		return -1;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return -1;
-		tenths = (unsigned)(*p++ - '0');
-	}
-	if (*p)
-		return -1;
-	unsigned permille = whole * 10 + tenths;
-	return permille > 0 && permille <= 1000 ? 0 : -1;
-}
-
-/* 0 if arg is a --follow value: all, none, or non-empty base names separated by commas. */
-static int launch_follow_check(const char *arg)
-{
-	if (strcmp(arg, "all") == 0 || strcmp(arg, "none") == 0)
-		return 0;
-	/* The collector compares names of at most NAME_MAX bytes; the whole list travels in the
-	 * environment. */
-	if (!*arg || strlen(arg) > 1000 || strchr(arg, '/'))
-		return -1;
-	for (const char *p = arg; *p;) {
-		size_t len = strcspn(p, ",");
-		if (len == 0 || len > NAME_MAX)
-			return -1;
-		p += len;
-		if (*p == ',' && !*++p)
-			return -1; /* a trailing comma */
-	}
-	return 0;
-}
-
-int launch_parse_option(struct launch_options *options, int opt, const char *arg)
-{
-	switch (opt - LAUNCH_OPTION_IDS_BASE) {
-	case 0:
-		/* Above this a sample every period would cost more than the program's own work. */
-		if (launch_number_option("sample-hz", arg, 0) != 0 || strtoul(arg, NULL, 10) > 10000) {
-			if (strtoul(arg, NULL, 10) > 10000)
-				fprintf(stderr, "cuscope: --sample-hz at most 10000\n");
-			return -1;
-		}
-		options->sample_hz = arg;
-		return 1;
-	case 1:
-		if (launch_number_option("osrt-threshold-us", arg, 1) != 0)
-			return -1;
-		options->osrt_threshold_us = arg;
-		return 1;
-	case 2:
-		if (!*arg || strlen(arg) > 500) {
-			fprintf(stderr, "cuscope: --counters needs a comma list of event names (or none)\n");
-			return -1;
-		}
-		options->counters = arg;
-		return 1;
-	case 3:
-		options->python_perf = 1;
-		return 1;
-	case 4:
-		options->no_gpu = 1;
-		return 1;
-	case 5: {
-		char *end;
-		unsigned long v = strtoul(arg, &end, 10);
-		if (!*arg || *end || v == 0 || v > 1048576) {
-			fprintf(stderr, "cuscope: --log-mb needs a size in MiB (1-1048576), not '%s'\n", arg);
-			return -1;
-		}
-		options->log_mb = (unsigned)v;
-		return 1;
-	}
-	case 6:
-		if (launch_follow_check(arg) != 0) {
-			fprintf(stderr,
-			        "cuscope: --follow needs all, none or a comma list of executable names (no "
-			        "'/'), not '%s'\n",
-			        arg);
-			return -1;
-		}
-		options->follow = arg;
-		return 1;
-	case 7:
-		if (launch_budget_check(arg) != 0) {
-			fprintf(stderr,
-			        "cuscope: --overhead-budget needs a percentage over 0 and at most 100 (one "
-			        "decimal at most) or 'off', not '%s'\n",
-			        arg);
-			return -1;
-		}
-		options->overhead_budget = arg;
-		return 1;
-	default:
-		return 0;
-	}
-}
 
 int launch_find_collector(char *out, size_t size)
 {
@@ -711,7 +572,7 @@ void launch_replay_log(struct launch *launch, int fd)
 	char note[256];
 	launch_log_note(launch, note, sizeof note);
 	if (*note)
-		fprintf(stderr, "cuscope: output %s (of the oldest output)\n", note);
+		log_error("output %s (of the oldest output)", note);
 }
 
 void launch_log_note(const struct launch *launch, char *buf, size_t size)

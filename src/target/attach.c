@@ -1,24 +1,21 @@
 /*
- * `cuscope attach PID` and `cuscope run --detached`: watch a process that is already running.
- * An armed process (started under cuscope, or with the collector preloaded and CUSCOPE_ARM=1)
- * has a socket already; any other gets the collector injected with ptrace (remote.c), configured
- * through a rendezvous file the collector reads and removes.
+ * Reaching a process that is already running (`cuscope attach PID`). An armed process (started
+ * under cuscope, or with the collector preloaded and CUSCOPE_ARM=1) has a socket already; any
+ * other gets the collector injected with ptrace (remote.c), configured through a rendezvous file
+ * the collector reads and removes.
  */
-#include "cuscope/capture.h"
-#include "cuscope/cli.h"
+#include "cuscope/attach.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
-#include "cuscope/remote.h"
+#include "remote.h"
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
-#include "cuscope/ui.h"
 #include "cuscope/xalloc.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -269,8 +266,7 @@ static int attach_yama_scope(void)
 	return scope;
 }
 
-/* The target's command line, for the status line and the manifest. */
-static char *attach_cmdline(pid_t pid)
+char *attach_cmdline(pid_t pid)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
@@ -483,87 +479,8 @@ static int attach_wait_socket(const char *dir, uid_t uid, pid_t pid)
 	return 0;
 }
 
-int cli_attach(int argc, char **argv)
+int attach_begin(pid_t pid)
 {
-	static const struct option options[] = {
-	    {"record", no_argument, NULL, 'r'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"buffer-mb", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    CLI_UI_LONG_OPTIONS,
-	    LAUNCH_LONG_OPTIONS,
-	    {0},
-	};
-	struct launch_options lopts = {0};
-	struct ui_options ui_opts = {.window_s = 10.0};
-	int record = 0;
-	const char *output = NULL;
-	double duration_s = 0;
-	int opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+ro:d:h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'r':
-			record = 1;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'd':
-			if (cli_parse_seconds(optarg, &duration_s) != 0) {
-				log_error("attach: --duration needs a positive number of seconds, not '%s'",
-				          optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'b':
-			if (cli_parse_buffer_mb(optarg, &lopts.buffer_mb) != 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			cli_usage("attach");
-			return 0;
-		default: {
-			int urc = cli_parse_ui_option(&ui_opts, opt, optarg);
-			if (urc < 0)
-				return CLI_EXIT_USAGE;
-			if (urc > 0)
-				break;
-			int lrc = launch_parse_option(&lopts, opt, optarg);
-			if (lrc < 0)
-				return CLI_EXIT_USAGE;
-			if (lrc == 0)
-				return cli_bad_option("attach", argv);
-		}
-		}
-	}
-	if (optind != argc - 1) {
-		log_error(
-		    "attach: expected one process id (cuscope attach [--record -o FILE --duration S] PID)");
-		return CLI_EXIT_USAGE;
-	}
-	char *end;
-	long pid_value = strtol(argv[optind], &end, 10);
-	if (*end || pid_value <= 0 || pid_value > 0x3fffffff) {
-		log_error("attach: '%s' is not a process id", argv[optind]);
-		return CLI_EXIT_USAGE;
-	}
-	pid_t pid = (pid_t)pid_value;
-	if (record && !output) {
-		log_error("attach: --record needs -o FILE");
-		return CLI_EXIT_USAGE;
-	}
-	if (kill(pid, 0) != 0 && errno == ESRCH) {
-		log_error("attach: no such process: %d", (int)pid);
-		return 1;
-	}
-	if (!record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
-		log_error(
-		    "attach: the live view needs a terminal; use `cuscope attach --record -o FILE PID`");
-		return CLI_EXIT_USAGE;
-	}
 	attach_deadline_start(pid);
 	if (attach_check_state(pid) != 0)
 		return 1;
@@ -578,124 +495,56 @@ int cli_attach(int argc, char **argv)
 	if (launch_find_collector(collector, sizeof collector) == 0 &&
 	    attach_check_namespaces(pid, collector) != 0)
 		return 1;
-	struct capture_writer *writer = NULL;
-	if (record) {
-		writer = record_open_output("attach", output);
-		if (!writer)
-			return CLI_EXIT_USAGE;
-		const char *partial = capture_writer_partial_path(writer);
-		snprintf(attach_deadline_partial, sizeof attach_deadline_partial, "%s",
-		         partial ? partial : "");
-	}
-	session_sweep();
-	struct launch target;
-	memset(&target, 0, sizeof target);
-	target.pid = pid;
-	target.attached = 1;
-	target.running = 1;
+	return 0;
+}
+
+void attach_remove_on_deadline(const char *path)
+{
+	snprintf(attach_deadline_partial, sizeof attach_deadline_partial, "%s", path ? path : "");
+}
+
+int attach_connect(pid_t pid, const struct launch_options *opts, struct launch *target)
+{
+	uid_t uid = attach_process_uid(pid);
+	memset(target, 0, sizeof *target);
+	target->pid = pid;
+	target->attached = 1;
+	target->running = 1;
 	char base[PATH_MAX];
 	int armed = 0;
 	/* An armed process's session: in our own root, or in its user's /tmp base (never in one
 	 * that someone else made). */
 	if (session_root(base, sizeof base) == 0 &&
-	    attach_find_armed(base, getuid(), pid, target.session_dir, sizeof target.session_dir))
-		armed = 1, target.session_uid = getuid();
+	    attach_find_armed(base, getuid(), pid, target->session_dir, sizeof target->session_dir))
+		armed = 1, target->session_uid = getuid();
 	snprintf(base, sizeof base, "%s/tmp/cuscope-%u", attach_root, (unsigned)uid);
-	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
-		armed = 1, target.session_uid = uid;
+	if (!armed && attach_find_armed(base, uid, pid, target->session_dir, sizeof target->session_dir))
+		armed = 1, target->session_uid = uid;
 	/* The usual $XDG_RUNTIME_DIR of the target's user (its environment is not ours to trust). */
 	snprintf(base, sizeof base, "%s/run/user/%u/cuscope", attach_root, (unsigned)uid);
-	if (!armed && attach_find_armed(base, uid, pid, target.session_dir, sizeof target.session_dir))
-		armed = 1, target.session_uid = uid;
+	if (!armed && attach_find_armed(base, uid, pid, target->session_dir, sizeof target->session_dir))
+		armed = 1, target->session_uid = uid;
 	int rc = 0;
 	if (!armed) {
-		target.session_uid = uid;
-		rc = attach_inject(pid, &lopts, target.session_dir, sizeof target.session_dir);
+		target->session_uid = uid;
+		rc = attach_inject(pid, opts, target->session_dir, sizeof target->session_dir);
 	}
 	if (!rc) {
-		rc = attach_wait_socket(target.session_dir, target.session_uid, pid);
+		rc = attach_wait_socket(target->session_dir, target->session_uid, pid);
 		if (rc == -ESRCH)
 			log_error("attach: pid %d exited during attach", (int)pid);
 		else if (rc)
 			log_error("attach: pid %d's collector did not open its socket in %s", (int)pid,
-			          target.session_dir);
+			          target->session_dir);
 		/* Nothing may be left for a later process with the same pid to pick up. */
 		if (rc)
 			attach_forget_session(pid, 1);
 		rc = rc ? 1 : 0;
 	}
-	if (rc) {
-		if (writer)
-			capture_writer_abandon(writer);
-		return rc;
-	}
-	if (writer)
-		record_say_partial(writer, output);
-	char *cmdline = attach_cmdline(pid);
-	if (record) {
-		char *manifest_argv[] = {cmdline, NULL};
-		rc = record_run(&target, writer, output, manifest_argv, duration_s);
-	} else {
-		/* The terminal UI lets the user leave whenever they like. */
-		attach_handshake_done();
-		rc = live_run(&target, cmdline, &ui_opts);
-	}
-	free(cmdline);
-	attach_forget_session(pid, 0);
 	return rc;
 }
 
-int cli_run(int argc, char **argv)
+void attach_end(pid_t pid)
 {
-	static const struct option options[] = {
-	    {"detached", no_argument, NULL, 'D'},
-	    {"buffer-mb", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    LAUNCH_LONG_OPTIONS,
-	    {0},
-	};
-	struct launch_options lopts = {.log_output = 1, .wait_viewer_ms = 0};
-	int detached = 0, opt;
-	optind = 1;
-	optopt = 0;
-	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'D':
-			detached = 1;
-			break;
-		case 'b':
-			if (cli_parse_buffer_mb(optarg, &lopts.buffer_mb) != 0)
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			cli_usage("run");
-			return 0;
-		default: {
-			int lrc = launch_parse_option(&lopts, opt, optarg);
-			if (lrc < 0)
-				return CLI_EXIT_USAGE;
-			if (lrc == 0)
-				return cli_bad_option("run", argv);
-		}
-		}
-	}
-	if (!detached) {
-		log_error("run: only --detached is supported (for a live view use `cuscope -- COMMAND`)");
-		return CLI_EXIT_USAGE;
-	}
-	if (optind >= argc) {
-		log_error("run: no command given (cuscope run --detached -- COMMAND ...)");
-		return CLI_EXIT_USAGE;
-	}
-	struct launch launch;
-	char msg[1024];
-	session_sweep();
-	int rc = launch_start(&launch, argv + optind, &lopts, msg, sizeof msg);
-	if (rc) {
-		log_error("%s", msg);
-		return rc;
-	}
-	printf("pid %d armed; output in %s\nwatch it with: cuscope attach %d\n", (int)launch.pid,
-	       launch.log_path, (int)launch.pid);
-	return 0;
+	attach_forget_session(pid, 0);
 }

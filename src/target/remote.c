@@ -1,4 +1,4 @@
-#include "cuscope/remote.h"
+#include "remote.h"
 #include "cuscope/clock.h"
 #include "cuscope/elfsym.h"
 
