@@ -10,6 +10,7 @@
 
 #include "cuscope/costview.h"
 #include "cuscope/timerow.h"
+#include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -417,12 +418,6 @@ static void inspect_details_call(const struct inspect_view *v, struct inspect_te
 	}
 }
 
-static int inspect_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The samples of a thread lane in [t0, t1): their count and the most frequent stack. 0 if none. */
 static int inspect_details_samples(const struct inspect_view *v, struct inspect_text *out, size_t process,
                                    size_t lane, uint64_t t0, uint64_t t1)
@@ -431,10 +426,10 @@ static int inspect_details_samples(const struct inspect_view *v, struct inspect_
 	size_t n = store_lane_samples(v->store, process, lane, t0, t1, &sv);
 	if (!n)
 		return 0;
-	uint32_t *ids = xmalloc(n * sizeof *ids);
+	uint64_t *ids = xmalloc(n * sizeof *ids);
 	for (size_t i = 0; i < n; i++)
 		ids[i] = sv[i].stack_id;
-	qsort(ids, n, sizeof *ids, inspect_u32_cmp);
+	u64_sort(ids, n);
 	uint32_t best = 0;
 	size_t best_n = 0, distinct = 0;
 	for (size_t i = 0; i < n;) {
@@ -443,7 +438,7 @@ static int inspect_details_samples(const struct inspect_view *v, struct inspect_
 			j++;
 		distinct++;
 		if (j - i > best_n)
-			best_n = j - i, best = ids[i];
+			best_n = j - i, best = (uint32_t)ids[i];
 		i = j;
 	}
 	free(ids);
