@@ -58,8 +58,6 @@ struct inspect_find {
 uint64_t inspect_data_end(const struct inspect_view *v, uint64_t to);
 /* Time at the middle of the cursor's cell. */
 uint64_t inspect_cursor_ns(const struct inspect_view *v);
-/* First index of ops (sorted by start) whose start_ns >= ns (n if none). */
-size_t inspect_op_lower_bound(const struct store_gpu_op *ops, size_t n, uint64_t ns);
 /* The event of a lane row nearest to time t, within slack ns (found = 0 when none). */
 struct inspect_hit inspect_row_hit(const struct inspect_view *v, const struct layout_row *row, uint64_t t,
                                    uint64_t slack);

@@ -276,9 +276,15 @@ int store_gpu_device_find(const struct store *store, size_t process, uint32_t de
 
 /* Notices (one-line messages from a collector, e.g. "GPU tracing unavailable: ..."). */
 size_t store_notice_count(const struct store *store, size_t process);
-/* Text of notice index of a process; *level = enum wire_notice_level; *seq = store-wide order. */
-const char *store_notice_get(const struct store *store, size_t process, size_t index, uint32_t *level,
-                             uint64_t *seq);
+/* One notice of a process. */
+struct store_notice_info {
+	const char *text; /* one line; valid while the store lives */
+	uint32_t level;   /* enum wire_notice_level */
+	uint32_t topic;   /* enum wire_notice_topic: what a viewer matches on, never the words */
+	uint64_t seq;     /* store-wide order of arrival, from 1 */
+};
+/* Notice index (< store_notice_count) of a process. */
+void store_notice_get(const struct store *store, size_t process, size_t index, struct store_notice_info *out);
 /* Notices received in total: a UI shows the ones with seq above what it has shown. */
 uint64_t store_notice_total(const struct store *store);
 

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_MAGIC         "CUSCOPE" /* 8 bytes with the NUL */
-#define WIRE_VERSION       1u
+#define WIRE_MAGIC         "CUSCOPE"  /* 8 bytes with the NUL */
+#define WIRE_VERSION       2u         /* 2: notices carry a topic (wire_frame_upgrade reads version 1) */
 #define WIRE_MAX_FRAME     (1u << 20) /* largest payload a peer may send, bytes */
 #define WIRE_MAX_STRING    4096u      /* longest interned string, bytes (longer ones are cut) */
 #define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
@@ -259,11 +259,21 @@ enum wire_notice_level {
 	WIRE_NOTICE_WARNING = 1, /* part of the job cannot be done (e.g. GPU tracing unavailable) */
 };
 
+/* What a notice is about, so that a viewer acts on it without reading its words. */
+enum wire_notice_topic {
+	WIRE_NOTICE_TOPIC_GENERAL = 0,         /* for the user to read; nothing acts on it */
+	WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE = 1, /* why there are no GPU lanes (a warning) */
+	WIRE_NOTICE_TOPIC_BUDGET = 2,          /* the overhead budget changed a source's level */
+	WIRE_NOTICE_TOPIC_RUNTIME = 3,         /* key=value lines about the GPU runtime (info) */
+	WIRE_NOTICE_TOPIC_MAX
+};
+
 struct wire_notice {
 	uint32_t level;  /* enum wire_notice_level */
+	uint32_t topic;  /* enum wire_notice_topic */
 	uint32_t length; /* bytes of text that follow */
 };
-_Static_assert(sizeof(struct wire_notice) == 8, "wire_notice layout");
+_Static_assert(sizeof(struct wire_notice) == 12, "wire_notice layout");
 
 /* Names for stats and the UI ("HtoD", "pageable", "stream", ...); never NULL. */
 const char *wire_memcpy_kind_name(uint32_t kind);
@@ -348,6 +358,16 @@ const char *wire_frame_type_name(uint32_t type);
 int wire_hello_check(const void *payload, uint32_t length, const char **cause);
 /* Checks a frame's payload length against its type (-EINVAL with *cause on failure). */
 int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const char **cause);
+/* Bytes a frame may grow by in wire_frame_upgrade. */
+#define WIRE_UPGRADE_GROWTH 8u
+/*
+ * Rewrites a frame that a peer of an older protocol version wrote (a capture file keeps the
+ * version of its frames) in today's layout, into out (room for length + WIRE_UPGRADE_GROWTH bytes):
+ * 1 when out holds the frame (*out_length bytes), 0 when the frame is the same today (use it as
+ * is), -EPROTO with *cause for a version never spoken or a frame that does not fit its old layout.
+ */
+int wire_frame_upgrade(uint32_t version, uint32_t type, const void *payload, uint32_t length, void *out,
+                       uint32_t *out_length, const char **cause);
 
 /*
  * Incremental frame decoder for a byte stream (socket or file). Owned by the viewer side; uses

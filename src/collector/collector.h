@@ -222,6 +222,9 @@ struct wire_gpu_device;
 
 /* Queues a one-line message for the user (any thread; the first 8 are kept and shown to viewers). */
 void collector_notice(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* collector_notice for a notice a viewer acts on: topic is an enum wire_notice_topic. */
+void collector_notice_about(uint32_t level, uint32_t topic, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Sender-thread services for the GPU decoder. */
 uint32_t sender_intern(const char *text, size_t length);

@@ -385,18 +385,19 @@ int cupti_start(void)
 	}
 	cu.lib = cupti_open(why, sizeof why);
 	if (!cu.lib || cupti_resolve(why, sizeof why) != 0) {
-		collector_notice(WIRE_NOTICE_WARNING,
-		                 "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
+		collector_notice_about(WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
+		                       "GPU tracing unavailable: %s; CPU and NVTX lanes continue", why);
 		return -1;
 	}
 	uint32_t version = 0;
 	cu.fn.get_version(&version);
 	if (version && version < CUPTI_API_VERSION / 10000 * 10000) {
-		collector_notice(WIRE_NOTICE_WARNING,
-		                 "GPU tracing unavailable: CUPTI API %u is older than the %u this collector "
-		                 "was built for; "
-		                 "CPU and NVTX lanes continue",
-		                 version, (unsigned)CUPTI_API_VERSION);
+		collector_notice_about(
+		    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
+		    "GPU tracing unavailable: CUPTI API %u is older than the %u this collector "
+		    "was built for; "
+		    "CPU and NVTX lanes continue",
+		    version, (unsigned)CUPTI_API_VERSION);
 		return -1;
 	}
 	CUptiResult rc;
@@ -414,16 +415,18 @@ int cupti_start(void)
 	}
 	if (rc != CUPTI_SUCCESS) {
 		if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-			collector_notice(WIRE_NOTICE_WARNING,
-			                 "GPU tracing unavailable: another CUPTI client is active (%s); only "
-			                 "one can trace "
-			                 "at a time before CUDA 13.3; CPU and NVTX lanes continue",
-			                 incumbent[0] ? incumbent : "e.g. Nsight Systems or torch.profiler");
+			collector_notice_about(
+			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
+			    "GPU tracing unavailable: another CUPTI client is active (%s); only "
+			    "one can trace "
+			    "at a time before CUDA 13.3; CPU and NVTX lanes continue",
+			    incumbent[0] ? incumbent : "e.g. Nsight Systems or torch.profiler");
 		else
-			collector_notice(WIRE_NOTICE_WARNING,
-			                 "GPU tracing unavailable: CUPTI subscribe failed (%s); CPU and NVTX "
-			                 "lanes continue",
-			                 cupti_error(rc));
+			collector_notice_about(
+			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
+			    "GPU tracing unavailable: CUPTI subscribe failed (%s); CPU and NVTX "
+			    "lanes continue",
+			    cupti_error(rc));
 		return -1;
 	}
 	cu.pid = getpid();
@@ -448,8 +451,9 @@ int cupti_start(void)
 	                                               &zeroed_size, &zeroed) == CUPTI_SUCCESS;
 	rc = cu.fn.register_callbacks(cupti_buffer_requested, cupti_buffer_completed);
 	if (rc != CUPTI_SUCCESS) {
-		collector_notice(WIRE_NOTICE_WARNING,
-		                 "GPU tracing unavailable: %s; CPU and NVTX lanes continue", cupti_error(rc));
+		collector_notice_about(WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
+		                       "GPU tracing unavailable: %s; CPU and NVTX lanes continue",
+		                       cupti_error(rc));
 		return -1;
 	}
 	static const CUpti_ActivityKind kinds_min[] = {
@@ -472,8 +476,8 @@ int cupti_start(void)
 		     kinds[i] == CUPTI_ACTIVITY_KIND_STREAM);
 		rc = dump ? cu.fn.enable_and_dump(kinds[i]) : cu.fn.activity_enable(kinds[i]);
 		if (rc != CUPTI_SUCCESS && kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
+			collector_notice_about(
+			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
 			    "GPU tracing unavailable: cannot enable kernel tracing (%s); CPU and NVTX lanes "
 			    "continue",
 			    cupti_error(rc));
@@ -485,8 +489,9 @@ int cupti_start(void)
 	int (*driver_get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
 	if (driver_get_version)
 		driver_get_version(&driver_version);
-	collector_notice(WIRE_NOTICE_INFO, "cupti_version=%u\ncuda_driver_api_version=%d\ncupti_library=%s",
-	                 version, driver_version, cupti_library_path());
+	collector_notice_about(WIRE_NOTICE_INFO, WIRE_NOTICE_TOPIC_RUNTIME,
+	                       "cupti_version=%u\ncuda_driver_api_version=%d\ncupti_library=%s", version,
+	                       driver_version, cupti_library_path());
 	atomic_store(&cu.active, 1);
 	atomic_store(&cu.flush_stop, 0);
 	sigset_t all, old;

@@ -164,6 +164,7 @@ static void emit_pending_sample(void)
 	int saved_errno = errno;
 	collector_in_ring = 1;
 	uint64_t pcs[128];
+	/* The sampler's unwinder as a service (blocking-call stacks too), not a per-source hook. */
 	int depth = sampler_backtrace(pcs, 128);
 	struct ring_record *rec =
 	    depth > 0 ? ring_reserve(&tr->ring, (size_t)depth * sizeof(uint64_t)) : NULL;

@@ -1,13 +1,14 @@
 /*
- * The exec family, interposed (LD_PRELOAD): before the process image is replaced the sampler
- * stops and takes its pending signals (a real-time signal of ours pending across an exec would
- * kill the new image: its handler is gone, the default action terminates); a failed exec carries
- * on sampling. glibc's exec functions call its internal execve directly, so each one is wrapped.
- * posix_spawn, system and popen replace a child made by clone, which inherits neither timers nor
+ * The exec family, interposed (LD_PRELOAD): before the process image is replaced every source's
+ * before_exec runs (source.h); the sampler's stops it and takes its pending signals (a real-time signal of
+ * ours pending across an exec would kill the new image: its handler is gone, the default action terminates);
+ * a failed exec carries on sampling. glibc's exec functions call its internal execve directly, so each one is
+ * wrapped. posix_spawn, system and popen replace a child made by clone, which inherits neither timers nor
  * pending signals: nothing to do there. A vfork child shares our memory but not our timers: the
  * sampler leaves it alone (its pid differs).
  */
 #include "collector.h"
+#include "source.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,26 +16,26 @@
 #include <stddef.h>
 #include <unistd.h>
 
-/* Before the real exec; returns what exec_after needs. errno is kept. */
-static int exec_before(void)
+/* Before the real exec (every source's before_exec); returns what exec_after needs. errno is kept. */
+static unsigned exec_before(void)
 {
 	int saved_errno = errno;
 	/* Inside the collector: the sampler lock is not a blocking call of the program's. */
 	int was = collector_thread_enter();
-	int held = sampler_exec_begin();
+	unsigned held = source_each_before_exec();
 	collector_thread_restore(was);
 	errno = saved_errno;
 	return held;
 }
 
 /* After an exec that returned (it failed): sampling goes on. errno is kept. */
-static void exec_after(int held)
+static void exec_after(unsigned held)
 {
 	if (!held)
 		return;
 	int saved_errno = errno;
 	int was = collector_thread_enter();
-	sampler_exec_end();
+	source_each_after_exec(held);
 	collector_thread_restore(was);
 	errno = saved_errno;
 }
@@ -52,7 +53,7 @@ static void exec_after(int held)
 /* Runs call between exec_before and exec_after; an exec that returns has failed. */
 #define EXEC_WRAP(call)                                                                                      \
 	do {                                                                                                 \
-		int held = exec_before();                                                                    \
+		unsigned held = exec_before();                                                               \
 		int rc = call;                                                                               \
 		exec_after(held);                                                                            \
 		return rc;                                                                                   \

@@ -120,22 +120,37 @@ uint32_t frames_intern_ref(struct sender *s, const struct collector_string *ref)
 
 static struct {
 	_Atomic int ready;
-	uint32_t level;
+	uint32_t level, topic;
 	char text[WIRE_MAX_STRING / 4];
 } notices[MAX_NOTICES];
 static _Atomic unsigned notice_count;
 
-void collector_notice(uint32_t level, const char *fmt, ...)
+/* Keeps one notice in the next free slot (the first MAX_NOTICES are kept). */
+static void frames_notice(uint32_t level, uint32_t topic, const char *fmt, va_list ap)
 {
 	unsigned slot = atomic_fetch_add(&notice_count, 1);
 	if (slot >= MAX_NOTICES)
 		return;
+	vsnprintf(notices[slot].text, sizeof notices[slot].text, fmt, ap);
+	notices[slot].level = level;
+	notices[slot].topic = topic;
+	atomic_store_explicit(&notices[slot].ready, 1, memory_order_release);
+}
+
+void collector_notice(uint32_t level, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(notices[slot].text, sizeof notices[slot].text, fmt, ap);
+	frames_notice(level, WIRE_NOTICE_TOPIC_GENERAL, fmt, ap);
 	va_end(ap);
-	notices[slot].level = level;
-	atomic_store_explicit(&notices[slot].ready, 1, memory_order_release);
+}
+
+void collector_notice_about(uint32_t level, uint32_t topic, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	frames_notice(level, topic, fmt, ap);
+	va_end(ap);
 }
 
 /* Queues notices the current viewer has not seen (a new viewer starts from the first). */
@@ -147,7 +162,9 @@ void frames_queue_notices(struct sender *s)
 	while (s->notices_sent < count &&
 	       atomic_load_explicit(&notices[s->notices_sent].ready, memory_order_acquire)) {
 		const char *text = notices[s->notices_sent].text;
-		struct wire_notice n = {notices[s->notices_sent].level, (uint32_t)strlen(text)};
+		struct wire_notice n = {.level = notices[s->notices_sent].level,
+		                        .topic = notices[s->notices_sent].topic,
+		                        .length = (uint32_t)strlen(text)};
 		if (sendq_append(&s->q, WIRE_FRAME_NOTICE, &n, sizeof n, text, n.length, 0) != 0)
 			break;
 		s->notices_sent++;

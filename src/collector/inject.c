@@ -75,8 +75,8 @@ static void collector_at_exit(void)
 	if (!cuda_injection_called && !getenv("CUSCOPE_NO_GPU")) {
 		dl_iterate_phdr(find_cuda_library, &cuda_loaded);
 		if (cuda_loaded)
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
+			collector_notice_about(
+			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
 			    "GPU tracing: the program loaded CUDA but the CUDA driver never initialised "
 			    "(no GPU or no driver?); no GPU lanes");
 	}
@@ -115,10 +115,7 @@ static void collector_at_quick_exit(void)
 	static _Atomic int done;
 	if (atomic_exchange(&done, 1))
 		return;
-	if (cupti_running())
-		collector_notice(WIRE_NOTICE_WARNING,
-		                 "the program ended through _exit: GPU activity CUPTI had not handed over "
-		                 "yet is missing");
+	source_each_quick_exit();
 	sender_stop_within(COLLECTOR_EXIT_WAIT_NS);
 	atomic_store(&collector_running, 0);
 }
@@ -309,6 +306,7 @@ COLLECTOR_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
 	collector_init();
 	if (!atomic_load(&collector_running) || getenv("CUSCOPE_NO_NVTX"))
 		return 0; /* NVTX then uses its no-op implementation */
+	/* NVTX's own entry point: by name, as it fills the NVTX source's table and nothing else. */
 	return nvtx_inject(get_export_table);
 }
 
@@ -322,6 +320,7 @@ COLLECTOR_EXPORT int InitializeInjection(void)
 	collector_init();
 	cuda_injection_called = 1;
 	if (atomic_load(&collector_running) && !getenv("CUSCOPE_NO_GPU")) {
+		/* The CUDA driver's call to the GPU source: by name, no other source starts here. */
 		cupti_start();
 		sender_first_event(); /* GPU records are events: the sender starts now */
 	}

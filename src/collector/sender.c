@@ -13,7 +13,6 @@
 #include "threads.h"
 #include "viewer.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -340,10 +339,9 @@ static void *sender_main(void *arg)
 	/* Ticks only where the TSC is invariant and the kernel's clocksource. */
 	atomic_store_explicit(&collector_config.use_ticks,
 	                      collector_config.ticks_wanted && clock_ticks_usable(), memory_order_relaxed);
-	/* Attached late to a CUDA program: GPU tracing starts here, not at its first CUDA call. */
-	if (collector_config.attached && dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
-	    !getenv("CUSCOPE_NO_GPU"))
-		cupti_start_late();
+	/* Attached late: what the program's first calls would have started starts here. */
+	if (collector_config.attached)
+		source_each_start_late();
 	while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
 		if (collector_config.attached && s->viewer_fd < 0 &&
 		    (s->ever_connected || clock_mono_ns() - started_ns > 30000000000ull)) {
@@ -451,7 +449,7 @@ int sender_exit_early(void)
 	struct sender *s = &snd;
 	/* Events in rings or GPU records need the sender's whole drain: only a process without any
 	 * ends here. */
-	if (atomic_load(&sender_state) != SENDER_LAZY || collector_rings_head() || cupti_running())
+	if (atomic_load(&sender_state) != SENDER_LAZY || collector_rings_head() || source_any_buffering())
 		return 0;
 	int expected = SENDER_LAZY;
 	if (!atomic_compare_exchange_strong(&sender_state, &expected, SENDER_ENDED_EARLY))
@@ -540,6 +538,7 @@ void sender_forget_after_fork(void)
 	s->event_count = 0;
 	s->stacks_len = 0;
 	s->stacks_count = 0;
+	/* The sender's own symbol cache (no source's): named, not in the table. */
 	symbolize_forget();
 	s->gpu_event_count = 0;
 	s->device_count = s->context_count = 0;

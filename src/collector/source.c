@@ -32,8 +32,10 @@
 #include "cuscope/ring.h"
 #include "cuscope/wire.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -73,6 +75,33 @@ static void sampling_stop(void)
 static uint64_t sampling_lost(uint32_t cause)
 {
 	return cause == WIRE_LOSS_SAMPLE_BUSY ? sampler_skipped() : 0;
+}
+
+/* Attached late: only a CUDA program (libcuda already loaded) is traced from here; the others start
+ * GPU tracing at their first CUDA call (InitializeInjection). */
+static void gpu_start_late(void)
+{
+	if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) && !getenv("CUSCOPE_NO_GPU"))
+		cupti_start_late();
+}
+
+/* An attached collector stops GPU tracing once the viewer is gone anyway: stopping it now delivers
+ * the records CUPTI still holds into the detach answer. Otherwise tracing goes on: what CUPTI
+ * completed so far belongs to the viewer that leaves. */
+static void gpu_flush(int ending)
+{
+	if (ending)
+		cupti_detach();
+	else
+		cupti_flush();
+}
+
+static void gpu_quick_exit(void)
+{
+	if (cupti_running())
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "the program ended through _exit: GPU activity CUPTI had not handed over "
+		                 "yet is missing");
 }
 
 static int counters_source_init(const struct collector_config *config)
@@ -226,9 +255,12 @@ static const struct source sources[] = {
         .name = "gpu",
         .cost_id = WIRE_COST_GPU,
         /* CUPTI starts at the program's first CUDA call (InitializeInjection), not here. */
+        .start_late = gpu_start_late,
         .running = cupti_running,
         .drain = cupti_drain,
         .exit = cupti_stop,
+        .flush = gpu_flush,
+        .quick_exit = gpu_quick_exit,
         .detach = cupti_detach,
         .after_fork = cupti_forget_after_fork,
         .lost = cupti_loss,
@@ -249,6 +281,8 @@ static const struct source sources[] = {
         .poll = sampler_poll,
         .stop = sampling_stop,
         .detach = sampler_stop,
+        .before_exec = sampler_exec_begin,
+        .after_exec = sampler_exec_end,
         .after_fork = sampler_forget_after_fork,
         .lost = sampling_lost,
         .cost = sampler_cost,
@@ -289,6 +323,7 @@ static const struct source sources[] = {
 };
 
 #define SOURCE_COUNT (sizeof sources / sizeof sources[0])
+_Static_assert(SOURCE_COUNT <= 32, "source_each_before_exec's mask holds every source");
 
 /* Per source, beside the constant table. Sender thread only. */
 static struct source_state {
@@ -342,6 +377,11 @@ void source_each_begin(void)
 	budget_prior();
 }
 
+void source_each_start_late(void)
+{
+	SOURCE_EACH_MEASURED(start_late);
+}
+
 void source_each_thread_added(pid_t tid)
 {
 	SOURCE_EACH_MEASURED(thread_added, tid);
@@ -386,6 +426,43 @@ void source_each_exit(void)
 	for (size_t i = 0; i < SOURCE_COUNT; i++)
 		if (sources[i].exit)
 			sources[i].exit();
+}
+
+void source_each_flush(int ending)
+{
+	SOURCE_EACH_MEASURED(flush, ending);
+}
+
+/* Not measured: the application thread's time is the program's. */
+void source_each_quick_exit(void)
+{
+	for (size_t i = 0; i < SOURCE_COUNT; i++)
+		if (sources[i].quick_exit)
+			sources[i].quick_exit();
+}
+
+unsigned source_each_before_exec(void)
+{
+	unsigned held = 0;
+	for (size_t i = 0; i < SOURCE_COUNT; i++)
+		if (sources[i].before_exec && sources[i].before_exec())
+			held |= 1u << i;
+	return held;
+}
+
+void source_each_after_exec(unsigned held)
+{
+	for (size_t i = 0; i < SOURCE_COUNT; i++)
+		if ((held & (1u << i)) && sources[i].after_exec)
+			sources[i].after_exec();
+}
+
+int source_any_buffering(void)
+{
+	for (size_t i = 0; i < SOURCE_COUNT; i++)
+		if (sources[i].drain && (!sources[i].running || sources[i].running()))
+			return 1;
+	return 0;
 }
 
 void source_each_detach(void)
@@ -525,8 +602,9 @@ static void budget_announce(size_t i, uint64_t now_ns)
 		snprintf(b, sizeof b, "%u %s", (unsigned)to, src->unit);
 	else
 		snprintf(b, sizeof b, "off");
-	collector_notice(WIRE_NOTICE_INFO, "overhead budget %s: %s %s%s%s -> %s (estimated cost %s)", limit,
-	                 src->what, a, from && !to ? " " : "", from && !to ? src->unit : "", b, cost);
+	collector_notice_about(WIRE_NOTICE_INFO, WIRE_NOTICE_TOPIC_BUDGET,
+	                       "overhead budget %s: %s %s%s%s -> %s (estimated cost %s)", limit, src->what, a,
+	                       from && !to ? " " : "", from && !to ? src->unit : "", b, cost);
 }
 
 /* Moves source i to step; the estimate that moved it goes into the notice. */

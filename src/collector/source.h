@@ -22,6 +22,9 @@ struct source {
 	int (*init)(const struct collector_config *config);
 	/* Sender thread, once the lazy start is over, before the first thread scan. */
 	void (*begin)(void);
+	/* Sender thread, attach mode (the program ran before the collector came): starts what the
+	 * program's first call would have started (GPU tracing of a CUDA program). */
+	void (*start_late)(void);
 	/* Sender thread: a thread found in / gone from /proc/self/task. */
 	void (*thread_added)(pid_t tid);
 	void (*thread_removed)(pid_t tid);
@@ -36,8 +39,20 @@ struct source {
 	/* The exiting application thread, before the sender's final drain (hands over what the
 	 * source still holds). */
 	void (*exit)(void);
+	/* Sender thread, answering a viewer's detach request: hands what the source holds outside the
+	 * rings to the sender now; ending = 1 when the collector stops after the answer (attach
+	 * mode), so the source may stop for good. */
+	void (*flush)(int ending);
+	/* The exiting application thread in _exit, where nothing may block, flush or lock: says in
+	 * a notice what the source loses. */
+	void (*quick_exit)(void);
 	/* Sender thread, attach mode with the viewer gone: lets go of everything it holds. */
 	void (*detach)(void);
+	/* Application thread, before an exec replaces the process image: makes the image safe to
+	 * replace; returns 1 when after_exec must undo that if the exec fails. */
+	int (*before_exec)(void);
+	/* Application thread, after an exec that failed (before_exec returned 1). */
+	void (*after_exec)(void);
 	/* Forked child: forgets the parent's state (its threads do not exist here). */
 	void (*after_fork)(void);
 	/* Records of the given wire loss cause the source lost itself. */
@@ -62,13 +77,23 @@ struct source {
 /* Start-up (collector_start): every source's init; the first failure's code, or 0. */
 int source_each_init(const struct collector_config *config);
 void source_each_begin(void);
+void source_each_start_late(void);
 void source_each_thread_added(pid_t tid);
 void source_each_thread_removed(pid_t tid);
 size_t source_each_drain(void);
 void source_each_poll(uint64_t now_ns);
 void source_each_stop(void);
 void source_each_exit(void);
+void source_each_flush(int ending);
+void source_each_quick_exit(void);
 void source_each_detach(void);
+/* Around an exec (application thread): a mask of the sources that must hear of a failed exec,
+ * for source_each_after_exec. */
+unsigned source_each_before_exec(void);
+void source_each_after_exec(unsigned held);
+/* 1 when a running source holds records outside the rings (a drain hook): only the sender's
+ * whole drain hands them over. */
+int source_any_buffering(void);
 void source_each_after_fork(void);
 uint64_t source_each_lost(uint32_t cause);
 

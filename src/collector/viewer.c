@@ -6,6 +6,7 @@
 #include "cuscope/session.h"
 #include "drain.h"
 #include "frames.h"
+#include "source.h"
 #include "threads.h"
 
 #include <errno.h>
@@ -216,12 +217,9 @@ static void viewer_answer_detach(struct sender *s)
 {
 	if (atomic_load_explicit(&s->stop, memory_order_acquire))
 		return; /* exiting: the final flush sends the real end */
-	/* An attached collector stops GPU tracing once the viewer is gone anyway: stopping it now
-	 * delivers the records CUPTI still holds into this answer, before the BYE. */
-	if (collector_config.attached)
-		cupti_detach();
-	else
-		cupti_flush(); /* tracing goes on: what CUPTI completed so far belongs to this viewer */
+	/* What the sources hold outside the rings goes into this answer, before the BYE; an attached
+	 * collector stops after it. */
+	source_each_flush(collector_config.attached);
 	drain_rings(s);
 	frames_queue_notices(s);
 	frames_queue_losses(s);

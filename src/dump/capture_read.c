@@ -42,6 +42,9 @@ struct reader {
 	size_t src_count, src_number_cap;
 	uint8_t *src_state; /* SOURCE_* per dense source */
 	size_t src_state_cap;
+	uint32_t wire_version; /* protocol version of the file's frames (the header's) */
+	uint8_t *upgraded;     /* a frame of an older version in today's layout */
+	size_t upgraded_cap;
 };
 
 /* Reads up to len bytes at off; returns how many were read (short only at the end or on error). */
@@ -210,7 +213,23 @@ static int reader_ingest(struct reader *r, struct store *store, size_t dense, ui
 			       (fh.type == WIRE_FRAME_HELLO && !(*state & SOURCE_HELLO));
 		if (take) {
 			r->records += reader_records(fh.type, p + off, fh.length);
-			int rc = store_feed(store, (int)dense, fh.type, p + off, fh.length, cause);
+			const uint8_t *frame = p + off;
+			uint32_t frame_len = fh.length;
+			if (r->wire_version != WIRE_VERSION) {
+				/* Frames written by an older protocol version: the store reads today's only.
+				 */
+				xgrow((void **)&r->upgraded, &r->upgraded_cap,
+				      (size_t)fh.length + WIRE_UPGRADE_GROWTH, 1);
+				int up = wire_frame_upgrade(r->wire_version, fh.type, frame, fh.length,
+				                            r->upgraded, &frame_len, cause);
+				if (up < 0)
+					return up;
+				if (up)
+					frame = r->upgraded;
+				else
+					frame_len = fh.length;
+			}
+			int rc = store_feed(store, (int)dense, fh.type, frame, frame_len, cause);
 			if (rc)
 				return rc;
 			if (fh.type == WIRE_FRAME_HELLO)
@@ -324,6 +343,7 @@ static void reader_fini(struct reader *r)
 	hashmap_fini(&r->src_map);
 	free(r->src_number);
 	free(r->src_state);
+	free(r->upgraded);
 }
 
 /* Appends a MANIFEST chunk's text (up to CAPTURE_MANIFEST_MAX in all), in time linear in its size. */
@@ -409,13 +429,15 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		*cause = msg_buf;
 		return -EPROTO;
 	}
-	if (h.header_size != sizeof h || h.byte_order != 0x01020304u || h.version == 0) {
+	if (h.header_size != sizeof h || h.byte_order != 0x01020304u || h.version == 0 ||
+	    h.wire_version == 0) {
 		reader_fini(&r);
 		snprintf(msg_buf, msg_size, "%s has an unsupported capture header", path);
 		*cause = msg_buf;
 		return -EPROTO;
 	}
 	res->version = h.version;
+	r.wire_version = h.wire_version;
 	if (reader_declared_raw(&r) > r.expand_left) {
 		reader_fini(&r);
 		snprintf(msg_buf, msg_size,

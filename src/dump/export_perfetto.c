@@ -22,6 +22,7 @@
  * clock anchor). Field numbers are those of the official perfetto/protos/perfetto/trace protos.
  */
 #include "pb.h"
+#include "export_perfetto.h"
 
 #include "cuscope/export.h"
 #include "cuscope/safefs.h"
@@ -34,457 +35,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* Field numbers (perfetto.protos). */
-enum {
-	F_TRACE_PACKET = 1,
-	/* TracePacket */
-	F_PKT_CLOCK_SNAPSHOT = 6,
-	F_PKT_TIMESTAMP = 8,
-	F_PKT_SEQUENCE_ID = 10, /* trusted_packet_sequence_id */
-	F_PKT_TRACK_EVENT = 11,
-	F_PKT_INTERNED_DATA = 12,
-	F_PKT_SEQUENCE_FLAGS = 13,
-	F_PKT_DEFAULTS = 59, /* trace_packet_defaults */
-	F_PKT_TRACK_DESCRIPTOR = 60,
-	/* TracePacketDefaults */
-	F_DEF_TIMESTAMP_CLOCK_ID = 58,
-	F_DEF_TRACK_EVENT_DEFAULTS = 11,
-	/* TrackEventDefaults, TrackEvent */
-	F_TE_CATEGORY_IIDS = 3,
-	F_TE_DEBUG_ANNOTATIONS = 4,
-	F_TE_TYPE = 9,
-	F_TE_NAME_IID = 10,
-	F_TE_TRACK_UUID = 11,
-	F_TE_COUNTER_VALUE = 30,
-	F_TE_FLOW_IDS = 47,
-	F_TE_TERMINATING_FLOW_IDS = 48,
-	/* DebugAnnotation */
-	F_DA_NAME_IID = 1,
-	F_DA_BOOL = 2,
-	F_DA_UINT = 3,
-	F_DA_INT = 4,
-	F_DA_STRING_IID = 17,
-	F_DA_ARRAY = 12,
-	/* InternedData: EventCategory, EventName, DebugAnnotationName ({iid 1, name 2}), InternedString */
-	F_INTERNED_CATEGORIES = 1,
-	F_INTERNED_NAMES = 2,
-	F_INTERNED_ARG_NAMES = 3,
-	F_INTERNED_ARG_STRINGS = 29,
-	F_INTERNED_IID = 1,
-	F_INTERNED_TEXT = 2,
-	/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
-	F_TD_UUID = 1,
-	F_TD_NAME = 2,
-	F_TD_PROCESS = 3,
-	F_TD_THREAD = 4,
-	F_TD_PARENT_UUID = 5,
-	F_TD_COUNTER = 8,
-	F_TD_SIBLING_ORDER_RANK = 12,
-	F_PD_PID = 1,
-	F_PD_PROCESS_NAME = 6,
-	F_TH_PID = 1,
-	F_TH_TID = 2,
-	F_TH_THREAD_NAME = 5,
-	/* ClockSnapshot, ClockSnapshot.Clock */
-	F_CS_CLOCKS = 1,
-	F_CS_PRIMARY_TRACE_CLOCK = 2,
-	F_CLOCK_ID = 1,
-	F_CLOCK_TIMESTAMP = 2,
-};
-
-enum {
-	TYPE_SLICE_BEGIN = 1,
-	TYPE_SLICE_END = 2,
-	TYPE_INSTANT = 3,
-	TYPE_COUNTER = 4,
-	SEQ_INCREMENTAL_STATE_CLEARED = 1,
-	SEQ_NEEDS_INCREMENTAL_STATE = 2,
-	CLOCK_REALTIME_ID = 1,  /* BUILTIN_CLOCK_REALTIME */
-	CLOCK_MONOTONIC_ID = 3, /* BUILTIN_CLOCK_MONOTONIC */
-};
-
-#define OUT_BUF            (256u << 10)
-#define INTERN_MAX_ENTRIES 65536u       /* then the sequence's incremental state is cleared */
-#define INTERN_MAX_BYTES   (8u << 20)   /* key bytes held by the table, the same */
-#define EXTRA_UUID_BASE    (1ull << 48) /* uuids of row and counter tracks (lane tracks count from 1) */
-#define GPU_SORT_BASE      1000000
-
-/* Buffered output to a FILE or a gzip stream (as export.c writes JSON). */
-struct pf_out {
-	FILE *file;
-	gzFile gz;
-	int err; /* first write error, -errno */
-	uint64_t bytes;
-	size_t n;
-	uint8_t buf[OUT_BUF];
-};
-
-static void pf_out_flush(struct pf_out *o)
-{
-	if (!o->n)
-		return;
-	if (!o->err) {
-		if (o->gz) {
-			if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
-				o->err = -EIO;
-		} else if (fwrite(o->buf, 1, o->n, o->file) != o->n) {
-			o->err = errno ? -errno : -EIO;
-		}
-	}
-	o->bytes += o->n;
-	o->n = 0;
-}
-
-static void pf_out_mem(struct pf_out *o, const void *p, size_t len)
-{
-	const uint8_t *c = p;
-	while (len) {
-		if (o->n == OUT_BUF)
-			pf_out_flush(o);
-		size_t k = OUT_BUF - o->n < len ? OUT_BUF - o->n : len;
-		memcpy(o->buf + o->n, c, k);
-		o->n += k;
-		c += k;
-		len -= k;
-	}
-}
-
-/* One interned text: key bytes at off in the arena. */
-struct intern_slot {
-	uint64_t hash;
-	uint32_t off, len;
-	uint32_t iid; /* 0 = empty slot */
-	uint32_t kind;
-};
-
-/* Interning of one sequence: texts of four kinds (one iid space each). */
-struct intern {
-	struct intern_slot *slots;
-	size_t cap, count; /* cap: power of two, at most half full */
-	char *arena;
-	size_t arena_len, arena_cap;
-	uint32_t next_iid[4];
-};
-
-enum intern_kind { IK_CATEGORY, IK_NAME, IK_ARG_NAME, IK_ARG_STRING };
-static const uint32_t intern_field[] = {F_INTERNED_CATEGORIES, F_INTERNED_NAMES, F_INTERNED_ARG_NAMES,
-                                        F_INTERNED_ARG_STRINGS};
-
-struct pf {
-	const struct store *st;
-	struct pf_out *o;
-	uint64_t from, to;
-	struct export_counts *counts;
-	size_t process;
-	pid_t pid;
-	uint64_t process_uuid, lane_uuid0; /* lane l's track is lane_uuid0 + l */
-	uint64_t next_uuid, next_extra_uuid;
-	uint32_t seq;       /* sequence being written */
-	uint64_t seq_track; /* its default track */
-	int seq_fresh;      /* its next packet clears the incremental state */
-	struct intern in;
-	struct pb pkt, te, interned, frame;
-};
-
-static uint64_t intern_hash(uint32_t kind, const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull ^ kind;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static void intern_clear(struct intern *in)
-{
-	if (in->slots)
-		memset(in->slots, 0, in->cap * sizeof *in->slots);
-	in->count = 0;
-	in->arena_len = 0;
-	memset(in->next_iid, 0, sizeof in->next_iid);
-}
-
-static void intern_fini(struct intern *in)
-{
-	free(in->slots);
-	free(in->arena);
-}
-
-static struct intern_slot *intern_find(struct intern *in, uint64_t hash, uint32_t kind, const char *s,
-                                       size_t len)
-{
-	size_t i = hash & (in->cap - 1);
-	for (;; i = (i + 1) & (in->cap - 1)) {
-		struct intern_slot *e = &in->slots[i];
-		if (!e->iid || (e->hash == hash && e->kind == kind && e->len == len &&
-		                memcmp(in->arena + e->off, s, len) == 0))
-			return e;
-	}
-}
-
-/* Interned id of s of a kind on this sequence; a new one is also added to the packet's InternedData. */
-static uint64_t pf_intern(struct pf *x, enum intern_kind kind, const char *s)
-{
-	struct intern *in = &x->in;
-	size_t len = strlen(s);
-	if ((in->count + 1) * 2 > in->cap) {
-		size_t old_cap = in->cap;
-		struct intern_slot *old = in->slots;
-		in->cap = old_cap ? old_cap * 2 : 1024;
-		in->slots = xcalloc(in->cap, sizeof *in->slots);
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i].iid)
-				*intern_find(in, old[i].hash, old[i].kind, in->arena + old[i].off,
-				             old[i].len) = old[i];
-		free(old);
-	}
-	uint64_t hash = intern_hash(kind, s, len);
-	struct intern_slot *e = intern_find(in, hash, kind, s, len);
-	if (e->iid)
-		return e->iid;
-	xgrow((void **)&in->arena, &in->arena_cap, in->arena_len + len + 1, 1);
-	memcpy(in->arena + in->arena_len, s, len);
-	*e = (struct intern_slot){hash, (uint32_t)in->arena_len, (uint32_t)len, ++in->next_iid[kind], kind};
-	in->arena_len += len;
-	in->count++;
-	size_t m = pb_open(&x->interned, intern_field[kind]);
-	pb_uint(&x->interned, F_INTERNED_IID, e->iid);
-	pb_string(&x->interned, F_INTERNED_TEXT, s);
-	pb_close(&x->interned, m);
-	return e->iid;
-}
-
-/* Writes the packet built in x->pkt as one Trace.packet field. */
-static void pf_packet_write(struct pf *x)
-{
-	uint8_t head[11];
-	size_t k = pb_varint_encode(head + 1, x->pkt.len);
-	head[0] = F_TRACE_PACKET << 3 | PB_LEN;
-	pf_out_mem(x->o, head, k + 1);
-	pf_out_mem(x->o, x->pkt.buf, x->pkt.len);
-}
-
-/* Starts a new packet sequence whose events default to track uuid. */
-static void pf_sequence(struct pf *x, uint64_t uuid)
-{
-	x->seq++;
-	x->seq_track = uuid;
-	x->seq_fresh = 1;
-	intern_clear(&x->in);
-}
-
-/* A packet of its own holding the track descriptor in x->frame. */
-static void pf_descriptor_write(struct pf *x)
-{
-	pb_reset(&x->pkt);
-	pb_uint(&x->pkt, F_PKT_SEQUENCE_ID, x->seq);
-	pb_bytes(&x->pkt, F_PKT_TRACK_DESCRIPTOR, x->frame.buf, x->frame.len);
-	pf_packet_write(x);
-}
-
-/* Begins an event: empties the event and interned-data buffers (clearing a full intern table first). */
-static void ev_start(struct pf *x, int type)
-{
-	if (x->in.count >= INTERN_MAX_ENTRIES || x->in.arena_len >= INTERN_MAX_BYTES) {
-		intern_clear(&x->in);
-		x->seq_fresh = 1;
-	}
-	pb_reset(&x->te);
-	pb_reset(&x->interned);
-	pb_uint(&x->te, F_TE_TYPE, (uint64_t)type);
-}
-
-/* Writes the event built in x->te at t_ns as a packet on the current sequence. */
-static void ev_finish(struct pf *x, uint64_t t_ns)
-{
-	struct pb *p = &x->pkt;
-	pb_reset(p);
-	pb_uint(p, F_PKT_TIMESTAMP, t_ns);
-	pb_uint(p, F_PKT_SEQUENCE_ID, x->seq);
-	if (x->seq_fresh) {
-		pb_uint(p, F_PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
-		size_t d = pb_open(p, F_PKT_DEFAULTS);
-		pb_uint(p, F_DEF_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC_ID);
-		size_t t = pb_open(p, F_DEF_TRACK_EVENT_DEFAULTS);
-		pb_uint(p, F_TE_TRACK_UUID, x->seq_track);
-		pb_close(p, t);
-		pb_close(p, d);
-		x->seq_fresh = 0;
-	} else {
-		pb_uint(p, F_PKT_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-	}
-	if (x->interned.len)
-		pb_bytes(p, F_PKT_INTERNED_DATA, x->interned.buf, x->interned.len);
-	pb_bytes(p, F_PKT_TRACK_EVENT, x->te.buf, x->te.len);
-	pf_packet_write(x);
-}
-
-static void ev_name_cat(struct pf *x, const char *name, const char *cat)
-{
-	pb_uint(&x->te, F_TE_NAME_IID, pf_intern(x, IK_NAME, name));
-	pb_uint(&x->te, F_TE_CATEGORY_IIDS, pf_intern(x, IK_CATEGORY, cat));
-}
-
-static void arg_u64(struct pf *x, const char *key, uint64_t v)
-{
-	size_t m = pb_open(&x->te, F_TE_DEBUG_ANNOTATIONS);
-	pb_uint(&x->te, F_DA_NAME_IID, pf_intern(x, IK_ARG_NAME, key));
-	pb_uint(&x->te, F_DA_UINT, v);
-	pb_close(&x->te, m);
-}
-
-static void arg_bool(struct pf *x, const char *key, int v)
-{
-	size_t m = pb_open(&x->te, F_TE_DEBUG_ANNOTATIONS);
-	pb_uint(&x->te, F_DA_NAME_IID, pf_intern(x, IK_ARG_NAME, key));
-	pb_uint(&x->te, F_DA_BOOL, v != 0);
-	pb_close(&x->te, m);
-}
-
-static void arg_str(struct pf *x, const char *key, const char *v)
-{
-	size_t m = pb_open(&x->te, F_TE_DEBUG_ANNOTATIONS);
-	pb_uint(&x->te, F_DA_NAME_IID, pf_intern(x, IK_ARG_NAME, key));
-	pb_uint(&x->te, F_DA_STRING_IID, pf_intern(x, IK_ARG_STRING, v));
-	pb_close(&x->te, m);
-}
-
-/* An array of three ints ("grid", "block"). */
-static void arg_dim3(struct pf *x, const char *key, const int32_t v[3])
-{
-	size_t m = pb_open(&x->te, F_TE_DEBUG_ANNOTATIONS);
-	pb_uint(&x->te, F_DA_NAME_IID, pf_intern(x, IK_ARG_NAME, key));
-	for (int i = 0; i < 3; i++) {
-		size_t a = pb_open(&x->te, F_DA_ARRAY);
-		pb_int(&x->te, F_DA_INT, v[i]);
-		pb_close(&x->te, a);
-	}
-	pb_close(&x->te, m);
-}
-
-static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
-
-/* An NVTX range begin (open: never ended) or mark: name = message, category = domain ("nvtx" for the
- * default). */
-static void ev_nvtx(struct pf *x, const struct store_range *r, int style, int open)
-{
-	const char *name = store_string(x->st, r->name_id), *domain = store_string(x->st, r->domain_id);
-	ev_start(x, style == STORE_STYLE_MARK ? TYPE_INSTANT : TYPE_SLICE_BEGIN);
-	ev_name_cat(x, name, *domain ? domain : "nvtx");
-	arg_str(x, "domain", domain);
-	arg_str(x, "style", style_names[style]);
-	if (open)
-		arg_bool(x, "unfinished", 1);
-	ev_finish(x, r->start_ns);
-	if (style == STORE_STYLE_MARK)
-		x->counts->instant++;
-	else if (open)
-		x->counts->open++;
-	else
-		x->counts->complete++;
-}
-
-/* Flow id of a correlation id: unique across processes (as in the JSON). */
-static uint64_t flow_id(const struct pf *x, uint32_t correlation)
-{
-	return (uint64_t)x->process << 32 | correlation;
-}
-
-/* The begin of a GPU op, API call or host sync with its args; flows where the JSON has them. */
-static void ev_gpu(struct pf *x, const struct store_lane_info *li, const struct store_gpu_op *op)
-{
-	const struct store *st = x->st;
-	char name[96];
-	const char *nm = name, *cat;
-	switch (op->kind) {
-	case WIRE_GPU_KERNEL:
-		nm = op->name_id ? store_string(st, op->name_id) : "kernel";
-		cat = "kernel";
-		break;
-	case WIRE_GPU_MEMCPY:
-		snprintf(name, sizeof name, "Memcpy %s", wire_memcpy_kind_name(op->subkind));
-		cat = "memcpy";
-		break;
-	case WIRE_GPU_MEMSET:
-		nm = "Memset";
-		cat = "memset";
-		break;
-	case WIRE_GPU_SYNC:
-		snprintf(name, sizeof name, "Sync %s", wire_sync_type_name(op->subkind));
-		cat = "sync";
-		break;
-	case WIRE_GPU_API_RUNTIME:
-	case WIRE_GPU_API_DRIVER:
-		nm = op->name_id ? store_string(st, op->name_id) : "CUDA API";
-		cat = op->kind == WIRE_GPU_API_RUNTIME ? "cuda_runtime" : "cuda_driver";
-		break;
-	default:
-		snprintf(name, sizeof name, "GPU op %u", op->kind);
-		cat = "gpu";
-		break;
-	}
-	ev_start(x, TYPE_SLICE_BEGIN);
-	ev_name_cat(x, nm, cat);
-	arg_u64(x, "correlation", op->correlation_id);
-	int on_stream = li->kind == STORE_LANE_GPU_STREAM;
-	if (on_stream) {
-		arg_u64(x, "device", li->device);
-		arg_u64(x, "stream", li->stream);
-	}
-	struct store_kernel_config k;
-	switch (op->kind) {
-	case WIRE_GPU_KERNEL:
-		if (store_gpu_op_kernel(st, x->process, op, &k) == 0) {
-			arg_dim3(x, "grid", k.grid);
-			arg_dim3(x, "block", k.block);
-			arg_u64(x, "registers", k.registers);
-			arg_u64(x, "shared_static", k.shared_static);
-			arg_u64(x, "shared_dynamic", k.shared_dynamic);
-			if (k.graph_id)
-				arg_u64(x, "graph_id", k.graph_id);
-		}
-		break;
-	case WIRE_GPU_MEMCPY:
-		arg_u64(x, "bytes", store_gpu_op_bytes(st, x->process, op));
-		arg_str(x, "kind", wire_memcpy_kind_name(op->subkind));
-		arg_str(x, "src_mem", wire_mem_kind_name(op->mem >> 4));
-		arg_str(x, "dst_mem", wire_mem_kind_name(op->mem & 15));
-		arg_bool(x, "async", op->flags & WIRE_GPU_FLAG_ASYNC);
-		break;
-	case WIRE_GPU_MEMSET:
-		arg_u64(x, "bytes", store_gpu_op_bytes(st, x->process, op));
-		arg_str(x, "mem", wire_mem_kind_name(op->mem & 15));
-		arg_bool(x, "async", op->flags & WIRE_GPU_FLAG_ASYNC);
-		break;
-	case WIRE_GPU_SYNC:
-		arg_str(x, "type", wire_sync_type_name(op->subkind));
-		break;
-	default:
-		break;
-	}
-	/*
-	 * The launching call's slice starts the flow (a call that launched nothing leaves an id no
-	 * event ends, which readers ignore); the op ends it when the JSON would draw the arrow.
-	 */
-	if ((op->kind == WIRE_GPU_API_RUNTIME || op->kind == WIRE_GPU_API_DRIVER) && op->correlation_id) {
-		pb_fixed64(&x->te, F_TE_FLOW_IDS, flow_id(x, op->correlation_id));
-	} else if (on_stream && op->kind != WIRE_GPU_SYNC && op->correlation_id) {
-		struct store_gpu_launch launch;
-		if (store_gpu_op_get_launch(st, x->process, op, &launch) == 0 && launch.end_ns > x->from &&
-		    launch.start_ns < x->to) {
-			pb_fixed64(&x->te, F_TE_TERMINATING_FLOW_IDS, flow_id(x, op->correlation_id));
-			x->counts->flows++;
-		}
-	}
-	ev_finish(x, op->start_ns);
-	x->counts->complete++;
-}
-
-static void ev_end(struct pf *x, uint64_t t_ns)
-{
-	ev_start(x, TYPE_SLICE_END);
-	ev_finish(x, t_ns);
-}
 
 /* ---- merging a track's rows into nested begin/end events ---- */
 
@@ -562,23 +112,23 @@ static void merge_run(struct pf *x, struct merge *m, const struct store_lane_inf
 		}
 		while (m->depth && m->ends[m->depth - 1] != UINT64_MAX &&
 		       (!best || m->ends[m->depth - 1] <= bs))
-			ev_end(x, m->ends[--m->depth]);
+			pf_event_end(x, m->ends[--m->depth]);
 		if (!best)
 			break;
 		const void *item = best->v + best->i * best->stride;
 		best->i++;
 		switch (best->kind) {
 		case SRC_MARK:
-			ev_nvtx(x, item, STORE_STYLE_MARK, 0);
+			pf_event_nvtx(x, item, STORE_STYLE_MARK, 0);
 			continue;
 		case SRC_RANGE:
-			ev_nvtx(x, item, best->style, 0);
+			pf_event_nvtx(x, item, best->style, 0);
 			break;
 		case SRC_OPEN:
-			ev_nvtx(x, item, best->style, 1);
+			pf_event_nvtx(x, item, best->style, 1);
 			break;
 		case SRC_GPU:
-			ev_gpu(x, li, item);
+			pf_event_gpu(x, li, item);
 			break;
 		}
 		if (m->depth && be > m->ends[m->depth - 1])
@@ -723,9 +273,9 @@ static void pf_counters(struct pf *x)
 		pb_string(&x->frame, F_TD_NAME, store_string(x->st, c.event_id));
 		pb_bytes(&x->frame, F_TD_COUNTER, NULL, 0);
 		pf_descriptor_write(x);
-		ev_start(x, TYPE_COUNTER);
+		pf_event_start(x, TYPE_COUNTER);
 		pb_int(&x->te, F_TE_COUNTER_VALUE, (int64_t)c.value);
-		ev_finish(x, c.time_ns);
+		pf_event_finish(x, c.time_ns);
 		x->counts->counters++;
 	}
 }
@@ -835,7 +385,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 	free(m.src);
 	free(m.ends);
 	free(m.opens);
-	intern_fini(&x.in);
+	pf_intern_fini(&x.in);
 	pb_fini(&x.pkt);
 	pb_fini(&x.te);
 	pb_fini(&x.interned);

@@ -264,12 +264,6 @@ const char *costview_info_line(const struct store *st, size_t process, char *buf
 	return buf;
 }
 
-/* Whether a notice is about the overhead budget (the collector's back-off and step-up notices name it). */
-static int costview_is_budget_notice(const char *text)
-{
-	return strstr(text, "budget") || strstr(text, "Budget");
-}
-
 const char *costview_budget_note(const struct store *st, char *buf, size_t size, uint64_t *seq)
 {
 	const char *best = NULL;
@@ -279,13 +273,13 @@ const char *costview_budget_note(const struct store *st, char *buf, size_t size,
 		 * this every frame, so only the newest COSTVIEW_NOTICES_SCANNED of a process are looked at */
 		size_t n = store_notice_count(st, p);
 		for (size_t i = n; i-- > 0 && n - i <= COSTVIEW_NOTICES_SCANNED;) {
-			uint64_t s;
-			const char *text = store_notice_get(st, p, i, NULL, &s);
-			if (s <= best_seq)
+			struct store_notice_info ni;
+			store_notice_get(st, p, i, &ni);
+			if (ni.seq <= best_seq)
 				break;
-			if (costview_is_budget_notice(text)) {
-				best = text;
-				best_seq = s;
+			if (ni.topic == WIRE_NOTICE_TOPIC_BUDGET) {
+				best = ni.text;
+				best_seq = ni.seq;
 				break;
 			}
 		}

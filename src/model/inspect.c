@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cuscope/costview.h"
+#include "cuscope/timerow.h"
+#include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -35,19 +37,6 @@ static void inspect_format_bytes(char *buf, size_t size, uint64_t b)
 		snprintf(buf, size, "%.1f KiB (%llu B)", (double)b / 1024, (unsigned long long)b);
 	else
 		snprintf(buf, size, "%llu B", (unsigned long long)b);
-}
-
-size_t inspect_op_lower_bound(const struct store_gpu_op *v, size_t n, uint64_t ns)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start_ns < ns)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /* Distance from t to [a, b] (0 inside). */
@@ -231,7 +220,8 @@ struct inspect_hit inspect_find(struct inspect_find *f, const struct store *stor
 			for (size_t r = 0; r < li.gpu_row_count; r++) {
 				const struct store_gpu_op *v;
 				size_t n = store_lane_gpu_all(store, p, l, r, &v);
-				size_t i = inspect_op_lower_bound(v, n, dir > 0 ? from + 1 : from);
+				size_t i = timerow_bound(v, n, sizeof *v, TIMEROW_START,
+				                         dir > 0 ? from + 1 : from, 0);
 				for (; dir > 0 ? i < n : i-- > 0; dir > 0 ? i++ : 0) {
 					if (!inspect_better(dir, v[i].start_ns, &best))
 						break;
@@ -430,12 +420,6 @@ static void inspect_details_call(const struct inspect_view *v, struct inspect_te
 	}
 }
 
-static int inspect_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The samples of a thread lane in [t0, t1): their count and the most frequent stack. 0 if none. */
 static int inspect_details_samples(const struct inspect_view *v, struct inspect_text *out, size_t process,
                                    size_t lane, uint64_t t0, uint64_t t1)
@@ -444,10 +428,10 @@ static int inspect_details_samples(const struct inspect_view *v, struct inspect_
 	size_t n = store_lane_samples(v->store, process, lane, t0, t1, &sv);
 	if (!n)
 		return 0;
-	uint32_t *ids = xmalloc(n * sizeof *ids);
+	uint64_t *ids = xmalloc(n * sizeof *ids);
 	for (size_t i = 0; i < n; i++)
 		ids[i] = sv[i].stack_id;
-	qsort(ids, n, sizeof *ids, inspect_u32_cmp);
+	u64_sort(ids, n);
 	uint32_t best = 0;
 	size_t best_n = 0, distinct = 0;
 	for (size_t i = 0; i < n;) {
@@ -456,7 +440,7 @@ static int inspect_details_samples(const struct inspect_view *v, struct inspect_
 			j++;
 		distinct++;
 		if (j - i > best_n)
-			best_n = j - i, best = ids[i];
+			best_n = j - i, best = (uint32_t)ids[i];
 		i = j;
 	}
 	free(ids);

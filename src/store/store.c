@@ -289,15 +289,11 @@ size_t store_notice_count(const struct store *st, size_t process)
 	return process < st->proc_count ? st->procs[process].notice_count : 0;
 }
 
-const char *store_notice_get(const struct store *st, size_t process, size_t index, uint32_t *level,
-                             uint64_t *seq)
+void store_notice_get(const struct store *st, size_t process, size_t index, struct store_notice_info *out)
 {
 	const struct notice *n = &st->procs[process].notices[index];
-	if (level)
-		*level = n->level;
-	if (seq)
-		*seq = n->seq;
-	return n->text;
+	*out =
+	    (struct store_notice_info){.text = n->text, .level = n->level, .topic = n->topic, .seq = n->seq};
 }
 
 uint64_t store_notice_total(const struct store *st)

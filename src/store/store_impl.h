@@ -73,7 +73,8 @@ struct gpu_device {
 };
 
 struct notice {
-	uint32_t level;
+	uint32_t level; /* enum wire_notice_level */
+	uint32_t topic; /* enum wire_notice_topic */
 	char *text;
 	uint64_t seq; /* store-wide order of arrival, from 1 */
 };

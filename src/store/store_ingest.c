@@ -192,7 +192,8 @@ static void ingest_notice(struct store *st, struct process *pr, const void *payl
 		if ((unsigned char)*c < 0x20)
 			*c = ' ';
 	xgrow((void **)&pr->notices, &pr->notice_cap, pr->notice_count + 1, sizeof *pr->notices);
-	pr->notices[pr->notice_count++] = (struct notice){wn.level, text, ++st->notice_seq};
+	pr->notices[pr->notice_count++] =
+	    (struct notice){.level = wn.level, .topic = wn.topic, .text = text, .seq = ++st->notice_seq};
 }
 
 static struct source *source_get(struct store *st, int source)

@@ -39,9 +39,7 @@ void ui_collect_devices(struct ui *ui)
 				const char *name = "";
 				dv->uuid[0] = 0;
 				if (store_gpu_device_find(ui->store, p, li.device, &di) == 0) {
-					name = di.name;
-					if (strncmp(name, "NVIDIA ", 7) == 0)
-						name += 7;
+					name = di.short_name;
 					snprintf(dv->uuid, sizeof dv->uuid, "%s", di.uuid);
 				}
 				snprintf(dv->label, sizeof dv->label, "GPU%u %s", li.device, name);
@@ -140,12 +138,11 @@ void ui_update_gpu(struct ui *ui)
 	uint64_t newest_seq = ui->msg.notice_shown;
 	for (size_t p = 0; p < store_process_count(ui->store); p++) {
 		for (size_t i = 0; i < store_notice_count(ui->store, p); i++) {
-			uint32_t level;
-			uint64_t seq;
-			const char *text = store_notice_get(ui->store, p, i, &level, &seq);
-			if (level == WIRE_NOTICE_WARNING && seq > newest_seq) {
-				newest = text;
-				newest_seq = seq;
+			struct store_notice_info n;
+			store_notice_get(ui->store, p, i, &n);
+			if (n.level == WIRE_NOTICE_WARNING && n.seq > newest_seq) {
+				newest = n.text;
+				newest_seq = n.seq;
 			}
 		}
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuscope/cpuview.h"
+#include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -324,7 +325,7 @@ static void ui_draw_op(struct ui *ui, int y, const struct viewport_seg *seg, con
 /* Shades an idle gap [a, b) of a stream row when it is over the threshold, with its length inside. */
 static void ui_draw_gap(struct ui *ui, int y, uint64_t a, uint64_t b)
 {
-	if (b <= a || b - a < ui->view.gap_ns)
+	if (!cpuview_is_gap(a, b, ui->view.gap_ns))
 		return;
 	int64_t c0 = viewport_col_of(&ui->view.vp, a), c1 = viewport_col_of(&ui->view.vp, b);
 	if (c1 < 0 || c0 >= ui->view.vp.cols)
@@ -358,14 +359,14 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 	size_t n = store_lane_gpu_all(ui->store, process, lane, row, &ops);
 	uint64_t to = ui_data_end(ui, viewport_end_ns(&ui->view.vp));
 	if (ui->view.paused) /* ops that began after the pause stay hidden */
-		n = inspect_op_lower_bound(ops, n, to);
+		n = timerow_bound(ops, n, sizeof *ops, TIMEROW_START, to, 0);
 	size_t ns = viewport_fold_gpu(&ui->view.vp, ops, n, ui->lanes.segs, ui->lanes.seg_cap);
 	if (stream && ui->view.gap_ns) {
 		/* Idle gaps sit between segments: inside a fold every gap is under a cell. */
 		size_t first = ns ? ui->lanes.segs[0].first : 0;
 		if (!ns) {
 			/* Nothing visible: maybe the whole view is one gap. */
-			size_t i = inspect_op_lower_bound(ops, n, ui->view.vp.start_ns);
+			size_t i = timerow_bound(ops, n, sizeof *ops, TIMEROW_START, ui->view.vp.start_ns, 0);
 			if (i > 0 && i < n)
 				ui_draw_gap(ui, y, ops[i - 1].end_ns, ops[i].start_ns);
 		} else {
@@ -405,12 +406,12 @@ static const char *ui_gpu_unavailable(const struct ui *ui, size_t process)
 		return NULL;
 	const char *why = NULL;
 	for (size_t i = 0; i < store_notice_count(ui->store, process); i++) {
-		uint32_t level;
-		const char *text = store_notice_get(ui->store, process, i, &level, NULL);
+		struct store_notice_info n;
+		store_notice_get(ui->store, process, i, &n);
 		/* Only GPU-tracing notices explain missing GPU lanes (counters, sampling say other things).
 		 */
-		if (level == WIRE_NOTICE_WARNING && strncmp(text, "GPU tracing", 11) == 0)
-			why = text;
+		if (n.topic == WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE)
+			why = n.text;
 	}
 	return why;
 }
@@ -496,11 +497,8 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 	case LAYOUT_ROW_GPU_DEVICE: {
 		struct store_gpu_device_info di;
 		const char *name = "";
-		if (store_gpu_device_find(ui->store, row->process, row->device, &di) == 0) {
-			name = di.name;
-			if (strncmp(name, "NVIDIA ", 7) == 0)
-				name += 7;
-		}
+		if (store_gpu_device_find(ui->store, row->process, row->device, &di) == 0)
+			name = di.short_name;
 		snprintf(label, sizeof label, "%sGPU%u %s", fold_mark, row->device, name);
 		la = ui_attr(ui, THEME_GPU_HEADER);
 		ui_fill(y, gx, COLS - gx, ui_attr(ui, THEME_BASELINE), ui->cells.g->hline);

@@ -178,7 +178,8 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 		if (length < sizeof n)
 			break;
 		memcpy(&n, payload, sizeof n);
-		if (n.length == length - sizeof n && n.length <= WIRE_MAX_STRING)
+		if (n.length == length - sizeof n && n.length <= WIRE_MAX_STRING &&
+		    n.topic < WIRE_NOTICE_TOPIC_MAX)
 			return 0;
 		break;
 	}
@@ -245,4 +246,84 @@ int wire_decoder_next(struct wire_decoder *dec, uint32_t *type, const void **pay
 	*payload = dec->buf + dec->off + sizeof hdr;
 	dec->off += sizeof hdr + hdr.length;
 	return 1;
+}
+
+/* A notice as protocol version 1 had it: no topic. */
+struct wire_notice_v1 {
+	uint32_t level;
+	uint32_t length;
+};
+_Static_assert(sizeof(struct wire_notice) - sizeof(struct wire_notice_v1) <= WIRE_UPGRADE_GROWTH,
+               "WIRE_UPGRADE_GROWTH covers a version 1 notice");
+
+/*
+ * The topic of a version 1 notice, from the words the version 1 collector used for the notices
+ * a viewer acts on (what that viewer matched): the only place that reads a notice's words.
+ */
+static uint32_t wire_notice_v1_topic(uint32_t level, const char *text, size_t len)
+{
+	static const char gpu[] = "GPU tracing", budget[] = "overhead budget ", runtime[] = "cupti_version=";
+	if (level == WIRE_NOTICE_WARNING && len >= sizeof gpu - 1 && memcmp(text, gpu, sizeof gpu - 1) == 0)
+		return WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE;
+	if (len >= sizeof budget - 1 && memcmp(text, budget, sizeof budget - 1) == 0)
+		return WIRE_NOTICE_TOPIC_BUDGET;
+	if (level == WIRE_NOTICE_INFO && len >= sizeof runtime - 1 &&
+	    memcmp(text, runtime, sizeof runtime - 1) == 0)
+		return WIRE_NOTICE_TOPIC_RUNTIME;
+	return WIRE_NOTICE_TOPIC_GENERAL;
+}
+
+int wire_frame_upgrade(uint32_t version, uint32_t type, const void *payload, uint32_t length, void *out,
+                       uint32_t *out_length, const char **cause)
+{
+	if (version == WIRE_VERSION)
+		return 0;
+	if (version != 1) {
+		*cause = version > WIRE_VERSION ? "frames of a newer protocol version"
+		                                : "frames of an unknown protocol version";
+		return -EPROTO;
+	}
+	switch (type) {
+	case WIRE_FRAME_HELLO: {
+		/* The same layout: only the version it names changes. */
+		struct wire_hello hello;
+		if (length < sizeof hello || memcmp(payload, WIRE_MAGIC, 8) != 0) {
+			*cause = "malformed handshake";
+			return -EPROTO;
+		}
+		memcpy(&hello, payload, sizeof hello);
+		if (hello.version != version) {
+			*cause = "handshake of another protocol version";
+			return -EPROTO;
+		}
+		hello.version = WIRE_VERSION;
+		memcpy(out, &hello, sizeof hello);
+		memcpy((char *)out + sizeof hello, (const char *)payload + sizeof hello,
+		       length - sizeof hello);
+		*out_length = length;
+		return 1;
+	}
+	case WIRE_FRAME_NOTICE: {
+		struct wire_notice_v1 old;
+		if (length < sizeof old) {
+			*cause = "malformed frame";
+			return -EPROTO;
+		}
+		memcpy(&old, payload, sizeof old);
+		if (old.length != length - sizeof old || old.length > WIRE_MAX_STRING) {
+			*cause = "malformed frame";
+			return -EPROTO;
+		}
+		const char *text = (const char *)payload + sizeof old;
+		struct wire_notice n = {.level = old.level,
+		                        .topic = wire_notice_v1_topic(old.level, text, old.length),
+		                        .length = old.length};
+		memcpy(out, &n, sizeof n);
+		memcpy((char *)out + sizeof n, text, old.length);
+		*out_length = (uint32_t)(sizeof n + old.length);
+		return 1;
+	}
+	default:
+		return 0;
+	}
 }

@@ -17,7 +17,7 @@ def frame(t, payload):
 
 def hello(pid=99):
     argv = b"prog\0arg"
-    h = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", 1, 128, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv), 0)
+    h = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", 2, 128, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv), 0)
     return frame(1, h + argv)
 
 
@@ -44,7 +44,8 @@ g = b"".join([gpu(7, 0, 0, stream=1), gpu(5, 10**9 + 100, 10**9 + 150, 4, 1), gp
               gpu(4, 10**9 + 350, 10**9 + 360, sub=3)])
 losses = frame(4, struct.pack("<IIQ", 1, 0, 5) + struct.pack("<IIQ", 7, 0, 2))
 dev = frame(7, struct.pack("<II16sQIIII", 0, 5, b"\x01" * 16, 1 << 30, 80, 9, 0, 0))
-notice = frame(8, struct.pack("<II", 1, 5) + b"hello")
+# level WARNING, topic GPU_UNAVAILABLE (wire version 2: a topic next to the level)
+notice = frame(8, struct.pack("<III", 1, 1, 5) + b"hello")
 
 
 def cost(t, source, cpu, added, events, backoffs=0, level=0, flags=0):

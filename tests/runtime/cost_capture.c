@@ -79,7 +79,8 @@ static void event(uint32_t src, uint16_t kind, uint64_t t, uint32_t tid, uint32_
 static void notice(uint32_t src, const char *text)
 {
 	unsigned char buf[sizeof(struct wire_notice) + 128];
-	struct wire_notice n = {WIRE_NOTICE_INFO, (uint32_t)strlen(text)};
+	struct wire_notice n = {
+	    .level = WIRE_NOTICE_INFO, .topic = WIRE_NOTICE_TOPIC_BUDGET, .length = (uint32_t)strlen(text)};
 	memcpy(buf, &n, sizeof n);
 	memcpy(buf + sizeof n, text, n.length);
 	frame(src, WIRE_FRAME_NOTICE, buf, (uint32_t)(sizeof n + n.length));

@@ -326,6 +326,48 @@ static void test_cell_details_gap(void **state)
 	assert_int_equal(inspect_cell_details(&v, &t, &r0), 0);
 }
 
+/* Feeds one CPU sample of thread 101 at t whose stack is the one frame named by string id frame. */
+static void sample(struct store *st, uint64_t t, uint32_t frame)
+{
+	unsigned char buf[sizeof(struct wire_stack) + 4];
+	struct wire_stack ws = {.time_ns = t, .tid = 101, .kind = WIRE_STACK_SAMPLE, .depth = 1};
+	memcpy(buf, &ws, sizeof ws);
+	memcpy(buf + sizeof ws, &frame, 4);
+	feed(st, WIRE_FRAME_STACKS, buf, sizeof buf);
+}
+
+static void test_cell_details_samples(void **state)
+{
+	struct store *st = *state;
+	enum { F_A = 20, F_B, F_C };
+	string(st, F_A, "fa\x1fliba.so");
+	string(st, F_B, "fb\x1flibb.so");
+	string(st, F_C, "fc\x1flibc.so");
+	/* In the cell [60, 61) ms: stack fc once, fa twice, fb three times; one fb sample in the next cell.
+	 */
+	const uint32_t order[] = {F_A, F_C, F_B, F_A, F_B, F_B};
+	for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+		sample(st, 60 * MS + (i + 1) * 100000, order[i]);
+	sample(st, 61 * MS + 500000, F_B);
+	struct inspect_view v = view(st);
+	struct inspect_text t;
+	struct layout_row tr = row_of(st, LAYOUT_ROW_THREAD, 0);
+	v.cursor_col = 60;
+	assert_int_equal(inspect_cell_details(&v, &t, &tr), 1);
+	assert_int_equal(strncmp(t.lines[0], "CPU samples    6 in this cell (", 31), 0);
+	assert_string_equal(t.lines[1], "thread         main 101");
+	assert_string_equal(t.lines[2],
+	                    "stack          the most frequent: 3 of 6 samples (3 distinct stacks)");
+	assert_string_equal(t.lines[3], "  0  fb  libb.so");
+	/* A tie goes to the stack seen first (the lowest id): fa and fb once each in [61, 62) with fa. */
+	sample(st, 61 * MS + 600000, F_A);
+	v.cursor_col = 61;
+	assert_int_equal(inspect_cell_details(&v, &t, &tr), 1);
+	assert_string_equal(t.lines[2],
+	                    "stack          the most frequent: 1 of 2 samples (2 distinct stacks)");
+	assert_string_equal(t.lines[3], "  0  fa  liba.so");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +377,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_details_nvtx, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_details_kernel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cell_details_gap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cell_details_samples, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

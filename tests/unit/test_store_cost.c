@@ -214,10 +214,10 @@ static void test_reduced_stretches(void **state)
 	store_free(st);
 }
 
-static void notice(struct store *st, uint32_t level, const char *text)
+static void notice(struct store *st, uint32_t level, uint32_t topic, const char *text)
 {
 	unsigned char buf[512];
-	struct wire_notice n = {level, (uint32_t)strlen(text)};
+	struct wire_notice n = {.level = level, .topic = topic, .length = (uint32_t)strlen(text)};
 	memcpy(buf, &n, sizeof n);
 	memcpy(buf + sizeof n, text, n.length);
 	feed_src(st, 0, WIRE_FRAME_NOTICE, buf, (uint32_t)(sizeof n + n.length));
@@ -238,12 +238,14 @@ static void test_texts(void **state)
 	assert_string_equal(costview_info_line(st, 0, buf, sizeof buf),
 	                    "collector 0.8 % CPU, est. +1.2 % on the program (sampling reduced to 250/s, 3 "
 	                    "back-offs); not counted: CUPTI's time in the driver");
-	notice(st, WIRE_NOTICE_WARNING, "GPU tracing unavailable: no GPU");
-	notice(st, WIRE_NOTICE_INFO, "overhead budget 3%: sampling 1000/s -> 250/s");
-	notice(st, WIRE_NOTICE_WARNING, "something else");
+	notice(st, WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE, "GPU tracing unavailable: no GPU");
+	notice(st, WIRE_NOTICE_INFO, WIRE_NOTICE_TOPIC_BUDGET, "sampling lowered: 1000/s -> 250/s");
+	notice(st, WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GENERAL, "something else about a budget");
+	/* The topic says what a notice is about, not its words: the newest notice naming a budget is not one.
+	 */
 	uint64_t seq = 0;
 	assert_string_equal(costview_budget_note(st, buf, sizeof buf, &seq),
-	                    "overhead budget 3%: sampling 1000/s -> 250/s");
+	                    "sampling lowered: 1000/s -> 250/s");
 	assert_int_equal(seq, 2);
 	assert_string_equal(costview_level_text(WIRE_COST_COUNTERS, 100, buf, sizeof buf), "every 100 ms");
 	assert_string_equal(costview_level_text(WIRE_COST_SAMPLING, 0, buf, sizeof buf), "off");

@@ -454,16 +454,18 @@ static void test_memcpy_stats_and_sections(void **state)
 	assert_string_equal(di.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
 
 	unsigned char nbuf[64];
-	struct wire_notice wn = {WIRE_NOTICE_WARNING, 16};
+	struct wire_notice wn = {
+	    .level = WIRE_NOTICE_WARNING, .topic = WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE, .length = 16};
 	memcpy(nbuf, &wn, sizeof wn);
 	memcpy(nbuf + sizeof wn, "GPU unavailable\n", 16);
 	feed(st, WIRE_FRAME_NOTICE, nbuf, sizeof wn + 16);
 	assert_int_equal(store_notice_count(st, 0), 1);
-	uint32_t level;
-	uint64_t seq;
-	assert_string_equal(store_notice_get(st, 0, 0, &level, &seq), "GPU unavailable ");
-	assert_int_equal(level, WIRE_NOTICE_WARNING);
-	assert_int_equal(seq, 1);
+	struct store_notice_info ni;
+	store_notice_get(st, 0, 0, &ni);
+	assert_string_equal(ni.text, "GPU unavailable ");
+	assert_int_equal(ni.level, WIRE_NOTICE_WARNING);
+	assert_int_equal(ni.topic, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE);
+	assert_int_equal(ni.seq, 1);
 	assert_int_equal(store_notice_total(st), 1);
 
 	struct wire_loss loss = {WIRE_LOSS_CUPTI_DROPPED, 0, 12};

@@ -252,10 +252,21 @@ static void test_frame_check_notice(void **state)
 	(void)state;
 	uint8_t buf[sizeof(struct wire_notice) + WIRE_MAX_STRING + 8];
 	memset(buf, 'n', sizeof buf);
-	struct wire_notice n = {WIRE_NOTICE_WARNING, 10};
+	struct wire_notice n = {
+	    .level = WIRE_NOTICE_WARNING, .topic = WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE, .length = 10};
 	memcpy(buf, &n, sizeof n);
 	const char *cause = NULL;
 	assert_int_equal(wire_frame_check(WIRE_FRAME_NOTICE, buf, sizeof n + 10, &cause), 0);
+	/* Every known topic passes; one beyond them is not a notice this version wrote. */
+	for (uint32_t t = 0; t <= WIRE_NOTICE_TOPIC_MAX; t++) {
+		n.topic = t;
+		memcpy(buf, &n, sizeof n);
+		cause = NULL;
+		assert_int_equal(wire_frame_check(WIRE_FRAME_NOTICE, buf, sizeof n + 10, &cause),
+		                 t < WIRE_NOTICE_TOPIC_MAX ? 0 : -EPROTO);
+	}
+	n.topic = WIRE_NOTICE_TOPIC_GENERAL;
+	memcpy(buf, &n, sizeof n);
 	for (uint32_t len = 0; len < sizeof n + 10; len++) {
 		cause = NULL;
 		assert_int_equal(wire_frame_check(WIRE_FRAME_NOTICE, buf, len, &cause), -EPROTO);
@@ -276,6 +287,111 @@ static void test_frame_check_notice(void **state)
 	assert_int_equal(wire_frame_check(WIRE_FRAME_NOTICE, buf, sizeof n + WIRE_MAX_STRING + 1, &cause),
 	                 -EPROTO);
 	assert_non_null(cause);
+}
+
+/* A version 1 notice ({level, length}, no topic) with text into buf; returns the frame length. */
+static uint32_t make_notice_v1(uint8_t *buf, uint32_t level, const char *text)
+{
+	uint32_t head[2] = {level, (uint32_t)strlen(text)};
+	memcpy(buf, head, sizeof head);
+	memcpy(buf + sizeof head, text, head[1]);
+	return (uint32_t)(sizeof head + head[1]);
+}
+
+/* Upgrades a version 1 notice and checks the result is a valid notice of today with text and topic. */
+static void check_notice_upgrade(uint32_t level, const char *text, uint32_t topic)
+{
+	uint8_t in[256], out[256 + WIRE_UPGRADE_GROWTH];
+	uint32_t len = make_notice_v1(in, level, text), out_len = 0;
+	const char *cause = NULL;
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_NOTICE, in, len, out, &out_len, &cause), 1);
+	assert_int_equal(out_len, sizeof(struct wire_notice) + strlen(text));
+	assert_true(out_len <= len + WIRE_UPGRADE_GROWTH);
+	assert_int_equal(wire_frame_check(WIRE_FRAME_NOTICE, out, out_len, &cause), 0);
+	struct wire_notice n;
+	memcpy(&n, out, sizeof n);
+	assert_int_equal(n.level, level);
+	assert_int_equal(n.topic, topic);
+	assert_int_equal(n.length, strlen(text));
+	assert_memory_equal(out + sizeof n, text, n.length);
+}
+
+static void test_upgrade_v1(void **state)
+{
+	(void)state;
+	/* The notices the version 1 collector wrote that a viewer acts on get their topic. */
+	check_notice_upgrade(WIRE_NOTICE_WARNING,
+	                     "GPU tracing unavailable: no libcupti; CPU and NVTX lanes continue",
+	                     WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE);
+	check_notice_upgrade(WIRE_NOTICE_WARNING,
+	                     "GPU tracing: the program loaded CUDA but the CUDA driver never initialised",
+	                     WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE);
+	check_notice_upgrade(WIRE_NOTICE_INFO, "overhead budget 3%: CPU sampling 10000 -> 1250 samples/s",
+	                     WIRE_NOTICE_TOPIC_BUDGET);
+	check_notice_upgrade(WIRE_NOTICE_INFO, "cupti_version=13\ncuda_driver_api_version=13000",
+	                     WIRE_NOTICE_TOPIC_RUNTIME);
+	/* Anything else, and the same words at another level, is for the user only. */
+	check_notice_upgrade(WIRE_NOTICE_INFO, "GPU tracing unavailable: no libcupti",
+	                     WIRE_NOTICE_TOPIC_GENERAL);
+	check_notice_upgrade(WIRE_NOTICE_WARNING, "CPU sampling moved from signal 34 to 35",
+	                     WIRE_NOTICE_TOPIC_GENERAL);
+	check_notice_upgrade(WIRE_NOTICE_WARNING, "the sampling budget", WIRE_NOTICE_TOPIC_GENERAL);
+	check_notice_upgrade(WIRE_NOTICE_WARNING, "", WIRE_NOTICE_TOPIC_GENERAL);
+
+	uint8_t in[WIRE_MAX_STRING + 64], out[sizeof in + WIRE_UPGRADE_GROWTH];
+	uint32_t out_len = 0;
+	const char *cause = NULL;
+	/* A version 1 notice that does not fit its own layout is refused with a cause. */
+	uint32_t len = make_notice_v1(in, WIRE_NOTICE_WARNING, "text");
+	for (uint32_t l = 0; l < len + 2; l++) {
+		if (l == len)
+			continue;
+		cause = NULL;
+		assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_NOTICE, in, l, out, &out_len, &cause),
+		                 -EPROTO);
+		assert_non_null(cause);
+	}
+	uint32_t head[2] = {WIRE_NOTICE_WARNING, WIRE_MAX_STRING + 1};
+	memcpy(in, head, sizeof head);
+	cause = NULL;
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_NOTICE, in, sizeof head + WIRE_MAX_STRING + 1, out,
+	                                    &out_len, &cause),
+	                 -EPROTO);
+	assert_non_null(cause);
+
+	/* A version 1 HELLO passes today's check once upgraded; its argv is kept. */
+	len = make_hello(in, sizeof in, 1);
+	cause = NULL;
+	assert_int_equal(wire_hello_check(in, len, &cause), -EPROTO);
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), 1);
+	assert_int_equal(out_len, len);
+	assert_int_equal(wire_hello_check(out, out_len, &cause), 0);
+	assert_memory_equal(out + sizeof(struct wire_hello), in + sizeof(struct wire_hello),
+	                    len - sizeof(struct wire_hello));
+	/* ... but not a HELLO naming another version, or a short one. */
+	len = make_hello(in, sizeof in, 7);
+	cause = NULL;
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), -EPROTO);
+	assert_non_null(cause);
+	len = make_hello(in, sizeof in, 1);
+	cause = NULL;
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, 16, out, &out_len, &cause), -EPROTO);
+	assert_non_null(cause);
+
+	/* Other frames are the same in both versions; today's frames need nothing; unknown versions fail. */
+	uint8_t bye[sizeof(struct wire_bye)] = {0};
+	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_BYE, bye, sizeof bye, out, &out_len, &cause), 0);
+	len = make_notice_v1(in, WIRE_NOTICE_WARNING, "text");
+	assert_int_equal(wire_frame_upgrade(WIRE_VERSION, WIRE_FRAME_NOTICE, in, len, out, &out_len, &cause),
+	                 0);
+	uint32_t bad[] = {0, WIRE_VERSION + 1, 99};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cause = NULL;
+		assert_int_equal(
+		    wire_frame_upgrade(bad[i], WIRE_FRAME_BYE, bye, sizeof bye, out, &out_len, &cause),
+		    -EPROTO);
+		assert_non_null(cause);
+	}
 }
 
 static void test_frame_check_bye_and_unknown(void **state)
@@ -606,6 +722,7 @@ int main(void)
 	    cmocka_unit_test(test_frame_check_arrays),
 	    cmocka_unit_test(test_frame_check_gpu),
 	    cmocka_unit_test(test_frame_check_notice),
+	    cmocka_unit_test(test_upgrade_v1),
 	    cmocka_unit_test(test_frame_check_bye_and_unknown),
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_decoder_split_every_boundary),
