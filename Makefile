@@ -33,7 +33,7 @@ endif
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 # Everything the viewer library needs at link time (CLI, unit tests, benchmarks).
-VIEWER_LIBS    := $(NCURSES_LIBS) -lzstd -lz -lstdc++ -lpthread -lm
+VIEWER_LIBS    := $(NCURSES_LIBS) -lzstd -lz -liberty -lstdc++ -lpthread -lm
 
 VERSION := 0.1.0
 
