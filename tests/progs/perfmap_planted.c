@@ -1,0 +1,66 @@
+/*
+ * jit_perfmap with a perf map that another user could have planted: names its JIT'd loop
+ * "planted_loop" in /tmp/perf-PID.map made as MODE says, then spends ~1.5 s of CPU in the loop.
+ *   perfmap_planted own           a regular file of ours (the control: it must be read)
+ *   perfmap_planted link DIR      a symbolic link to DIR/real.map, which holds the entry
+ *   perfmap_planted owner UID     a regular file chown'd to UID (run as root)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static int write_map(const char *path, const void *jit, size_t size)
+{
+	FILE *map = fopen(path, "w");
+	if (!map)
+		return -1;
+	fprintf(map, "%lx %zx planted_loop\n", (unsigned long)(uintptr_t)jit, size);
+	return fclose(map);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	/* loop: dec rdi; jnz loop; ret */
+	static const unsigned char code[] = {0x48, 0xff, 0xcf, 0x75, 0xfb, 0xc3};
+	unsigned char *jit = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (jit == MAP_FAILED)
+		return 1;
+	memcpy(jit, code, sizeof code);
+	if (mprotect(jit, 4096, PROT_READ | PROT_EXEC) != 0)
+		return 1;
+	char path[64], real[4096];
+	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	int rc = -1;
+	if (strcmp(argv[1], "own") == 0) {
+		rc = write_map(path, jit, sizeof code);
+	} else if (strcmp(argv[1], "link") == 0 && argc > 2) {
+		snprintf(real, sizeof real, "%s/real.map", argv[2]);
+		rc = write_map(real, jit, sizeof code) == 0 ? symlink(real, path) : -1;
+	} else if (strcmp(argv[1], "owner") == 0 && argc > 2) {
+		rc = write_map(path, jit, sizeof code) == 0 ? chown(path, (uid_t)atoi(argv[2]), (gid_t)-1) : -1;
+	}
+	if (rc != 0) {
+		perror("perfmap_planted");
+		unlink(path);
+		return 1;
+	}
+	void (*loop)(uint64_t) = (void (*)(uint64_t))(uintptr_t)jit;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	double spent = 0;
+	while (spent < 1.5) {
+		loop(50000000);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		spent = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	}
+	unlink(path);
+	printf("jit done\n");
+	return 0;
+}
