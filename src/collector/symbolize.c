@@ -412,9 +412,24 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/*
+ * Interns "function\x1fmodule" within WIRE_MAX_STRING (the viewer refuses longer strings): an
+ * over-long function name is cut, never the module (a name that long stays mangled either way).
+ */
+static uint32_t frame_intern(const char *function, const char *module)
+{
+	char text[WIRE_MAX_STRING];
+	size_t mod_len = strnlen(module, 255);
+	size_t fn_len = strnlen(function, sizeof text - 1 - mod_len);
+	memcpy(text, function, fn_len);
+	text[fn_len] = WIRE_FRAME_SEPARATOR;
+	memcpy(text + fn_len + 1, module, mod_len);
+	return sender_intern(text, fn_len + 1 + mod_len);
+}
+
 static uint32_t symbolize_uncached(uint64_t pc)
 {
-	char text[WIRE_MAX_STRING + 1];
+	char text[64];
 	struct module *m = module_find(pc);
 	if (!m) {
 		dl_iterate_phdr(collect_module, NULL); /* a library loaded since the last look */
@@ -424,35 +439,26 @@ static uint32_t symbolize_uncached(uint64_t pc)
 		if (!m->loaded)
 			module_load(m);
 		const struct elfsym_func *s = module_symbol(m, pc - m->base);
-		if (!s) {
-			/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the
-			 * loader. */
-			Dl_info info;
-			if (dladdr((void *)pc, &info) && info.dli_sname) {
-				snprintf(text, sizeof text, "%s%c%s", info.dli_sname, WIRE_FRAME_SEPARATOR,
-				         base_name(m->path));
-				return sender_intern(text, strlen(text));
-			}
-			snprintf(text, sizeof text, "%s+0x%llx%c%s", base_name(m->path),
-			         (unsigned long long)(pc - m->base), WIRE_FRAME_SEPARATOR,
-			         base_name(m->path));
-		} else {
-			snprintf(text, sizeof text, "%s%c%s", s->name, WIRE_FRAME_SEPARATOR,
-			         base_name(m->path));
-		}
-		return sender_intern(text, strlen(text));
+		if (s)
+			return frame_intern(s->name, base_name(m->path));
+		/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the loader. */
+		Dl_info info;
+		if (dladdr((void *)pc, &info) && info.dli_sname)
+			return frame_intern(info.dli_sname, base_name(m->path));
+		char name[300];
+		snprintf(name, sizeof name, "%.255s+0x%llx", base_name(m->path),
+		         (unsigned long long)(pc - m->base));
+		return frame_intern(name, base_name(m->path));
 	}
 	const struct perf_entry *e = perf_find(pc);
 	if (!e) {
 		perf_map_refresh();
 		e = perf_find(pc);
 	}
-	if (e) {
-		snprintf(text, sizeof text, "%s%c[perf-map]", e->name, WIRE_FRAME_SEPARATOR);
-		return sender_intern(text, strlen(text));
-	}
-	snprintf(text, sizeof text, "0x%llx%c[unknown]", (unsigned long long)pc, WIRE_FRAME_SEPARATOR);
-	return sender_intern(text, strlen(text));
+	if (e)
+		return frame_intern(e->name, "[perf-map]");
+	snprintf(text, sizeof text, "0x%llx", (unsigned long long)pc);
+	return frame_intern(text, "[unknown]");
 }
 
 /* A cache slot holds pc + 1 (0 = empty). */

@@ -3,6 +3,7 @@
 # namespaced types, like PyTorch's at::native kernels) shows it demangled in stats' hot list:
 # "unsigned long deep_hot<at::native::detail::Pack<...Functor059> >(...)".
 # (libstdc++'s __cxa_demangle refuses names over 1024 bytes, and the collector cut names at 2 KiB.)
+# A 4,600-byte name (longer than a string may be on the wire) is cut, but keeps its module.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -29,5 +30,21 @@ if top["function"] != want:
          % (top["function"][:160], len(top["function"]), len(want)))
 if top["samples"] < 20:
     fail("only %d samples in deep_hot" % top["samples"])
+PY
+
+"$CXX" -O1 -g -DPACK120 -o "$T/deep_template" "$(dirname "$0")/../progs/deep_template.cc" 2>"$T/cc.err" ||
+	fail "cannot build tests/progs/deep_template.cc -DPACK120: $(head -c 300 "$T/cc.err")"
+cs_record "$T/cap120" app120 -- "$T/deep_template" 1.5
+[ "$RC" = 0 ] || fail "record (120 types) exited $RC: $(head -c 300 "$T/app120.err")"
+cs_stats "$T/cap120" "$T/stats120.json"
+py_check "$T/stats120.json" <<'PY'
+rows = [r for r in J["hot"] if r["function"].startswith("_Z8deep_hot") or r["function"].startswith("unsigned long deep_hot")]
+if not rows:
+    fail("no hot row for deep_hot (120 types): %r" % [(r["function"][:60], r["module"]) for r in J["hot"][:5]])
+top = max(rows, key=lambda r: r["samples"])
+if top["module"] != "deep_template":
+    fail("the over-long name lost its module: %r in %r" % (top["function"][:60], top["module"]))
+if top["samples"] < 20:
+    fail("only %d samples in deep_hot (120 types)" % top["samples"])
 PY
 exit 0
