@@ -66,13 +66,14 @@ static struct {
  * Opens the file mapped at addr: through /proc/self/map_files (the mapped inode itself, even when
  * the path now names another file; needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by path
  * when that file is still the mapped inode (device and inode as /proc/self/maps shows them).
- * -1 when neither: a replaced file's symbols would name the wrong functions.
+ * -1 when neither: a replaced file's symbols would name the wrong functions. Without /proc, the
+ * path.
  */
 static int module_open(const char *path, uint64_t addr)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
-	if (!maps)
-		return -1;
+	if (!maps) /* no /proc (a chroot): the path is all there is */
+		return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned long long lo = 0, hi = 0, ino = 0;
