@@ -38,7 +38,7 @@ static void long_template(int n, char *mangled, size_t msize, char *want, size_t
 static void test_long_template_demangled(void **state)
 {
 	(void)state;
-	static char mangled[8192], want[16384], buf[16384];
+	static char mangled[8192], want[32768], buf[16384];
 	long_template(60, mangled, sizeof mangled, want, sizeof want);
 	assert_true(strlen(mangled) > 2048);
 	assert_non_null(store_demangle(mangled, buf, sizeof buf));
@@ -48,6 +48,12 @@ static void test_long_template_demangled(void **state)
 	assert_true(strlen(mangled) > 1024);
 	assert_non_null(store_demangle(mangled, buf, sizeof buf));
 	assert_string_equal(buf, want);
+	/* Near the longest the collector sends: the demangler's stack use grows with the length. */
+	long_template(105, mangled, sizeof mangled, want, sizeof want);
+	assert_true(strlen(mangled) > 4000 && strlen(mangled) <= WIRE_MAX_STRING);
+	static char big[32768];
+	assert_non_null(store_demangle(mangled, big, sizeof big));
+	assert_string_equal(big, want);
 	assert_non_null(store_demangle("_Z3foov.cold", buf, sizeof buf));
 	assert_string_equal(buf, "foo() [clone .cold]");
 }
