@@ -11,7 +11,7 @@ need_prog strip_spin
 for tool in objcopy strip nm xz comm; do
 	command -v $tool >/dev/null 2>&1 || skip "no $tool (binutils, xz-utils)"
 done
-[ -n "$(ldconfig -p 2>/dev/null | grep 'liblzma\.so\.5 ')" ] || skip "no liblzma.so.5"
+ldconfig -p 2>/dev/null | grep -q 'liblzma\.so\.5 ' || skip "no liblzma.so.5"
 
 # hottest NAME: records $T/NAME and prints its hottest function in module NAME.
 hottest()
