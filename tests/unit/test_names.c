@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "cuscope/store.h"
+#include "cuscope/strtab.h"
 #include "cuscope/wire.h"
 
 /*
@@ -70,11 +71,37 @@ static void test_too_long_left_alone(void **state)
 	assert_null(store_demangle("_Zgarbage(", buf, sizeof buf));
 }
 
+/* A CUDA kernel's mangled name longer than a wire string is cut when interned, so its string
+ * frame is one the viewer accepts (a longer one made it drop the connection). */
+static void test_long_kernel_name_interned_cut(void **state)
+{
+	(void)state;
+	static char mangled[3 * WIRE_MAX_STRING], want[6 * WIRE_MAX_STRING];
+	long_template(150, mangled, sizeof mangled, want, sizeof want);
+	struct strtab tab;
+	assert_int_equal(strtab_init(&tab, 100, 1 << 20), 0);
+	int is_new;
+	uint32_t id = strtab_intern(&tab, mangled, strlen(mangled), &is_new);
+	assert_true(is_new);
+	size_t len;
+	const char *text = strtab_text(&tab, id, &len);
+	assert_int_equal(len, WIRE_MAX_STRING);
+	assert_memory_equal(text, mangled, len);
+	static uint8_t frame[sizeof(struct wire_string) + 3 * WIRE_MAX_STRING];
+	struct wire_string ws = {id, (uint32_t)len};
+	memcpy(frame, &ws, sizeof ws);
+	memcpy(frame + sizeof ws, text, len);
+	const char *cause = NULL;
+	assert_int_equal(wire_frame_check(WIRE_FRAME_STRING, frame, (uint32_t)(sizeof ws + len), &cause), 0);
+	strtab_fini(&tab);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_long_template_demangled),
 	    cmocka_unit_test(test_too_long_left_alone),
+	    cmocka_unit_test(test_long_kernel_name_interned_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
