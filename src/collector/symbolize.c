@@ -227,7 +227,8 @@ static void minidebug_read(struct elfsym_file *f, struct elfsym_table *t)
 		return;
 	}
 	/* Output size is known only by decoding: grow the buffer up to the bound. */
-	for (size_t out_size = in_size * 4 + 4096; out_size <= MINIDEBUG_MAX; out_size *= 2) {
+	size_t first = in_size < MINIDEBUG_MAX / 8 ? in_size * 4 + 4096 : MINIDEBUG_MAX;
+	for (size_t out_size = first; out_size <= MINIDEBUG_MAX; out_size *= 2) {
 		uint8_t *out = malloc(out_size);
 		if (!out)
 			break;
