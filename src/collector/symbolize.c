@@ -56,6 +56,7 @@ static struct {
 	struct perf_entry *perf;
 	size_t perf_count, perf_cap;
 	off_t perf_size;    /* bytes of the perf map already read */
+	pid_t perf_pid;     /* whose perf map perf_size counts */
 	uint64_t *cache_pc; /* open addressing: pc -> id */
 	uint32_t *cache_id;
 	size_t cache_used;
@@ -352,6 +353,11 @@ static int cmp_perf(const void *a, const void *b)
 static void perf_map_refresh(void)
 {
 	char path[64];
+	if (sym.perf_pid != getpid()) {
+		/* A forked child: its own map starts empty (the parent's entries stay valid here). */
+		sym.perf_pid = getpid();
+		sym.perf_size = 0;
+	}
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
 	/* /tmp is everyone's: only the map this process (its user) wrote, never through a link, never
 	 * a FIFO that would block. */
@@ -366,10 +372,12 @@ static void perf_map_refresh(void)
 		return;
 	}
 	fseeko(f, sym.perf_size, SEEK_SET);
-	char line[1024];
-	while (fgets(line, sizeof line, f)) {
-		size_t len = strlen(line);
-		if (!len || line[len - 1] != '\n')
+	char *line = NULL;
+	size_t line_cap = 0;
+	ssize_t got;
+	while ((got = getline(&line, &line_cap, f)) > 0) {
+		size_t len = (size_t)got;
+		if (line[len - 1] != '\n')
 			break; /* partial line: read it next time */
 		sym.perf_size += (off_t)len;
 		line[len - 1] = '\0';
@@ -395,6 +403,7 @@ static void perf_map_refresh(void)
 			break;
 		sym.perf[sym.perf_count++] = (struct perf_entry){start, size, name};
 	}
+	free(line);
 	fclose(f);
 	qsort(sym.perf, sym.perf_count, sizeof *sym.perf, cmp_perf);
 }
