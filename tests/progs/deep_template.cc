@@ -17,7 +17,8 @@ namespace detail
 	};
 #define F10(d) F(d##0) F(d##1) F(d##2) F(d##3) F(d##4) F(d##5) F(d##6) F(d##7) F(d##8) F(d##9)
 F10(00)
-F10(01) F10(02) F10(03) F10(04) F10(05) F10(06) F10(07) F10(08) F10(09) F10(10) F10(11) template <class... Ts>
+F10(01)
+F10(02) F10(03) F10(04) F10(05) F10(06) F10(07) F10(08) F10(09) F10(10) F10(11) template <class... Ts>
 struct Pack {
 };
 } // namespace detail
