@@ -6,24 +6,19 @@
 #include <cstdlib>
 #include <ctime>
 
-namespace at
-{
-namespace native
-{
-namespace detail
-{
-#define F(n)                                                                                                 \
-	struct VectorizedElementwiseFunctor##n {                                                             \
-	};
+// clang-format off
+namespace at {
+namespace native {
+namespace detail {
+#define F(n) struct VectorizedElementwiseFunctor##n {};
 #define F10(d) F(d##0) F(d##1) F(d##2) F(d##3) F(d##4) F(d##5) F(d##6) F(d##7) F(d##8) F(d##9)
-F10(00)
-F10(01)
-F10(02) F10(03) F10(04) F10(05) F10(06) F10(07) F10(08) F10(09) F10(10) F10(11) template <class... Ts>
-struct Pack {
-};
+F10(00) F10(01) F10(02) F10(03) F10(04) F10(05)
+F10(06) F10(07) F10(08) F10(09) F10(10) F10(11)
+template <class... Ts> struct Pack {};
 } // namespace detail
 } // namespace native
 } // namespace at
+// clang-format on
 
 #define A(n)   at::native::detail::VectorizedElementwiseFunctor##n
 #define A10(d) A(d##0), A(d##1), A(d##2), A(d##3), A(d##4), A(d##5), A(d##6), A(d##7), A(d##8), A(d##9)
