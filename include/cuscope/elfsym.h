@@ -59,6 +59,8 @@ void elfsym_table_fini(struct elfsym_table *t);
 void *elfsym_section(struct elfsym_file *f, const char *name, size_t *size);
 /* The NT_GNU_BUILD_ID note: its length (copied up to cap bytes into id), or 0 when none. */
 size_t elfsym_build_id(struct elfsym_file *f, uint8_t *id, size_t cap);
+/* The same from notes in memory (a loaded module's PT_NOTE segment), size bytes. */
+size_t elfsym_notes_build_id(const uint8_t *notes, size_t size, uint8_t *id, size_t cap);
 /* The .gnu_debuglink file name (no '/' allowed) and CRC-32. 0 or -ENOENT. */
 int elfsym_debuglink(struct elfsym_file *f, char *name, size_t cap, uint32_t *crc);
 

@@ -266,6 +266,30 @@ void *elfsym_section(struct elfsym_file *f, const char *name, size_t *size)
 	return data;
 }
 
+size_t elfsym_notes_build_id(const uint8_t *notes, size_t size, uint8_t *id, size_t cap)
+{
+	size_t off = 0;
+	/* Each note: header, name and descriptor padded to 4 bytes, all within the notes. */
+	while (size - off >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		memcpy(&nh, notes + off, sizeof nh);
+		off += sizeof nh;
+		size_t name_room = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
+		size_t desc_room = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
+		if (nh.n_namesz > size - off || name_room > size - off ||
+		    nh.n_descsz > size - off - name_room)
+			return 0;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + off, "GNU", 4) == 0 &&
+		    nh.n_descsz) {
+			memcpy(id, notes + off + name_room, nh.n_descsz < cap ? nh.n_descsz : cap);
+			return nh.n_descsz;
+		}
+		off += name_room;
+		off += desc_room < size - off ? desc_room : size - off;
+	}
+	return 0;
+}
+
 size_t elfsym_build_id(struct elfsym_file *f, uint8_t *id, size_t cap)
 {
 	const Elf64_Shdr *sh = f->sh;
@@ -273,25 +297,7 @@ size_t elfsym_build_id(struct elfsym_file *f, uint8_t *id, size_t cap)
 		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_size > (1u << 20))
 			continue;
 		uint8_t *notes = file_read(f, sh[i].sh_offset, sh[i].sh_size);
-		size_t size = notes ? (size_t)sh[i].sh_size : 0, off = 0, found = 0;
-		/* Each note: header, name and descriptor padded to 4 bytes, all within the section. */
-		while (!found && size - off >= sizeof(Elf64_Nhdr)) {
-			Elf64_Nhdr nh;
-			memcpy(&nh, notes + off, sizeof nh);
-			off += sizeof nh;
-			size_t name_room = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
-			size_t desc_room = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
-			if (nh.n_namesz > size - off || name_room > size - off ||
-			    nh.n_descsz > size - off - name_room)
-				break;
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp(notes + off, "GNU", 4) == 0 && nh.n_descsz) {
-				memcpy(id, notes + off + name_room, nh.n_descsz < cap ? nh.n_descsz : cap);
-				found = nh.n_descsz;
-			}
-			off += name_room;
-			off += desc_room < size - off ? desc_room : size - off;
-		}
+		size_t found = notes ? elfsym_notes_build_id(notes, (size_t)sh[i].sh_size, id, cap) : 0;
 		free(notes);
 		if (found)
 			return found;

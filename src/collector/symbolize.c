@@ -38,6 +38,8 @@ struct module {
 	uint64_t lo, hi; /* absolute range of its PT_LOAD segments */
 	int loaded;      /* symbols read (or tried) */
 	struct elfsym_table tab;
+	uint8_t build_id[64]; /* from its loaded PT_NOTE segment */
+	size_t build_id_len;  /* 0: none */
 };
 
 struct perf_entry {
@@ -63,15 +65,32 @@ static struct {
 	uint32_t generation;
 } sym;
 
+/* Whether the file on fd has this build-id. */
+static int build_id_matches(int fd, const uint8_t *id, size_t len)
+{
+	struct elfsym_file f;
+	uint8_t other[64];
+	int ok = 0;
+	if (elfsym_open_fd(&f, fd) == 0) {
+		size_t n = elfsym_build_id(&f, other, sizeof other);
+		ok = n == len && memcmp(other, id, len) == 0;
+	}
+	elfsym_close(&f);
+	return ok;
+}
+
 /*
- * Opens the file mapped at addr: through /proc/self/map_files (the mapped inode itself, even when
- * the path now names another file; needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by path
- * when that file is still the mapped inode (device and inode as /proc/self/maps shows them).
+ * Opens the file mapped at the module's first address: through /proc/self/map_files (the mapped
+ * inode itself, even when the path now names another file; needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE), else by path when that file is still the mapped inode (device and
+ * inode as /proc/self/maps shows them) or has the loaded module's build-id.
  * -1 when neither: a replaced file's symbols would name the wrong functions. Without /proc, the
  * path.
  */
-static int module_open(const char *path, uint64_t addr)
+static int module_open(const struct module *m)
 {
+	const char *path = m->path;
+	uint64_t addr = m->lo;
 	FILE *maps = fopen("/proc/self/maps", "re");
 	if (!maps) /* no /proc (a chroot): the path is all there is */
 		return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -95,12 +114,19 @@ static int module_open(const char *path, uint64_t addr)
 		return fd;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != ino || major(st.st_dev) != dev_major ||
-	                minor(st.st_dev) != dev_minor)) {
+	if (fd < 0 || fstat(fd, &st) != 0)
+		goto refuse;
+	if (st.st_ino == ino && major(st.st_dev) == dev_major && minor(st.st_dev) == dev_minor)
+		return fd;
+	/* Another inode (overlayfs shows the lower file in maps, or a copy was renamed over it): the
+	 * same file only if its build-id is the loaded one's. */
+	if (m->build_id_len && m->build_id_len <= sizeof m->build_id &&
+	    build_id_matches(fd, m->build_id, m->build_id_len))
+		return fd;
+refuse:
+	if (fd >= 0)
 		close(fd);
-		fd = -1;
-	}
-	return fd;
+	return -1;
 }
 
 /* Opens path when it is a regular file owned by root or by us (never a FIFO that blocks). */
@@ -138,20 +164,6 @@ static uint32_t file_crc(int fd, int *ok)
 	}
 	*ok = 1;
 	return crc;
-}
-
-/* Whether the file on fd has this build-id. */
-static int build_id_matches(int fd, const uint8_t *id, size_t len)
-{
-	struct elfsym_file f;
-	uint8_t other[64];
-	int ok = 0;
-	if (elfsym_open_fd(&f, fd) == 0) {
-		size_t n = elfsym_build_id(&f, other, sizeof other);
-		ok = n == len && memcmp(other, id, len) == 0;
-	}
-	elfsym_close(&f);
-	return ok;
 }
 
 /*
@@ -254,7 +266,7 @@ static void minidebug_read(struct elfsym_file *f, struct elfsym_table *t)
 static void module_load(struct module *m)
 {
 	m->loaded = 1;
-	int fd = module_open(m->path, m->lo);
+	int fd = module_open(m);
 	if (fd < 0)
 		return;
 	struct elfsym_file f;
@@ -279,6 +291,18 @@ static void module_load(struct module *m)
 	elfsym_close(&f);
 	close(fd);
 	elfsym_table_sort(&m->tab);
+}
+
+/* Whether a segment's bytes lie inside a loaded (so readable) segment of the module. */
+static int in_load_segment(const struct dl_phdr_info *info, const ElfW(Phdr) * seg)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && seg->p_vaddr >= ph->p_vaddr &&
+		    seg->p_vaddr + seg->p_memsz <= ph->p_vaddr + ph->p_filesz)
+			return 1;
+	}
+	return 0;
 }
 
 static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
@@ -314,6 +338,14 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
 	m->base = info->dlpi_addr;
 	m->lo = lo;
 	m->hi = hi;
+	/* The loaded notes are this module's identity, whatever its path names now. */
+	for (int i = 0; i < info->dlpi_phnum && !m->build_id_len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE && ph->p_memsz <= (1u << 16) && in_load_segment(info, ph))
+			m->build_id_len =
+			    elfsym_notes_build_id((const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
+			                          ph->p_memsz, m->build_id, sizeof m->build_id);
+	}
 	if (info->dlpi_name && info->dlpi_name[0]) {
 		snprintf(m->path, sizeof m->path, "%s", info->dlpi_name);
 	} else {
