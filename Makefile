@@ -33,7 +33,7 @@ endif
 NCURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
 NCURSES_LIBS   := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 # Everything the viewer library needs at link time (CLI, unit tests, benchmarks).
-VIEWER_LIBS    := $(NCURSES_LIBS) -lzstd -lz -lstdc++ -lpthread -lm
+VIEWER_LIBS    := $(NCURSES_LIBS) -lzstd -lz -liberty -lstdc++ -lpthread -lm
 
 VERSION := 0.1.0
 
@@ -45,7 +45,7 @@ VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c 
 CLI_SRC       := $(wildcard src/cli/*.c)
 
 # The collector never dies on allocation failure, so it links no dying allocator and no viewer logging.
-COLLECTOR_BASE := src/base/clock.c src/base/crc32.c src/base/safefs.c
+COLLECTOR_BASE := src/base/clock.c src/base/crc32.c src/base/elfsym.c src/base/safefs.c
 COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(COLLECTOR_BASE) $(WIRE_SRC) $(COLLECTOR_SRC))
 VIEWER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(VIEWER_SRC))
 CLI_OBJ       := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLI_SRC))
@@ -139,7 +139,7 @@ $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(VIEWER_LIB)
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 fuzz: all tests-build
 	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz 'SAN=$(FUZZ_SAN)' build-fuzz/obj/libviewer.a
-	$(Q)for h in capture wire; do \
+	$(Q)for h in capture wire elfsym; do \
 		clang $(CPPFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -o build-fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
 			build-fuzz/obj/libviewer.a $(VIEWER_LIBS) || exit 1; \
 	done

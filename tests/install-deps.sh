@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 PACKAGES="build-essential pkg-config libncurses-dev libcmocka-dev tmux python3 python3-venv python3-pip"
 PACKAGES="$PACKAGES libunwind-dev libpfm4-dev libzstd-dev zlib1g-dev procps"
+# libiberty: the C++ demangler; libc6-dbg, binutils, xz-utils: the separate-debug-file tests.
+PACKAGES="$PACKAGES libiberty-dev libc6-dbg binutils xz-utils"
 BUILD=${BUILD:-build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 

@@ -34,7 +34,8 @@ struct strtab {
 int strtab_init(struct strtab *tab, uint32_t max_strings, size_t max_bytes);
 void strtab_fini(struct strtab *tab);
 /*
- * Returns the id of text (interning it), STRTAB_OVERFLOW_ID when the table is full or memory ran
+ * Returns the id of text (interning it; text past WIRE_MAX_STRING bytes is cut, as the viewer
+ * refuses longer strings), STRTAB_OVERFLOW_ID when the table is full or memory ran
  * out, and sets *is_new when the id was just created (the caller then announces it).
  */
 uint32_t strtab_intern(struct strtab *tab, const char *text, size_t length, int *is_new);

@@ -92,3 +92,235 @@ int elfsym_lookup(int fd, const char *name, uint64_t *value, uint64_t *first_vad
 	free(sh);
 	return rc;
 }
+
+/* ---- function symbols of a whole file ---- */
+
+/* Reads size bytes at off from the file or buffer into a new buffer (bounded as elfsym_read). */
+static void *file_read(const struct elfsym_file *f, uint64_t off, uint64_t size)
+{
+	if (f->fd >= 0)
+		return elfsym_read(f->fd, off, size, f->size);
+	if (!size || size > ELFSYM_MAX_TABLE || off > f->size || size > f->size - off)
+		return NULL;
+	void *buf = malloc((size_t)size);
+	if (buf)
+		memcpy(buf, f->mem + off, (size_t)size);
+	return buf;
+}
+
+static int file_open(struct elfsym_file *f)
+{
+	Elf64_Ehdr eh;
+	f->sh = NULL;
+	f->shstr = NULL;
+	f->shstr_size = 0;
+	if (f->size < sizeof eh)
+		return -ENOEXEC;
+	void *head = file_read(f, 0, sizeof eh);
+	if (!head)
+		return -ENOEXEC;
+	memcpy(&eh, head, sizeof eh);
+	free(head);
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
+		return -ENOEXEC;
+	f->shnum = eh.e_shnum;
+	f->sh = file_read(f, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr));
+	if (!f->sh)
+		return -ENOEXEC;
+	const Elf64_Shdr *sh = f->sh;
+	if (eh.e_shstrndx < f->shnum && sh[eh.e_shstrndx].sh_type == SHT_STRTAB) {
+		f->shstr = file_read(f, sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
+		f->shstr_size = f->shstr ? sh[eh.e_shstrndx].sh_size : 0;
+	}
+	return 0;
+}
+
+int elfsym_open_fd(struct elfsym_file *f, int fd)
+{
+	struct stat st;
+	memset(f, 0, sizeof *f);
+	f->fd = fd;
+	/* A device or FIFO could block or never end. */
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	f->size = (uint64_t)st.st_size;
+	return file_open(f);
+}
+
+int elfsym_open_mem(struct elfsym_file *f, const void *mem, size_t size)
+{
+	memset(f, 0, sizeof *f);
+	f->fd = -1;
+	f->mem = mem;
+	f->size = size;
+	return file_open(f);
+}
+
+void elfsym_close(struct elfsym_file *f)
+{
+	free(f->sh);
+	free(f->shstr);
+	f->sh = NULL;
+	f->shstr = NULL;
+}
+
+int elfsym_has_section_type(const struct elfsym_file *f, uint32_t type)
+{
+	const Elf64_Shdr *sh = f->sh;
+	for (size_t i = 0; sh && i < f->shnum; i++)
+		if (sh[i].sh_type == type && sh[i].sh_size)
+			return 1;
+	return 0;
+}
+
+int elfsym_read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table *t)
+{
+	const Elf64_Shdr *sh = f->sh;
+	for (size_t i = 0; sh && i < f->shnum; i++) {
+		if (sh[i].sh_type != type || sh[i].sh_link >= f->shnum ||
+		    sh[i].sh_entsize != sizeof(Elf64_Sym))
+			continue;
+		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+		Elf64_Sym *syms = file_read(f, sh[i].sh_offset, sh[i].sh_size);
+		/* One byte more than the table, always NUL: a last name the file leaves open ends there. */
+		char *names = syms && strs->sh_size < ELFSYM_MAX_TABLE
+		                  ? file_read(f, strs->sh_offset, strs->sh_size)
+		                  : NULL;
+		if (!syms || !names) { /* out of the file or too large: skip this table */
+			free(syms);
+			free(names);
+			continue;
+		}
+		char *block = realloc(names, (size_t)strs->sh_size + 1);
+		char **blocks = block ? realloc(t->blocks, (t->block_count + 1) * sizeof *blocks) : NULL;
+		size_t n = sh[i].sh_size / sizeof *syms;
+		struct elfsym_func *out = blocks ? realloc(t->funcs, (t->count + n) * sizeof *out) : NULL;
+		if (blocks)
+			t->blocks = blocks;
+		if (!out) {
+			free(syms);
+			free(block ? block : names);
+			return -ENOMEM;
+		}
+		t->funcs = out;
+		block[strs->sh_size] = '\0';
+		t->blocks[t->block_count++] = block;
+		for (size_t k = 0; k < n; k++) {
+			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
+			    syms[k].st_name >= strs->sh_size || syms[k].st_shndx == SHN_UNDEF)
+				continue;
+			out[t->count++] =
+			    (struct elfsym_func){syms[k].st_value, syms[k].st_size, block + syms[k].st_name};
+		}
+		free(syms);
+	}
+	return 0;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct elfsym_func *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void elfsym_table_sort(struct elfsym_table *t)
+{
+	if (t->count)
+		qsort(t->funcs, t->count, sizeof *t->funcs, cmp_func);
+}
+
+void elfsym_table_fini(struct elfsym_table *t)
+{
+	for (size_t i = 0; i < t->block_count; i++)
+		free(t->blocks[i]);
+	free(t->blocks);
+	free(t->funcs);
+	memset(t, 0, sizeof *t);
+}
+
+/* Index of the section with this name, or -1. */
+static int section_index(const struct elfsym_file *f, const char *name)
+{
+	const Elf64_Shdr *sh = f->sh;
+	size_t len = strlen(name);
+	for (size_t i = 0; sh && f->shstr && i < f->shnum; i++) {
+		if (sh[i].sh_name >= f->shstr_size || f->shstr_size - sh[i].sh_name <= len)
+			continue;
+		if (memcmp(f->shstr + sh[i].sh_name, name, len + 1) == 0)
+			return sh[i].sh_type == SHT_NOBITS ? -1 : (int)i;
+	}
+	return -1;
+}
+
+void *elfsym_section(struct elfsym_file *f, const char *name, size_t *size)
+{
+	int i = section_index(f, name);
+	if (i < 0)
+		return NULL;
+	const Elf64_Shdr *sh = &((const Elf64_Shdr *)f->sh)[i];
+	void *data = file_read(f, sh->sh_offset, sh->sh_size);
+	*size = data ? (size_t)sh->sh_size : 0;
+	return data;
+}
+
+size_t elfsym_notes_build_id(const uint8_t *notes, size_t size, uint8_t *id, size_t cap)
+{
+	size_t off = 0;
+	/* Each note: header, name and descriptor padded to 4 bytes, all within the notes. */
+	while (size - off >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		memcpy(&nh, notes + off, sizeof nh);
+		off += sizeof nh;
+		size_t name_room = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
+		size_t desc_room = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
+		if (nh.n_namesz > size - off || name_room > size - off ||
+		    nh.n_descsz > size - off - name_room)
+			return 0;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(notes + off, "GNU", 4) == 0 &&
+		    nh.n_descsz) {
+			memcpy(id, notes + off + name_room, nh.n_descsz < cap ? nh.n_descsz : cap);
+			return nh.n_descsz;
+		}
+		off += name_room;
+		off += desc_room < size - off ? desc_room : size - off;
+	}
+	return 0;
+}
+
+size_t elfsym_build_id(struct elfsym_file *f, uint8_t *id, size_t cap)
+{
+	const Elf64_Shdr *sh = f->sh;
+	for (size_t i = 0; sh && i < f->shnum; i++) {
+		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_size > (1u << 20))
+			continue;
+		uint8_t *notes = file_read(f, sh[i].sh_offset, sh[i].sh_size);
+		size_t found = notes ? elfsym_notes_build_id(notes, (size_t)sh[i].sh_size, id, cap) : 0;
+		free(notes);
+		if (found)
+			return found;
+	}
+	return 0;
+}
+
+int elfsym_debuglink(struct elfsym_file *f, char *name, size_t cap, uint32_t *crc)
+{
+	size_t size;
+	char *data = elfsym_section(f, ".gnu_debuglink", &size);
+	if (!data)
+		return -ENOENT;
+	/* The name, NUL, padding to 4 bytes, then the CRC-32 of the debug file. */
+	size_t len = strnlen(data, size);
+	size_t crc_off = (len + 4) & ~(size_t)3;
+	int rc = -ENOENT;
+	if (len && len < cap && crc_off + 4 <= size && !memchr(data, '/', len) && strcmp(data, ".") != 0 &&
+	    strcmp(data, "..") != 0) {
+		memcpy(name, data, len + 1);
+		memcpy(crc, data + crc_off, 4);
+		rc = 0;
+	}
+	free(data);
+	return rc;
+}

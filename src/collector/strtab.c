@@ -1,4 +1,5 @@
 #include "cuscope/strtab.h"
+#include "cuscope/wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -68,6 +69,10 @@ void strtab_fini(struct strtab *tab)
 
 uint32_t strtab_intern(struct strtab *tab, const char *text, size_t length, int *is_new)
 {
+	/* The viewer refuses a longer string frame (and with it the connection): a CUDA kernel's
+	 * mangled name can be longer. */
+	if (length > WIRE_MAX_STRING)
+		length = WIRE_MAX_STRING;
 	uint32_t hash = strtab_hash(text, length);
 	struct strtab_key key = {tab, text, length, hash};
 	/* Slots are twice the cap, so a free one remains; a full table would answer overflow. */

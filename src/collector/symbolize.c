@@ -1,42 +1,45 @@
 /*
  * Address -> "function\x1fmodule" on the sender thread: module ranges from dl_iterate_phdr, function
- * symbols read straight from each module's ELF file (.symtab, else .dynsym), Python perf-trampoline
- * names from /tmp/perf-PID.map, "module+0xOFFSET" when nothing names the address. Results are
+ * symbols read from the mapped file itself (.symtab, else a separate debug file found by build-id
+ * or .gnu_debuglink, else .gnu_debugdata and .dynsym), Python perf-trampoline names from
+ * /tmp/perf-PID.map (ours only), "module+0xOFFSET" when nothing names the address. Results are
  * cached per address and interned, so each distinct frame costs one lookup.
  */
 #include "collector.h"
+#include "cuscope/crc32.h"
+#include "cuscope/elfsym.h"
 #include "cuscope/hashmap.h"
 #include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define PC_CACHE_SLOTS (1u << 18)
-
-struct symbol {
-	uint64_t start; /* module-relative (st_value) */
-	uint64_t size;
-	const char *name; /* points into the mapped string table */
-};
+/* Bounds on what a module's files make us read: a debug file checked by CRC, a decompressed
+ * .gnu_debugdata, the entries of a perf map. */
+#define DEBUG_FILE_MAX (1ull << 30)
+#define MINIDEBUG_MAX  (64u << 20)
+#define PERF_MAP_MAX   (1u << 20)
+#define DEBUG_ROOT     "/usr/lib/debug"
 
 struct module {
 	char path[512];
 	uint64_t base;   /* dlpi_addr */
 	uint64_t lo, hi; /* absolute range of its PT_LOAD segments */
 	int loaded;      /* symbols read (or tried) */
-	struct symbol *syms;
-	size_t sym_count;
-	void *map; /* the ELF file, mapped while symbols point into it */
-	size_t map_size;
+	struct elfsym_table tab;
+	uint8_t build_id[64]; /* from its loaded PT_NOTE segment */
+	size_t build_id_len;  /* 0: none */
 };
 
 struct perf_entry {
@@ -45,7 +48,7 @@ struct perf_entry {
 };
 
 /* Both are searched as time rows (timerow.h): sorted by their first field. */
-_Static_assert(offsetof(struct symbol, start) == TIMEROW_START &&
+_Static_assert(offsetof(struct elfsym_func, start) == TIMEROW_START &&
                    offsetof(struct perf_entry, start) == TIMEROW_START,
                "sorted by the first field");
 
@@ -55,74 +58,251 @@ static struct {
 	struct perf_entry *perf;
 	size_t perf_count, perf_cap;
 	off_t perf_size;    /* bytes of the perf map already read */
+	pid_t perf_pid;     /* whose perf map perf_size counts */
 	uint64_t *cache_pc; /* open addressing: pc -> id */
 	uint32_t *cache_id;
 	size_t cache_used;
 	uint32_t generation;
 } sym;
 
-static int cmp_symbol(const void *a, const void *b)
+/* Whether the file on fd has this build-id. */
+static int build_id_matches(int fd, const uint8_t *id, size_t len)
 {
-	const struct symbol *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Reads FUNC symbols of one section type from a mapped ELF file. */
-static void module_read_symbols(struct module *m, const uint8_t *file, size_t size, uint32_t want_type)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
-	if (eh->e_shoff == 0 || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
-		return;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(file + eh->e_shoff);
-	for (size_t i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != want_type || sh[i].sh_link >= eh->e_shnum)
-			continue;
-		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-		if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size ||
-		    sh[i].sh_entsize != sizeof(Elf64_Sym))
-			continue;
-		const Elf64_Sym *s = (const Elf64_Sym *)(file + sh[i].sh_offset);
-		size_t n = sh[i].sh_size / sizeof *s;
-		struct symbol *out = realloc(m->syms, (m->sym_count + n) * sizeof *out);
-		if (!out)
-			return;
-		m->syms = out;
-		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(s[k].st_info) != STT_FUNC || s[k].st_value == 0 ||
-			    s[k].st_name >= strs->sh_size)
-				continue;
-			out[m->sym_count++] = (struct symbol){
-			    s[k].st_value, s[k].st_size, (const char *)file + strs->sh_offset + s[k].st_name};
-		}
+	struct elfsym_file f;
+	uint8_t other[64];
+	int ok = 0;
+	if (elfsym_open_fd(&f, fd) == 0) {
+		size_t n = elfsym_build_id(&f, other, sizeof other);
+		ok = n == len && memcmp(other, id, len) == 0;
 	}
+	elfsym_close(&f);
+	return ok;
 }
 
+/*
+ * Opens the file mapped at the module's first address: through /proc/self/map_files (the mapped
+ * inode itself, even when the path now names another file; needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE), else by path when that file is still the mapped inode (device and
+ * inode as /proc/self/maps shows them) or has the loaded module's build-id.
+ * -1 when neither: a replaced file's symbols would name the wrong functions. Without /proc, the
+ * path.
+ */
+static int module_open(const struct module *m)
+{
+	const char *path = m->path;
+	uint64_t addr = m->lo;
+	FILE *maps = fopen("/proc/self/maps", "re");
+	if (!maps) /* no /proc (a chroot): the path is all there is */
+		return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long long lo = 0, hi = 0, ino = 0;
+	unsigned dev_major = 0, dev_minor = 0;
+	int found = 0;
+	while (!found && getline(&line, &cap, maps) > 0)
+		found = sscanf(line, "%llx-%llx %*s %*x %x:%x %llu", &lo, &hi, &dev_major, &dev_minor,
+		               &ino) == 5 &&
+		        addr >= lo && addr < hi && ino != 0;
+	free(line);
+	fclose(maps);
+	if (!found)
+		return -1;
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
+	int fd = open(link, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0)
+		return fd;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		goto refuse;
+	if (st.st_ino == ino && major(st.st_dev) == dev_major && minor(st.st_dev) == dev_minor)
+		return fd;
+	/* Another inode (overlayfs shows the lower file in maps, or a copy was renamed over it): the
+	 * same file only if its build-id is the loaded one's. */
+	if (m->build_id_len && m->build_id_len <= sizeof m->build_id &&
+	    build_id_matches(fd, m->build_id, m->build_id_len))
+		return fd;
+refuse:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Opens path when it is a regular file owned by root or by us (never a FIFO that blocks). */
+static int trusted_open(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd >= 0 &&
+	    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* CRC-32 of a whole file as .gnu_debuglink states it; 0 and *ok = 0 when unreadable. */
+static uint32_t file_crc(int fd, int *ok)
+{
+	static uint8_t buf[1 << 16]; /* the sender thread only */
+	uint32_t crc = 0;
+	uint64_t done = 0;
+	*ok = 0;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof buf, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 0;
+		if (n == 0)
+			break;
+		crc = crc32_update(crc, buf, (size_t)n);
+		done += (uint64_t)n;
+		if (done > DEBUG_FILE_MAX)
+			return 0;
+	}
+	*ok = 1;
+	return crc;
+}
+
+/*
+ * The separate debug file of a stripped module (gdb's rules): by build-id under
+ * /usr/lib/debug/.build-id (its build-id checked), else by .gnu_debuglink next to the module, in
+ * .debug/ there, or under /usr/lib/debug (its CRC checked). fd or -1.
+ */
+static int debug_file_open(struct elfsym_file *f, const char *module_path)
+{
+	char path[1024];
+	uint8_t id[64];
+	size_t len = elfsym_build_id(f, id, sizeof id);
+	if (len >= 2 && len <= sizeof id) {
+		int o = snprintf(path, sizeof path, DEBUG_ROOT "/.build-id/%02x/", id[0]);
+		for (size_t i = 1; i < len; i++)
+			o += snprintf(path + o, sizeof path - (size_t)o, "%02x", id[i]);
+		snprintf(path + o, sizeof path - (size_t)o, ".debug");
+		int fd = trusted_open(path);
+		if (fd >= 0 && build_id_matches(fd, id, len))
+			return fd;
+		if (fd >= 0)
+			close(fd);
+	}
+	char name[256];
+	uint32_t want;
+	if (elfsym_debuglink(f, name, sizeof name, &want) != 0)
+		return -1;
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s", module_path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	static const char *const formats[] = {"%s/%s", "%s/.debug/%s", DEBUG_ROOT "%s/%s"};
+	for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) {
+		if (snprintf(path, sizeof path, formats[i], dir, name) >= (int)sizeof path)
+			continue;
+		if (strcmp(path, module_path) == 0)
+			continue; /* the stripped module names itself */
+		int fd = trusted_open(path), ok;
+		if (fd >= 0 && file_crc(fd, &ok) == want && ok)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+	}
+	return -1;
+}
+
+/* liblzma's lzma_stream_buffer_decode, loaded on first use (the collector runs without it). */
+typedef int (*lzma_decode_fn)(uint64_t *memlimit, uint32_t flags, const void *allocator, const uint8_t *in,
+                              size_t *in_pos, size_t in_size, uint8_t *out, size_t *out_pos, size_t out_size);
+
+static lzma_decode_fn lzma_decoder(void)
+{
+	static int tried;
+	static lzma_decode_fn fn;
+	if (!tried) {
+		tried = 1;
+		void *lib = dlopen("liblzma.so.5", RTLD_LAZY | RTLD_LOCAL);
+		if (lib)
+			*(void **)&fn = dlsym(lib, "lzma_stream_buffer_decode");
+	}
+	return fn;
+}
+
+/* Functions of .gnu_debugdata (MiniDebugInfo: an xz-compressed ELF holding a .symtab). */
+static void minidebug_read(struct elfsym_file *f, struct elfsym_table *t)
+{
+	size_t in_size;
+	uint8_t *in = elfsym_section(f, ".gnu_debugdata", &in_size);
+	lzma_decode_fn decode = in ? lzma_decoder() : NULL;
+	if (!decode) {
+		free(in);
+		return;
+	}
+	/* Output size is known only by decoding: grow the buffer up to the bound. */
+	size_t first = in_size < MINIDEBUG_MAX / 8 ? in_size * 4 + 4096 : MINIDEBUG_MAX;
+	for (size_t out_size = first; out_size <= MINIDEBUG_MAX; out_size *= 2) {
+		uint8_t *out = malloc(out_size);
+		if (!out)
+			break;
+		uint64_t memlimit = MINIDEBUG_MAX;
+		size_t in_pos = 0, out_pos = 0;
+		int rc = decode(&memlimit, 0, NULL, in, &in_pos, in_size, out, &out_pos, out_size);
+		if (rc == 0 /* LZMA_OK */) {
+			struct elfsym_file mini;
+			if (elfsym_open_mem(&mini, out, out_pos) == 0)
+				elfsym_read_funcs(&mini, SHT_SYMTAB, t); /* names are copied out */
+			elfsym_close(&mini);
+		}
+		free(out);
+		if (rc != 10 /* LZMA_BUF_ERROR: output too small */)
+			break;
+	}
+	free(in);
+}
+
+/* Reads the module's functions: its .symtab, else its debug file's, else .gnu_debugdata plus
+ * .dynsym. */
 static void module_load(struct module *m)
 {
 	m->loaded = 1;
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	int fd = module_open(m);
 	if (fd < 0)
 		return;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-		close(fd);
-		return;
+	struct elfsym_file f;
+	if (elfsym_open_fd(&f, fd) == 0) {
+		if (elfsym_has_section_type(&f, SHT_SYMTAB)) {
+			elfsym_read_funcs(&f, SHT_SYMTAB, &m->tab);
+		} else {
+			int dbg = debug_file_open(&f, m->path);
+			struct elfsym_file d;
+			if (dbg >= 0 && elfsym_open_fd(&d, dbg) == 0)
+				elfsym_read_funcs(&d, SHT_SYMTAB, &m->tab);
+			if (dbg >= 0) {
+				elfsym_close(&d);
+				close(dbg);
+			}
+			if (!m->tab.count) {
+				minidebug_read(&f, &m->tab);
+				elfsym_read_funcs(&f, SHT_DYNSYM, &m->tab);
+			}
+		}
 	}
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	elfsym_close(&f);
 	close(fd);
-	if (map == MAP_FAILED)
-		return;
-	const Elf64_Ehdr *eh = map;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) {
-		munmap(map, (size_t)st.st_size);
-		return;
+	elfsym_table_sort(&m->tab);
+}
+
+/* Whether a segment's bytes lie inside a loaded (so readable) segment of the module. */
+static int in_load_segment(const struct dl_phdr_info *info, const ElfW(Phdr) * seg)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && seg->p_vaddr >= ph->p_vaddr &&
+		    seg->p_vaddr + seg->p_memsz <= ph->p_vaddr + ph->p_filesz)
+			return 1;
 	}
-	m->map = map;
-	m->map_size = (size_t)st.st_size;
-	module_read_symbols(m, map, m->map_size, SHT_SYMTAB);
-	if (!m->sym_count)
-		module_read_symbols(m, map, m->map_size, SHT_DYNSYM);
-	qsort(m->syms, m->sym_count, sizeof *m->syms, cmp_symbol);
+	return 0;
 }
 
 static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
@@ -158,6 +338,14 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
 	m->base = info->dlpi_addr;
 	m->lo = lo;
 	m->hi = hi;
+	/* The loaded notes are this module's identity, whatever its path names now. */
+	for (int i = 0; i < info->dlpi_phnum && !m->build_id_len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE && ph->p_memsz <= (1u << 16) && in_load_segment(info, ph))
+			m->build_id_len =
+			    elfsym_notes_build_id((const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
+			                          ph->p_memsz, m->build_id, sizeof m->build_id);
+	}
 	if (info->dlpi_name && info->dlpi_name[0]) {
 		snprintf(m->path, sizeof m->path, "%s", info->dlpi_name);
 	} else {
@@ -175,12 +363,12 @@ static struct module *module_find(uint64_t pc)
 	return NULL;
 }
 
-static const struct symbol *module_symbol(const struct module *m, uint64_t rel)
+static const struct elfsym_func *module_symbol(const struct module *m, uint64_t rel)
 {
-	size_t lo = timerow_bound(m->syms, m->sym_count, sizeof *m->syms, TIMEROW_START, rel, 1);
+	size_t lo = timerow_bound(m->tab.funcs, m->tab.count, sizeof *m->tab.funcs, TIMEROW_START, rel, 1);
 	if (lo == 0)
 		return NULL;
-	const struct symbol *s = &m->syms[lo - 1];
+	const struct elfsym_func *s = &m->tab.funcs[lo - 1];
 	/* Zero-size symbols (hand-written assembly) cover up to the next symbol. */
 	if (s->size && rel >= s->start + s->size)
 		return NULL;
@@ -197,20 +385,31 @@ static int cmp_perf(const void *a, const void *b)
 static void perf_map_refresh(void)
 {
 	char path[64];
+	if (sym.perf_pid != getpid()) {
+		/* A forked child: its own map starts empty (the parent's entries stay valid here). */
+		sym.perf_pid = getpid();
+		sym.perf_size = 0;
+	}
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
-	FILE *f = fopen(path, "r");
-	if (!f)
+	/* /tmp is everyone's: only the map this process (its user) wrote, never through a link, never
+	 * a FIFO that would block. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
 		return;
 	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || st.st_size == sym.perf_size) {
-		fclose(f);
+	FILE *f = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_size == sym.perf_size || !(f = fdopen(fd, "r"))) {
+		close(fd);
 		return;
 	}
 	fseeko(f, sym.perf_size, SEEK_SET);
-	char line[1024];
-	while (fgets(line, sizeof line, f)) {
-		size_t len = strlen(line);
-		if (!len || line[len - 1] != '\n')
+	char *line = NULL;
+	size_t line_cap = 0;
+	ssize_t got;
+	while ((got = getline(&line, &line_cap, f)) > 0) {
+		size_t len = (size_t)got;
+		if (line[len - 1] != '\n')
 			break; /* partial line: read it next time */
 		sym.perf_size += (off_t)len;
 		line[len - 1] = '\0';
@@ -221,6 +420,8 @@ static void perf_map_refresh(void)
 			end++;
 		if (!*end)
 			continue;
+		if (sym.perf_count >= PERF_MAP_MAX)
+			break; /* bounded memory: later entries stay unnamed */
 		if (sym.perf_count == sym.perf_cap) {
 			size_t cap = sym.perf_cap ? sym.perf_cap * 2 : 256;
 			struct perf_entry *p = realloc(sym.perf, cap * sizeof *p);
@@ -234,6 +435,7 @@ static void perf_map_refresh(void)
 			break;
 		sym.perf[sym.perf_count++] = (struct perf_entry){start, size, name};
 	}
+	free(line);
 	fclose(f);
 	qsort(sym.perf, sym.perf_count, sizeof *sym.perf, cmp_perf);
 }
@@ -253,9 +455,24 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/*
+ * Interns "function\x1fmodule" within WIRE_MAX_STRING (the viewer refuses longer strings): an
+ * over-long function name is cut, never the module (a name that long stays mangled either way).
+ */
+static uint32_t frame_intern(const char *function, const char *module)
+{
+	char text[WIRE_MAX_STRING];
+	size_t mod_len = strnlen(module, 255);
+	size_t fn_len = strnlen(function, sizeof text - 1 - mod_len);
+	memcpy(text, function, fn_len);
+	text[fn_len] = WIRE_FRAME_SEPARATOR;
+	memcpy(text + fn_len + 1, module, mod_len);
+	return sender_intern(text, fn_len + 1 + mod_len);
+}
+
 static uint32_t symbolize_uncached(uint64_t pc)
 {
-	char text[2048];
+	char text[64];
 	struct module *m = module_find(pc);
 	if (!m) {
 		dl_iterate_phdr(collect_module, NULL); /* a library loaded since the last look */
@@ -264,36 +481,27 @@ static uint32_t symbolize_uncached(uint64_t pc)
 	if (m) {
 		if (!m->loaded)
 			module_load(m);
-		const struct symbol *s = module_symbol(m, pc - m->base);
-		if (!s) {
-			/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the
-			 * loader. */
-			Dl_info info;
-			if (dladdr((void *)pc, &info) && info.dli_sname) {
-				snprintf(text, sizeof text, "%s%c%s", info.dli_sname, WIRE_FRAME_SEPARATOR,
-				         base_name(m->path));
-				return sender_intern(text, strlen(text));
-			}
-			snprintf(text, sizeof text, "%s+0x%llx%c%s", base_name(m->path),
-			         (unsigned long long)(pc - m->base), WIRE_FRAME_SEPARATOR,
-			         base_name(m->path));
-		} else {
-			snprintf(text, sizeof text, "%s%c%s", s->name, WIRE_FRAME_SEPARATOR,
-			         base_name(m->path));
-		}
-		return sender_intern(text, strlen(text));
+		const struct elfsym_func *s = module_symbol(m, pc - m->base);
+		if (s)
+			return frame_intern(s->name, base_name(m->path));
+		/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the loader. */
+		Dl_info info;
+		if (dladdr((void *)pc, &info) && info.dli_sname)
+			return frame_intern(info.dli_sname, base_name(m->path));
+		char name[300];
+		snprintf(name, sizeof name, "%.255s+0x%llx", base_name(m->path),
+		         (unsigned long long)(pc - m->base));
+		return frame_intern(name, base_name(m->path));
 	}
 	const struct perf_entry *e = perf_find(pc);
 	if (!e) {
 		perf_map_refresh();
 		e = perf_find(pc);
 	}
-	if (e) {
-		snprintf(text, sizeof text, "%s%c[perf-map]", e->name, WIRE_FRAME_SEPARATOR);
-		return sender_intern(text, strlen(text));
-	}
-	snprintf(text, sizeof text, "0x%llx%c[unknown]", (unsigned long long)pc, WIRE_FRAME_SEPARATOR);
-	return sender_intern(text, strlen(text));
+	if (e)
+		return frame_intern(e->name, "[perf-map]");
+	snprintf(text, sizeof text, "0x%llx", (unsigned long long)pc);
+	return frame_intern(text, "[unknown]");
 }
 
 /* A cache slot holds pc + 1 (0 = empty). */

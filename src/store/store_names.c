@@ -1,52 +1,31 @@
 /*
- * Names in the store: C++ demangling (kernels here, stack frames in store_cpu.c) through the C++ ABI
- * found at run time, and the short labels of demangled kernel names, each cached per string id.
+ * Names in the store: C++ demangling (kernels here, stack frames in store_cpu.c) through libiberty, and the
+ * short labels of demangled kernel names, each cached per string id.
  */
 #include "store_impl.h"
 
 #include "cuscope/xalloc.h"
 
-#include <dlfcn.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* From libstdc++ (the C++ ABI); weak so the viewer also links without it and finds it at run time. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
-
-typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
-
-static demangle_fn store_demangler(void)
-{
-	static int tried;
-	static demangle_fn fn;
-	if (!tried) {
-		tried = 1;
-		fn = __cxa_demangle;
-		if (!fn) {
-			void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-			if (lib)
-				*(void **)&fn = dlsym(lib, "__cxa_demangle");
-		}
-	}
-	return fn;
-}
+/*
+ * Longest name given to the demangler. libstdc++'s __cxa_demangle refuses every name over 1024
+ * bytes (its recursion guard counts 2 components per input byte against a limit of 2048), which
+ * left long template names (PyTorch's at::native kernels) mangled; libiberty's demangler is told
+ * to lift that guard, so the input is bounded here instead: the collector never sends a longer
+ * name (WIRE_MAX_STRING), and the demangler's stack use grows with the length.
+ */
+#define DEMANGLE_MAX_INPUT WIRE_MAX_STRING
 
 /* Demangled text of a mangled C++ name (malloc'd), or NULL. */
 static char *demangle_alloc(const char *mangled)
 {
-	if (strncmp(mangled, "_Z", 2) != 0)
+	if (strncmp(mangled, "_Z", 2) != 0 || strnlen(mangled, DEMANGLE_MAX_INPUT + 1) > DEMANGLE_MAX_INPUT)
 		return NULL;
-	demangle_fn fn = store_demangler();
-	if (!fn)
-		return NULL;
-	int status = -1;
-	char *out = fn(mangled, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return cplus_demangle_v3(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_NO_RECURSE_LIMIT);
 }
 
 char *store_demangle(const char *mangled, char *buf, size_t size)

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.." || exit 2
 F=${FUZZ_BUILD:-build-fuzz}
 B=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-60}
-mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/corpus/capture" "$F/corpus/wire" "$F/artifacts"
+mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/seeds/elfsym" "$F/corpus/capture" "$F/corpus/wire" \
+	"$F/corpus/elfsym" "$F/artifacts"
 
 # Seeds: captures of real programs (small ones, so mutations stay fast).
 if [ -x "$B/bin/cuscope" ]; then
@@ -33,9 +34,15 @@ if cc -O2 -Iinclude -D_GNU_SOURCE -o "$F/crafted_capture" tests/runtime/crafted_
 	done
 fi
 python3 tests/fuzz/make_wire_seeds.py "$F/seeds/wire"
+# ELF seeds: small real binaries, one stripped (no .symtab: .dynsym, build-id, debuglink paths).
+for p in exit_code strip_spin; do
+	[ -f "$B/tests/progs/$p" ] && cp "$B/tests/progs/$p" "$F/seeds/elfsym/$p"
+done
+[ -f "$F/seeds/elfsym/strip_spin" ] && objcopy --strip-all --add-gnu-debuglink="$F/seeds/elfsym/exit_code" \
+	"$F/seeds/elfsym/strip_spin" "$F/seeds/elfsym/stripped" 2>/dev/null
 
 status=0
-for h in capture wire; do
+for h in capture wire elfsym; do
 	bin=$F/fuzz_$h
 	[ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz)"; exit 2; }
 	log=$F/fuzz_$h.log
