@@ -1,4 +1,5 @@
-/* Dynamic symbol lookup in an ELF file (for calling into another process's libraries). */
+/* A bounded ELF reader (pread, every offset checked): function symbols, build-id, debuglink and
+ * sections for the collector's symbolizer, and dynamic symbol lookup for attach's injection. */
 #ifndef CUSCOPE_ELFSYM_H
 #define CUSCOPE_ELFSYM_H
 

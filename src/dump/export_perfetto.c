@@ -5,10 +5,12 @@
  *   OS thread (tid)     track with a ThreadDescriptor: NVTX push/pop ranges, open ranges (a begin, no end),
  *                       marks (instants), CUDA API calls and host syncs
  *   NVTX async row      child track of the process: "NVTX async", "NVTX async #2", ...
- *   GPU stream row      child track of the process named like the UI label, "GPU0 s7": kernels, copies,
- * memsets thread counter      counter track under its thread named by the event ("task-clock"): the newest
- * value Flows: the launching API call's slice carries flow id (process index << 32 | correlation id) and the
- * GPU op's slice terminates it (flow ids are global within a trace), where the JSON draws an arrow.
+ *   GPU stream row      child track of the process named like the UI label, "GPU0 s7": kernels,
+ *                       copies, memsets
+ *   thread counter      counter track under its thread, named by the event ("task-clock"): the newest
+ *                       value
+ * Flows: the launching API call's slice carries flow id (process index << 32 | correlation id) and
+ * the GPU op's slice terminates it (flow ids are global within a trace), where the JSON draws an arrow.
  *
  * Every track is a packet sequence of its own (trusted_packet_sequence_id) written in time order, so a
  * reader never reorders a track's begin and end events. A thread's rows are merged by start time into
