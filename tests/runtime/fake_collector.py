@@ -19,7 +19,20 @@ import time
 session = os.environ["CUSCOPE_SESSION"]
 
 
-def hello(version=1):
+def wire_version():
+    """WIRE_VERSION from include/cuscope/wire.h, so an honest HELLO follows the protocol's bumps."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "cuscope", "wire.h")
+    with open(header) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "#define" and parts[1] == "WIRE_VERSION":
+                return int(parts[2].rstrip("uU"))
+    raise SystemExit("fake_collector: WIRE_VERSION not found in " + header)
+
+
+def hello(version=None):
+    if version is None:
+        version = wire_version()
     # magic[8] version hello_size pid ppid start anchor_mono anchor_real features host[64] cmdline_len reserved
     body = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", version, 128, os.getpid(), os.getppid(),
                        0, 0, 0, 0, b"fakehost", 0, 0)
