@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/cmdtext.h"
 #include "cuscope/wire.h"
 
 void ui_draw_status(struct ui *ui, const struct ui_status *st)
@@ -33,7 +34,6 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	ui_format_rate(rate, sizeof rate, st ? st->events_per_s : 0);
 
 	int x = ui_put(ui, 0, 0, COLS, a | A_BOLD, " cuscope ");
-	snprintf(line, sizeof line, "%s %s ", ui->cells.g->arrow, st && st->command ? st->command : "");
 	/* The latest overhead-budget back-off (or what the budget holds reduced now). */
 	char budget[256];
 	const char *bnote = costview_budget_note(ui->store, budget, sizeof budget, NULL);
@@ -44,11 +44,22 @@ void ui_draw_status(struct ui *ui, const struct ui_status *st)
 	uint64_t from = store_memory_from_ns(ui->store);
 	int room = COLS - x - 60 - (ui->view.paused ? 16 : 0) - (from ? 22 : 0) - bw -
 	           (st && st->log_note ? (int)strlen(st->log_note) + 2 : 0);
-	x += ui_put(ui, 0, x, room > 12 ? room : 12, a, line);
-	if (st && st->pid) {
-		snprintf(line, sizeof line, " pid %d ", (int)st->pid);
-		x += ui_put(ui, 0, x, COLS - x, a, line);
-	}
+	/*
+	 * The program's basename and arguments, cut from the middle, then the pid, never cut: a long
+	 * path or argument list must not push the pid off or cut the program's name. The command
+	 * keeps at least its name (up to 24 cells) whatever the rest of the line takes.
+	 */
+	char pid[32] = " ", cmd[1000];
+	if (st && st->pid)
+		snprintf(pid, sizeof pid, " pid %d ", (int)st->pid);
+	int arrow = (int)cmdtext_cells(ui->cells.g->arrow) + 1;
+	int least = arrow + (int)cmdtext_cells(pid) + 24;
+	if (room < least)
+		room = least;
+	cmdtext_fit(st && st->command ? st->command : "", pid, (size_t)(room - arrow),
+	            ui->cells.g == &ui_glyphs_ascii ? "..." : "\u2026", cmd, sizeof cmd);
+	snprintf(line, sizeof line, "%s %s", ui->cells.g->arrow, cmd);
+	x += ui_put(ui, 0, x, COLS - x, a, line);
 	enum theme_slot ss = ui->view.paused                      ? THEME_STATUS_PAUSED
 	                     : st && st->live && st->target_alive ? THEME_STATUS_LIVE
 	                                                          : THEME_STATUS;
