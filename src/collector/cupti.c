@@ -347,7 +347,11 @@ static void cupti_enable_api_subset(void)
 		    cupti_api_wanted(name))
 			cu.fn.enable_runtime_api(cbid, 1);
 	}
-	/* Driver launches only: Triton and other JITs launch through the driver directly. */
+	/* Driver launches only: Triton and other JITs launch through the driver directly. A runtime
+	 * launch may add a driver record of its own; CUSCOPE_CUDA_API=runtime (a benchmark knob)
+	 * leaves the driver records out to measure what they cost. */
+	if (mode && strcmp(mode, "runtime") == 0)
+		return;
 	for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++) {
 		const char *name = NULL;
 		if (cu.fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&

@@ -11,7 +11,7 @@
 # usage: tests/gpu/bench.sh
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
-# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl,
+# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-nodrv,
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
@@ -122,11 +122,16 @@ run_one()
 	cu-sample) pre=("${rec[@]}" --osrt-threshold-us off --counters none --) ;;
 	cu-osrt) pre=("${rec[@]}" --counters none --) ;;
 	cu-rtl) pre=(env CUSCOPE_CUDA_API=runtime-launch "${rec[@]}" "${lite[@]}" --) ;;
+	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
+	*)
+		echo "$w/$c: unknown configuration, not run" | tee -a "$T/notes"
+		return
+		;;
 	esac
 	wait_gpu_free
 	BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
