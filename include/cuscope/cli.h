@@ -74,6 +74,7 @@ enum cli_verb {
 };
 #define CLI_ALL_VERBS ((unsigned)CLI_DOCTOR * 2 - 1)
 
+struct export_format;
 /* What the options of a command line said; a verb sets its defaults before parsing. */
 struct cli_args {
 	struct launch_options launch; /* collector options (live mode, record, attach, run) */
@@ -85,10 +86,10 @@ struct cli_args {
 	enum stats_format stats_format;
 	unsigned stats_mask; /* stats --report sections */
 	enum diff_format diff_format;
-	double from_s, to_s; /* export --from/--to (to < 0: the end) */
-	int perfetto;        /* export --format=perfetto (else Chrome JSON) */
-	int json;            /* doctor --json */
-	int first;           /* argv index of the first operand, once parsed */
+	double from_s, to_s;                       /* export --from/--to (to < 0: the end) */
+	const struct export_format *export_format; /* export --format, NULL = the default */
+	int json;                                  /* doctor --json */
+	int first;                                 /* argv index of the first operand, once parsed */
 };
 
 /*

@@ -45,4 +45,18 @@ int export_chrome_json(const struct store *store, const char *path, const struct
 int export_perfetto(const struct store *store, const char *path, const struct export_options *opt,
                     struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
 
+/* An export format: the names `export --format` takes for it and its writer. */
+struct export_format {
+	const char *name;
+	const char *alias; /* another name for it, or NULL */
+	int (*write)(const struct store *store, const char *path, const struct export_options *opt,
+	             struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
+};
+/* The format called name (or its alias), or NULL; the first format is the default. */
+const struct export_format *export_format_find(const char *name);
+/* The default format (Chrome JSON). */
+const struct export_format *export_format_default(void);
+/* "chrome, json or perfetto": every name, for messages and help. */
+const char *export_format_names(void);
+
 #endif

@@ -38,8 +38,9 @@ int cli_export(int argc, char **argv)
 		struct export_counts counts;
 		char msg[512];
 		const char *cause = NULL;
-		int err = (args.perfetto ? export_perfetto : export_chrome_json)(
-		    store, out_path, &eo, &counts, msg, sizeof msg, &cause);
+		const struct export_format *format =
+		    args.export_format ? args.export_format : export_format_default();
+		int err = format->write(store, out_path, &eo, &counts, msg, sizeof msg, &cause);
 		if (err) {
 			log_error("export: %s", cause);
 			rc = err == -ENOENT || err == -EACCES || err == -EISDIR || err == -ENOTDIR

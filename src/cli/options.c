@@ -4,6 +4,7 @@
  * result from struct cli_args; none of them runs getopt itself.
  */
 #include "cuscope/cli.h"
+#include "cuscope/export.h"
 #include "cuscope/log.h"
 
 #include <errno.h>
@@ -363,11 +364,10 @@ static int cli_opt_diff_format(struct cli_args *a, const char *verb, const char 
 static int cli_opt_export_format(struct cli_args *a, const char *verb, const char *arg)
 {
 	(void)verb;
-	if (strcmp(arg, "chrome") == 0 || strcmp(arg, "json") == 0 || strcmp(arg, "perfetto") == 0) {
-		a->perfetto = strcmp(arg, "perfetto") == 0;
+	a->export_format = export_format_find(arg);
+	if (a->export_format)
 		return 0;
-	}
-	log_error("export: unknown format '%s' (chrome, json or perfetto)", arg);
+	log_error("export: unknown format '%s' (%s)", arg, export_format_names());
 	return -1;
 }
 

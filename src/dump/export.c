@@ -572,3 +572,45 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 	}
 	return rc;
 }
+
+/* Every format `cuscope export` writes; a new one is a writer and a line here. */
+static const struct export_format export_formats[] = {
+    {"chrome", "json", export_chrome_json},
+    {"perfetto", NULL, export_perfetto},
+};
+
+const struct export_format *export_format_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof export_formats / sizeof export_formats[0]; i++)
+		if (strcmp(name, export_formats[i].name) == 0 ||
+		    (export_formats[i].alias && strcmp(name, export_formats[i].alias) == 0))
+			return &export_formats[i];
+	return NULL;
+}
+
+const struct export_format *export_format_default(void)
+{
+	return &export_formats[0];
+}
+
+const char *export_format_names(void)
+{
+	static char names[256];
+	if (names[0])
+		return names;
+	const char *list[2 * sizeof export_formats / sizeof export_formats[0]];
+	size_t n = 0, used = 0;
+	for (size_t i = 0; i < sizeof export_formats / sizeof export_formats[0]; i++) {
+		list[n++] = export_formats[i].name;
+		if (export_formats[i].alias)
+			list[n++] = export_formats[i].alias;
+	}
+	for (size_t i = 0; i < n && used < sizeof names; i++) {
+		const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+		int w = snprintf(names + used, sizeof names - used, "%s%s", sep, list[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return names;
+}

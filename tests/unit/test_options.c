@@ -1,6 +1,7 @@
 /* The one options table (cli/options.c): which verb takes which option, how values are checked,
  * and where parsing stops (the first operand: the command's own options are never ours). */
 #include "cuscope/cli.h"
+#include "cuscope/export.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,7 +77,13 @@ static void test_options_belong_to_verbs(void **unused)
 	assert_int_equal(PARSE(CLI_DIFF, &a, "diff", "--format=csv", "a", "b"), CLI_EXIT_USAGE);
 	assert_int_equal(PARSE(CLI_STATS, &a, "stats", "--format=csv", "a"), -1);
 	assert_int_equal(PARSE(CLI_EXPORT, &a, "export", "--format=json", "a"), -1);
+	assert_ptr_equal(a.export_format, export_format_find("chrome")); /* json names chrome */
+	assert_ptr_equal(a.export_format->write, export_chrome_json);
+	assert_int_equal(PARSE(CLI_EXPORT, &a, "export", "-f", "perfetto", "a"), -1);
+	assert_ptr_equal(a.export_format->write, export_perfetto);
 	assert_int_equal(PARSE(CLI_EXPORT, &a, "export", "--format=csv", "a"), CLI_EXIT_USAGE);
+	assert_string_equal(export_format_names(), "chrome, json or perfetto");
+	assert_ptr_equal(export_format_default()->write, export_chrome_json);
 }
 
 /* Values are checked before anything runs; each bad one is refused. */
