@@ -323,36 +323,10 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 		*cause = "out of memory";
 		return -ENOMEM;
 	}
-	size_t plen = path ? strlen(path) : 0;
-	int to_stdout = !path || strcmp(path, "-") == 0;
-	/* A file is written as PATH.partial and renamed when complete (see safefs.h). */
-	struct safefs_output target = {.fd = -1, .dir_fd = -1, .hold_fd = -1, .in_place = 1};
-	if (to_stdout) {
-		o->file = stdout;
-	} else {
-		const char *why = NULL;
-		int err = safefs_output_open(&target, path, 0, &why);
-		if (err) {
-			snprintf(msg_buf, msg_size, "%s %s: %s", why, path, strerror(-err));
-			*cause = msg_buf;
-			free(o);
-			return err;
-		}
-		if (plen > 3 && strcmp(path + plen - 3, ".gz") == 0) {
-			o->gz = gzdopen(target.fd, "wb1");
-			if (o->gz)
-				gzbuffer(o->gz, 256u << 10);
-		} else {
-			o->file = fdopen(target.fd, "wb");
-		}
-		if (!o->gz && !o->file) {
-			close(target.fd);
-			safefs_output_discard(&target);
-			snprintf(msg_buf, msg_size, "cannot create %s: %s", path, strerror(ENOMEM));
-			*cause = msg_buf;
-			free(o);
-			return -ENOMEM;
-		}
+	int err = export_sink_open(&o->sink, path, msg_buf, msg_size, cause);
+	if (err) {
+		free(o);
+		return err;
 	}
 	memset(counts, 0, sizeof *counts);
 	struct pf x = {.st = st, .o = o, .from = opt->from_ns, .to = opt->to_ns, .counts = counts};
@@ -383,7 +357,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 		pf_counters(&x);
 	}
 	pf_out_flush(o);
-	counts->bytes = o->bytes;
+	counts->bytes = o->sink.bytes;
 	free(m.src);
 	free(m.ends);
 	free(m.opens);
@@ -392,29 +366,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 	pb_fini(&x.te);
 	pb_fini(&x.interned);
 	pb_fini(&x.frame);
-	int rc = o->err;
-	if (o->gz) {
-		int zrc = gzclose(o->gz);
-		if (!rc && zrc != Z_OK)
-			rc = -EIO;
-	} else if (to_stdout) {
-		if (fflush(stdout) != 0 && !rc)
-			rc = errno ? -errno : -EIO;
-	} else if (fclose(o->file) != 0 && !rc) {
-		rc = errno ? -errno : -EIO;
-	}
+	int rc = export_sink_close(&o->sink, msg_buf, msg_size, cause);
 	free(o);
-	/* Complete: it replaces PATH; failed: PATH stays as it was. */
-	if (!rc && !to_stdout)
-		rc = safefs_output_commit(&target);
-	else if (!to_stdout)
-		safefs_output_discard(&target);
-	if (rc) {
-		if (to_stdout)
-			snprintf(msg_buf, msg_size, "writing output: %s", strerror(-rc));
-		else
-			snprintf(msg_buf, msg_size, "cannot write %s: %s", path, strerror(-rc));
-		*cause = msg_buf;
-	}
 	return rc;
 }

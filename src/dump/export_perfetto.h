@@ -5,6 +5,7 @@
 #ifndef CUSCOPE_DUMP_EXPORT_PERFETTO_H
 #define CUSCOPE_DUMP_EXPORT_PERFETTO_H
 
+#include "export_sink.h"
 #include "pb.h"
 
 #include "cuscope/export.h"
@@ -92,10 +93,7 @@ enum {
 
 /* Buffered output to a FILE or a gzip stream (as export.c writes JSON). */
 struct pf_out {
-	FILE *file;
-	gzFile gz;
-	int err; /* first write error, -errno */
-	uint64_t bytes;
+	struct export_sink sink;
 	size_t n;
 	uint8_t buf[OUT_BUF];
 };

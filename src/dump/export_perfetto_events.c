@@ -19,17 +19,7 @@ static const uint32_t intern_field[] = {F_INTERNED_CATEGORIES, F_INTERNED_NAMES,
 
 void pf_out_flush(struct pf_out *o)
 {
-	if (!o->n)
-		return;
-	if (!o->err) {
-		if (o->gz) {
-			if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
-				o->err = -EIO;
-		} else if (fwrite(o->buf, 1, o->n, o->file) != o->n) {
-			o->err = errno ? -errno : -EIO;
-		}
-	}
-	o->bytes += o->n;
+	export_sink_write(&o->sink, o->buf, o->n);
 	o->n = 0;
 }
 
