@@ -45,6 +45,14 @@ int export_chrome_json(const struct store *store, const char *path, const struct
 int export_perfetto(const struct store *store, const char *path, const struct export_options *opt,
                     struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause);
 
+/*
+ * The name and category both exports give a GPU op, API call or host sync ("Memcpy HtoD", "memcpy");
+ * the name may be written into name (name_size bytes) or be a string of the store.
+ */
+struct store_gpu_op;
+const char *export_gpu_op_label(const struct store *st, const struct store_gpu_op *op, char *name,
+                                size_t name_size, const char **category);
+
 /* An export format: the names `export --format` takes for it and its writer. */
 struct export_format {
 	const char *name;

@@ -249,12 +249,9 @@ static uint64_t flow_id(const struct exporter *x, uint32_t correlation)
 	return (uint64_t)x->process << 32 | correlation;
 }
 
-/* A GPU op, API call or host sync as an X event with its args; flows for ops with a known launch. */
-static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info *li,
-                   const struct store_gpu_op *op)
+const char *export_gpu_op_label(const struct store *st, const struct store_gpu_op *op, char *name,
+                                size_t name_size, const char **category)
 {
-	const struct store *st = x->st;
-	char name[96];
 	const char *nm = name, *cat;
 	switch (op->kind) {
 	case WIRE_GPU_KERNEL:
@@ -262,7 +259,7 @@ static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info
 		cat = "kernel";
 		break;
 	case WIRE_GPU_MEMCPY:
-		snprintf(name, sizeof name, "Memcpy %s", wire_memcpy_kind_name(op->subkind));
+		snprintf(name, name_size, "Memcpy %s", wire_memcpy_kind_name(op->subkind));
 		cat = "memcpy";
 		break;
 	case WIRE_GPU_MEMSET:
@@ -270,7 +267,7 @@ static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info
 		cat = "memset";
 		break;
 	case WIRE_GPU_SYNC:
-		snprintf(name, sizeof name, "Sync %s", wire_sync_type_name(op->subkind));
+		snprintf(name, name_size, "Sync %s", wire_sync_type_name(op->subkind));
 		cat = "sync";
 		break;
 	case WIRE_GPU_API_RUNTIME:
@@ -279,10 +276,22 @@ static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info
 		cat = op->kind == WIRE_GPU_API_RUNTIME ? "cuda_runtime" : "cuda_driver";
 		break;
 	default:
-		snprintf(name, sizeof name, "GPU op %u", op->kind);
+		snprintf(name, name_size, "GPU op %u", op->kind);
 		cat = "gpu";
 		break;
 	}
+	*category = cat;
+	return nm;
+}
+
+/* A GPU op, API call or host sync as an X event with its args; flows for ops with a known launch. */
+static void ev_gpu(struct exporter *x, int64_t tid, const struct store_lane_info *li,
+                   const struct store_gpu_op *op)
+{
+	const struct store *st = x->st;
+	char name[96];
+	const char *cat;
+	const char *nm = export_gpu_op_label(st, op, name, sizeof name, &cat);
 	ev_complete(x, tid, nm, cat, op->start_ns, op->end_ns);
 	out_s(x->o, ",\"args\":{");
 	arg_u64(x, "correlation", op->correlation_id, 1);

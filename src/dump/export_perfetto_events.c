@@ -263,34 +263,8 @@ void pf_event_gpu(struct pf *x, const struct store_lane_info *li, const struct s
 {
 	const struct store *st = x->st;
 	char name[96];
-	const char *nm = name, *cat;
-	switch (op->kind) {
-	case WIRE_GPU_KERNEL:
-		nm = op->name_id ? store_string(st, op->name_id) : "kernel";
-		cat = "kernel";
-		break;
-	case WIRE_GPU_MEMCPY:
-		snprintf(name, sizeof name, "Memcpy %s", wire_memcpy_kind_name(op->subkind));
-		cat = "memcpy";
-		break;
-	case WIRE_GPU_MEMSET:
-		nm = "Memset";
-		cat = "memset";
-		break;
-	case WIRE_GPU_SYNC:
-		snprintf(name, sizeof name, "Sync %s", wire_sync_type_name(op->subkind));
-		cat = "sync";
-		break;
-	case WIRE_GPU_API_RUNTIME:
-	case WIRE_GPU_API_DRIVER:
-		nm = op->name_id ? store_string(st, op->name_id) : "CUDA API";
-		cat = op->kind == WIRE_GPU_API_RUNTIME ? "cuda_runtime" : "cuda_driver";
-		break;
-	default:
-		snprintf(name, sizeof name, "GPU op %u", op->kind);
-		cat = "gpu";
-		break;
-	}
+	const char *cat;
+	const char *nm = export_gpu_op_label(st, op, name, sizeof name, &cat);
 	pf_event_start(x, TYPE_SLICE_BEGIN);
 	pf_event_name_cat(x, nm, cat);
 	arg_u64(x, "correlation", op->correlation_id);
