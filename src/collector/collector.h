@@ -188,6 +188,25 @@ struct collector_rec_nvtx {
 _Static_assert(sizeof(struct collector_rec_nvtx) == 16, "collector_rec_nvtx layout");
 
 /*
+ * A CUDA API call recorded by CUPTI callback (cupti_api.c): 32 bytes on the calling thread's ring,
+ * whose owner is the caller. Both times are stamped alike (COLLECTOR_REC_TICKS or ns).
+ */
+#define COLLECTOR_REC_CUDA_API 203
+struct collector_rec_cuda_api {
+	uint16_t size, kind, cbid, flags;
+	uint64_t start, end;
+	uint32_t correlation_id;
+	uint32_t domain; /* CUpti_CallbackDomain: runtime or driver */
+};
+_Static_assert(sizeof(struct collector_rec_cuda_api) == 32, "collector_rec_cuda_api layout");
+/* Writes one on the calling thread's ring; start was stamped by collector_stamp with start_flags.
+ * Returns 1 if written, 0 if dropped (counted) or not collecting. Keeps errno. */
+int collector_emit_cuda_api(uint64_t start, uint16_t start_flags, uint32_t correlation_id, uint16_t cbid,
+                            uint32_t domain);
+/* Sender thread: the wire event of a recorded API call (cupti_api.c). */
+void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t tid);
+
+/*
  * NVTX fast path on the owner thread's ring tr (from collector_thread_ring): a push of an ASCII
  * message (NULL = none), cached by pointer; a push of text already converted or of a registered
  * string (never cached); a pop. Never block, keep errno; return 1 if written, 0 if dropped

@@ -7,6 +7,7 @@
 #include "cuscope/clock.h"
 #include "collector.h"
 #include "cuscope/wire.h"
+#include "cupti_impl.h"
 #include "source.h"
 
 #include <dlfcn.h>
@@ -20,38 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cupti.h>
-
 #define CUPTI_BUFFER_BYTES    (4u << 20)
 #define CUPTI_FLUSH_PERIOD_NS 20000000L
 #define CUPTI_ZERO_MARGIN     (64u << 10) /* bytes past `valid` zeroed before a buffer is reused */
-#define CUPTI_NAME_CACHE      4096
-
-/* The CUPTI entry points we use, resolved from whichever libcupti is loaded. */
-struct cupti_fns {
-	CUptiResult (*get_version)(uint32_t *);
-	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
-	                            CUpti_SubscriberParams *);
-	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
-	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
-	                               CUpti_CallbackId);
-	CUptiResult (*activity_enable)(CUpti_ActivityKind);
-	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t);
-	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
-	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
-	                                  CUpti_BuffersCallbackCompleteFunc);
-	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
-	CUptiResult (*flush_all)(uint32_t);
-	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
-	CUptiResult (*dropped_records)(CUcontext, uint32_t, size_t *);
-	CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
-	CUptiResult (*result_string)(CUptiResult, const char **);
-	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType);
-	CUptiResult (*enable_and_dump)(CUpti_ActivityKind);
-	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
-	CUptiResult (*finalize)(void);
-	CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t *, void *);
-};
 
 /* A buffer CUPTI filled, queued for the sender (Treiber stack; the sender reverses it to FIFO). */
 struct cupti_buffer {
@@ -75,10 +47,6 @@ static struct {
 	size_t buffers_max;
 	_Atomic uint64_t buffers_refused;
 	uint64_t dropped_records;
-	/* API function name ids by domain and cbid (sender thread only) */
-	uint32_t runtime_names[CUPTI_NAME_CACHE];
-	uint32_t driver_names[CUPTI_NAME_CACHE];
-	uint32_t names_generation;
 	int late;                      /* started after CUDA was initialised (attach) */
 	int buffers_zeroed_by_us;      /* CUPTI takes our buffers as zeroed (see cupti_start) */
 	_Atomic int detach_requested;  /* finalize at the next API exit (cuptiFinalize's rule) */
@@ -177,6 +145,11 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
 	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT) {
 		atomic_store(&cu.detach_requested, 0);
 		cu.fn.finalize();
+		return;
+	}
+	if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+	    atomic_load_explicit(&cu.active, memory_order_relaxed)) {
+		cupti_api_callback(domain, cbid, data);
 		return;
 	}
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING &&
@@ -298,66 +271,24 @@ static int cupti_resolve(char *why, size_t why_size)
 	return 0;
 }
 
-/* API calls worth a record: launches, copies, memsets, synchronisation, graph launches, allocation. */
-static int cupti_api_wanted(const char *name)
+/* Whether a comma-separated list names this optional activity kind (a benchmark knob). */
+static int cupti_kind_listed(const char *list, CUpti_ActivityKind kind)
 {
-	static const char *const prefixes[] = {
-	    "cudaLaunch",
-	    "cudaMemcpy",
-	    "cudaMemset",
-	    "cudaDeviceSynchronize",
-	    "cudaStreamSynchronize",
-	    "cudaEventSynchronize",
-	    "cudaStreamWaitEvent",
-	    "cudaGraphLaunch",
-	    "cudaMalloc",
-	    "cudaFree",
-	    "cudaHostAlloc",
-	    "cuLaunch",
-	    "cuGraphLaunch",
-	};
-	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+	const char *name = kind == CUPTI_ACTIVITY_KIND_MEMCPY            ? "memcpy"
+	                   : kind == CUPTI_ACTIVITY_KIND_MEMSET          ? "memset"
+	                   : kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ? "sync"
+	                   : kind == CUPTI_ACTIVITY_KIND_OVERHEAD        ? "overhead"
+	                                                                 : NULL;
+	size_t len = name ? strlen(name) : 0;
+	for (const char *p = list; name && *p;) {
+		if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == 0))
 			return 1;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		p++;
+	}
 	return 0;
-}
-
-/* Enables API records for the wanted calls only (≈11 API records per kernel otherwise). */
-static void cupti_enable_api_subset(void)
-{
-	const char *mode = getenv("CUSCOPE_CUDA_API");
-	if (mode && strcmp(mode, "none") == 0)
-		return;
-	if (mode && strcmp(mode, "runtime-launch") == 0 && cu.fn.enable_runtime_api && cu.fn.callback_name) {
-		for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
-			const char *name = NULL;
-			if (cu.fn.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-			    name && strncmp(name, "cudaLaunch", 10) == 0)
-				cu.fn.enable_runtime_api(cbid, 1);
-		}
-		return;
-	}
-	if (!cu.fn.callback_name || !cu.fn.enable_runtime_api || !cu.fn.enable_driver_api) {
-		cu.fn.activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
-		return;
-	}
-	for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++) {
-		const char *name = NULL;
-		if (cu.fn.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name &&
-		    cupti_api_wanted(name))
-			cu.fn.enable_runtime_api(cbid, 1);
-	}
-	/* Driver launches only: Triton and other JITs launch through the driver directly. A runtime
-	 * launch may add a driver record of its own; CUSCOPE_CUDA_API=runtime (a benchmark knob)
-	 * leaves the driver records out to measure what they cost. */
-	if (mode && strcmp(mode, "runtime") == 0)
-		return;
-	for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++) {
-		const char *name = NULL;
-		if (cu.fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name &&
-		    (strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0))
-			cu.fn.enable_driver_api(cbid, 1);
-	}
 }
 
 /* Path of the libcupti actually in use, for the manifest. */
@@ -381,6 +312,8 @@ int cupti_start(void)
 		if (cu.fn.enable_domain) {
 			cu.fn.enable_domain(0, cu.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 			cu.fn.enable_domain(0, cu.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+			/* That also turned off the API calls recorded by callback: on again. */
+			cupti_api_enable_callbacks(&cu.fn, cu.subscriber);
 		}
 		atomic_store(&cu.active, 1);
 		atomic_store(&cu.flush_stop, 0);
@@ -440,7 +373,7 @@ int cupti_start(void)
 	cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* API records must name OS thread ids (gettid), like every other lane, not pthread_t values. */
-	if (cu.fn.set_thread_id_type)
+	if (cu.fn.set_thread_id_type && !getenv("CUSCOPE_CUPTI_PTHREAD_IDS"))
 		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC. */
 	if (cu.fn.register_timestamp && !getenv("CUSCOPE_CUPTI_NATIVE_CLOCK"))
@@ -472,7 +405,12 @@ int cupti_start(void)
 	const CUpti_ActivityKind *kinds = getenv("CUSCOPE_KERNELS_ONLY") ? kinds_min : kinds_all;
 	size_t n_kinds = getenv("CUSCOPE_KERNELS_ONLY") ? sizeof kinds_min / sizeof kinds_min[0]
 	                                                : sizeof kinds_all / sizeof kinds_all[0];
+	/* Benchmark knob: CUSCOPE_GPU_KINDS_OFF=memcpy,memset,sync,overhead leaves those kinds off,
+	 * to measure what each costs the program. */
+	const char *kinds_off = getenv("CUSCOPE_GPU_KINDS_OFF");
 	for (size_t i = 0; i < n_kinds; i++) {
+		if (kinds_off && cupti_kind_listed(kinds_off, kinds[i]))
+			continue;
 		/* Late start: the devices, contexts and streams that exist already are dumped at once. */
 		int dump =
 		    cu.late && cu.fn.enable_and_dump &&
@@ -488,7 +426,7 @@ int cupti_start(void)
 			return -1;
 		}
 	}
-	cupti_enable_api_subset();
+	cupti_api_enable(&cu.fn, cu.subscriber);
 	int driver_version = 0;
 	int (*driver_get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
 	if (driver_get_version)
@@ -582,29 +520,6 @@ uint64_t cupti_loss(uint32_t cause)
 
 /* ---- decoding (sender thread) ---- */
 
-static uint32_t cupti_api_name(CUpti_CallbackDomain domain, uint32_t cbid)
-{
-	uint32_t *cache = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cu.runtime_names : cu.driver_names;
-	uint32_t generation = sender_string_generation();
-	if (cu.names_generation != generation) {
-		memset(cu.runtime_names, 0, sizeof cu.runtime_names);
-		memset(cu.driver_names, 0, sizeof cu.driver_names);
-		cu.names_generation = generation;
-	}
-	if (cbid < CUPTI_NAME_CACHE && cache[cbid])
-		return cache[cbid];
-	const char *name = NULL;
-	char fallback[32];
-	if (!cu.fn.callback_name || cu.fn.callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name) {
-		snprintf(fallback, sizeof fallback, "cbid %u", cbid);
-		name = fallback;
-	}
-	uint32_t id = sender_intern(name, strlen(name));
-	if (cbid < CUPTI_NAME_CACHE)
-		cache[cbid] = id;
-	return id;
-}
-
 static void cupti_decode(const CUpti_Activity *record)
 {
 	struct wire_gpu_event ev;
@@ -688,7 +603,7 @@ static void cupti_decode(const CUpti_Activity *record)
 		ev.tid = a->threadId;
 		ev.subkind = (uint16_t)a->cbid;
 		ev.name_id = cupti_api_name(
-		    runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+		    &cu.fn, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_CONTEXT: {

@@ -150,6 +150,15 @@ int drain_viewer_behind(struct sender *s)
 	return s->viewer_fd >= 0 && s->q.queued_bytes + sizeof s->events + sizeof s->stacks > s->q.bound;
 }
 
+/* A CUDA API call recorded by callback: its times in ns, then the GPU event it stands for. */
+static void drain_convert_cuda_api(struct thread_ring *tr, struct collector_rec_cuda_api *rec)
+{
+	rec->start = drain_record_time_ns(rec->flags, rec->start);
+	rec->end = drain_record_time_ns(rec->flags, rec->end);
+	rec->flags &= (uint16_t)~COLLECTOR_REC_TICKS;
+	cupti_api_ring_record(rec, (uint32_t)tr->tid);
+}
+
 /*
  * Drains the rings; frees rings of ended threads once empty. With `paced`, a ring is left as it
  * is while a connected viewer is behind (viewer_behind): its records wait in the rings, which hold
@@ -173,6 +182,8 @@ size_t drain_rings_paced(struct sender *s, int paced)
 		       (rec = ring_batch_next(&tr->ring, &batch))) {
 			if (rec->kind == COLLECTOR_REC_NVTX_PUSH || rec->kind == COLLECTOR_REC_NVTX_POP) {
 				drain_convert_nvtx(s, tr, (const struct collector_rec_nvtx *)rec);
+			} else if (rec->kind == COLLECTOR_REC_CUDA_API) {
+				drain_convert_cuda_api(tr, (struct collector_rec_cuda_api *)rec);
 			} else {
 				if (rec->flags & COLLECTOR_REC_TICKS)
 					drain_record_ticks_to_ns((struct ring_record *)rec);

@@ -473,6 +473,39 @@ int collector_emit_stack(uint16_t kind, uint64_t start_ns, uint64_t end_ns,
 	return 1;
 }
 
+int collector_emit_cuda_api(uint64_t start, uint16_t start_flags, uint32_t correlation_id, uint16_t cbid,
+                            uint32_t domain)
+{
+	struct thread_ring *tr = collector_thread_ring();
+	if (!tr)
+		return 0;
+	uint16_t flags = 0;
+	uint64_t end = emit_stamp(&flags);
+	/* The clock choice changed between the call's entry and exit (once, at start-up). */
+	if (flags != start_flags || collector_in_ring) {
+		collector_count_drop(tr);
+		return 0;
+	}
+	emit_enter();
+	struct collector_rec_cuda_api *rec = emit_space(tr, sizeof *rec, 0);
+	if (!rec) {
+		emit_leave();
+		return 0;
+	}
+	rec->size = sizeof *rec;
+	rec->kind = COLLECTOR_REC_CUDA_API;
+	rec->cbid = cbid;
+	rec->flags = flags;
+	rec->start = start;
+	rec->end = end;
+	rec->correlation_id = correlation_id;
+	rec->domain = domain;
+	ring_commit_bytes(&tr->ring, sizeof *rec);
+	emit_leave();
+	emit_written(tr);
+	return 1;
+}
+
 int collector_emit(uint16_t kind, uint32_t subject_tid, uint64_t value,
                    const struct collector_string *name_ref, const struct collector_string *domain_ref,
                    const char *text, size_t text_len)

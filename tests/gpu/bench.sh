@@ -3,6 +3,8 @@
 # under `cuscope record` and under nsys, interleaved over several rounds; prints medians, spread
 # and the per-round overhead vs no tracing (median and interquartile range over rounds).
 #   launch       200k tiny-kernel launches on one stream (CUDA C)    -> launches/s
+#   launchx      the same with 8 cheap runtime calls per launch (cudaGetDevice, cudaGetLastError),
+#                as a framework's dispatcher makes them                  -> launches/s
 #   mlp          launch-bound tiny PyTorch MLP training step         -> ms/step
 #   transformer  12-layer transformer training step, bf16, 16x512    -> ms/step
 # Every number is the workload's own timing of its loop (warm-up excluded), read from its stdout,
@@ -11,7 +13,7 @@
 # usage: tests/gpu/bench.sh
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
-# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-nodrv,
+# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
@@ -108,6 +110,7 @@ run_one()
 	local w=$1 c=$2 key cmd=() pre=() pid i=0 seen=-1 val
 	case $w in
 	launch) key=launches_per_s cmd=("$G/launch_bench" "$LAUNCHES") ;;
+	launchx) key=launches_per_s cmd=("$G/launch_bench" "$LAUNCHES" 8) ;;
 	mlp) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model mlp --steps "$MLP_STEPS") ;;
 	transformer) key=ms_per_step cmd=("$PY" tests/gpu/bench_torch.py --model transformer --steps "$TF_STEPS") ;;
 	esac
@@ -122,6 +125,12 @@ run_one()
 	cu-sample) pre=("${rec[@]}" --osrt-threshold-us off --counters none --) ;;
 	cu-osrt) pre=("${rec[@]}" --counters none --) ;;
 	cu-rtl) pre=(env CUSCOPE_CUDA_API=runtime-launch "${rec[@]}" "${lite[@]}" --) ;;
+	cu-cb) pre=(env CUSCOPE_CUDA_API=callback "${rec[@]}" "${lite[@]}" --) ;;
+	cu-act) pre=(env CUSCOPE_CUDA_API=activity "${rec[@]}" "${lite[@]}" --) ;;
+	cu-ptid) pre=(env CUSCOPE_CUPTI_PTHREAD_IDS=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-drvl) pre=(env CUSCOPE_CUDA_API=driver-launch "${rec[@]}" "${lite[@]}" --) ;;
+	cu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync,overhead "${rec[@]}" "${lite[@]}" --) ;;
+	cu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
@@ -185,7 +194,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	t0=$SECONDS
 	echo "round $r"
 	for w in "${WORKLOADS[@]}"; do
-		[ "$w" = launch ] && [ ! -x "$G/launch_bench" ] && continue
+		case $w in launch | launchx) [ ! -x "$G/launch_bench" ] && continue ;; esac
 		# interleaved, with the order rotated each round so no config always runs first
 		# BENCH_CONFIGS_<workload> narrows the configurations for one workload (e.g. floor only where
 		# it is cheap to run), keeping the rotation.
@@ -209,7 +218,7 @@ done
 import os, statistics, sys
 vals, notes, rounds, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 works, cfgs = sys.argv[5].split(), sys.argv[6].split()
-unit = {"launch": "launches/s", "mlp": "ms/step", "transformer": "ms/step"}
+unit = {"launch": "launches/s", "launchx": "launches/s", "mlp": "ms/step", "transformer": "ms/step"}
 def load(w, c):
     p = os.path.join(vals, "%s.%s" % (w, c))
     out = {}
@@ -238,14 +247,14 @@ for w in works:
             continue
         xs = list(v.values())
         m = statistics.median(xs)
-        f = (lambda x: "%.0f" % x) if w == "launch" else (lambda x: "%.3f" % x)
+        f = (lambda x: "%.0f" % x) if w.startswith("launch") else (lambda x: "%.3f" % x)
         ovs, iqr = "-", ""
         if c != "none":
             ov = []
             for r, x in v.items():
                 if r in base:
                     b = base[r]
-                    ov.append((b / x - 1) * 100 if w == "launch" else (x / b - 1) * 100)
+                    ov.append((b / x - 1) * 100 if w.startswith("launch") else (x / b - 1) * 100)
             if ov:
                 ovs = "%+.1f%%" % statistics.median(ov)
                 lo, hi = quartiles(ov)
@@ -288,7 +297,7 @@ for w in works:
     for r in cu:
         if r in base and r in ns:
             b = base[r]
-            if w == "launch":
+            if w.startswith("launch"):
                 d.append((b / cu[r] - b / ns[r]) * 100)
             else:
                 d.append((cu[r] - ns[r]) / b * 100)

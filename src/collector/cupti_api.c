@@ -1,0 +1,192 @@
+/*
+ * Which CUDA API calls get a record, and how. Launch records link each kernel to the thread that
+ * launched it (the gap explanation needs them); copies, memsets, synchronisation, graph launches
+ * and allocation show what a thread waited on. By default they are CUPTI callbacks that write a
+ * 32-byte record to the calling thread's ring, like an NVTX range; CUSCOPE_CUDA_API=activity asks
+ * CUPTI for activity records of the same calls instead (see README.md "Overhead (GPU side)" for
+ * what each costs).
+ */
+#include "collector.h"
+#include "cupti_impl.h"
+#include "emit.h"
+#include "cuscope/wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUPTI_NAME_CACHE 4096
+
+static const struct cupti_fns *api_fn;
+static int api_by_callback;
+/* API function name ids by domain and cbid (sender thread only). */
+static uint32_t runtime_names[CUPTI_NAME_CACHE];
+static uint32_t driver_names[CUPTI_NAME_CACHE];
+static uint32_t names_generation;
+
+/* API calls worth a record: launches, copies, memsets, synchronisation, graph launches, allocation. */
+static int cupti_api_wanted(const char *name)
+{
+	static const char *const prefixes[] = {
+	    "cudaLaunch",
+	    "cudaMemcpy",
+	    "cudaMemset",
+	    "cudaDeviceSynchronize",
+	    "cudaStreamSynchronize",
+	    "cudaEventSynchronize",
+	    "cudaStreamWaitEvent",
+	    "cudaGraphLaunch",
+	    "cudaMalloc",
+	    "cudaFree",
+	    "cudaHostAlloc",
+	};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Driver calls worth a record: launches only (Triton and other JITs launch through the driver;
+ * a runtime launch does not add a driver record of its own). */
+static int cupti_api_driver_wanted(const char *name)
+{
+	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0;
+}
+
+/* Calls enable(domain, cbid) for every cbid of domain whose name passes wanted. */
+static void cupti_api_each(const struct cupti_fns *fn, CUpti_CallbackDomain domain, uint32_t cbid_end,
+                           int (*wanted)(const char *),
+                           void (*enable)(const struct cupti_fns *, CUpti_SubscriberHandle,
+                                          CUpti_CallbackDomain, uint32_t),
+                           CUpti_SubscriberHandle subscriber)
+{
+	for (uint32_t cbid = 1; cbid < cbid_end; cbid++) {
+		const char *name = NULL;
+		if (fn->callback_name(domain, cbid, &name) == CUPTI_SUCCESS && name && wanted(name))
+			enable(fn, subscriber, domain, cbid);
+	}
+}
+
+static void enable_as_activity(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber,
+                               CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	(void)subscriber;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		fn->enable_runtime_api(cbid, 1);
+	else
+		fn->enable_driver_api(cbid, 1);
+}
+
+static void enable_as_callback(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber,
+                               CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	fn->enable_callback(1, subscriber, domain, cbid);
+}
+
+static int is_launch(const char *name)
+{
+	return strncmp(name, "cudaLaunch", 10) == 0;
+}
+
+void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
+{
+	if (!api_by_callback)
+		return;
+	cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, cupti_api_wanted,
+	               enable_as_callback, subscriber);
+	cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, cupti_api_driver_wanted,
+	               enable_as_callback, subscriber);
+}
+
+void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
+{
+	api_fn = fn;
+	api_by_callback = 0;
+	/* CUSCOPE_CUDA_API: a benchmark knob (README.md "Overhead (GPU side)"). */
+	const char *mode = getenv("CUSCOPE_CUDA_API");
+	if (mode && strcmp(mode, "none") == 0)
+		return;
+	if (!fn->callback_name) {
+		fn->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
+		return;
+	}
+	if (mode && strcmp(mode, "callback") == 0) {
+		api_by_callback = 1;
+		cupti_api_enable_callbacks(fn, subscriber);
+		return;
+	}
+	if (!fn->enable_runtime_api || !fn->enable_driver_api) {
+		fn->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
+		return;
+	}
+	if (mode && strcmp(mode, "runtime-launch") == 0) {
+		cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, is_launch,
+		               enable_as_activity, subscriber);
+		return;
+	}
+	if (!(mode && strcmp(mode, "driver-launch") == 0))
+		cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+		               cupti_api_wanted, enable_as_activity, subscriber);
+	if (!(mode && strcmp(mode, "runtime") == 0))
+		cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+		               cupti_api_driver_wanted, enable_as_activity, subscriber);
+}
+
+/* The entry's stamp travels in CUPTI's per-call slot, with the tick flag in its top bit (ticks
+ * and ns both stay far below 2^63). */
+#define CUPTI_API_TICKS_BIT (1ull << 63)
+
+void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *call = data;
+	if (!api_by_callback || !call->correlationData)
+		return;
+	if (call->callbackSite == CUPTI_API_ENTER) {
+		uint16_t flags = 0;
+		uint64_t start = emit_stamp(&flags);
+		*call->correlationData = start | ((flags & COLLECTOR_REC_TICKS) ? CUPTI_API_TICKS_BIT : 0);
+		return;
+	}
+	uint64_t start = *call->correlationData;
+	uint16_t flags = (start & CUPTI_API_TICKS_BIT) ? COLLECTOR_REC_TICKS : 0;
+	collector_emit_cuda_api(start & ~CUPTI_API_TICKS_BIT, flags, call->correlationId, (uint16_t)cbid,
+	                        (uint32_t)domain);
+}
+
+uint32_t cupti_api_name(const struct cupti_fns *fn, CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	uint32_t *cache = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_names : driver_names;
+	uint32_t generation = sender_string_generation();
+	if (names_generation != generation) {
+		memset(runtime_names, 0, sizeof runtime_names);
+		memset(driver_names, 0, sizeof driver_names);
+		names_generation = generation;
+	}
+	if (cbid < CUPTI_NAME_CACHE && cache[cbid])
+		return cache[cbid];
+	const char *name = NULL;
+	char fallback[32];
+	if (!fn || !fn->callback_name || fn->callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name) {
+		snprintf(fallback, sizeof fallback, "cbid %u", cbid);
+		name = fallback;
+	}
+	uint32_t id = sender_intern(name, strlen(name));
+	if (cbid < CUPTI_NAME_CACHE)
+		cache[cbid] = id;
+	return id;
+}
+
+void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t tid)
+{
+	int runtime = rec->domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+	struct wire_gpu_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = runtime ? WIRE_GPU_API_RUNTIME : WIRE_GPU_API_DRIVER;
+	ev.start_ns = rec->start;
+	ev.end_ns = rec->end;
+	ev.correlation_id = rec->correlation_id;
+	ev.tid = tid;
+	ev.subkind = rec->cbid;
+	ev.name_id = cupti_api_name(api_fn, (CUpti_CallbackDomain)rec->domain, rec->cbid);
+	sender_gpu_event(&ev);
+}
