@@ -18,7 +18,10 @@
 #define CUPTI_NAME_CACHE 4096
 
 static const struct cupti_fns *api_fn;
-static int api_by_callback;
+enum { API_ACTIVITY, API_CALLBACK, API_CALLBACK_DRIVER_ONLY };
+static int api_by_callback; /* one of the above */
+/* Inside a recorded runtime call on this thread: the driver calls it makes are not recorded again. */
+static __thread int api_in_runtime_call __attribute__((tls_model("initial-exec")));
 /* API function name ids by domain and cbid (sender thread only). */
 static uint32_t runtime_names[CUPTI_NAME_CACHE];
 static uint32_t driver_names[CUPTI_NAME_CACHE];
@@ -51,6 +54,21 @@ static int cupti_api_wanted(const char *name)
 static int cupti_api_driver_wanted(const char *name)
 {
 	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0;
+}
+
+/* The driver calls a runtime call of the wanted set makes, for recording the driver domain only
+ * (CUSCOPE_CUDA_API=driver): CUPTI calls back the driver calls the runtime makes inside its own. */
+static int cupti_api_driver_all_wanted(const char *name)
+{
+	static const char *const prefixes[] = {
+	    "cuLaunch",         "cuGraphLaunch",       "cuMemcpy",           "cuMemset",
+	    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+	    "cuMemAlloc",       "cuMemFree",           "cuMemHostAlloc",
+	};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
 }
 
 /* Calls enable(domain, cbid) for every cbid of domain whose name passes wanted. */
@@ -90,6 +108,11 @@ static int is_launch(const char *name)
 
 void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
 {
+	if (api_by_callback == API_CALLBACK_DRIVER_ONLY) {
+		cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+		               cupti_api_driver_all_wanted, enable_as_callback, subscriber);
+		return;
+	}
 	if (!api_by_callback)
 		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, cupti_api_wanted,
@@ -101,7 +124,7 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
 {
 	api_fn = fn;
-	api_by_callback = 0;
+	api_by_callback = API_ACTIVITY;
 	/* CUSCOPE_CUDA_API: a benchmark knob (README.md "Overhead (GPU side)"). */
 	const char *mode = getenv("CUSCOPE_CUDA_API");
 	if (mode && strcmp(mode, "none") == 0)
@@ -110,8 +133,13 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 		fn->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
 		return;
 	}
+	if (mode && strcmp(mode, "driver") == 0) {
+		api_by_callback = API_CALLBACK_DRIVER_ONLY;
+		cupti_api_enable_callbacks(fn, subscriber);
+		return;
+	}
 	if (mode && strcmp(mode, "callback") == 0) {
-		api_by_callback = 1;
+		api_by_callback = API_CALLBACK;
 		cupti_api_enable_callbacks(fn, subscriber);
 		return;
 	}
@@ -140,6 +168,10 @@ void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
 {
 	const CUpti_CallbackData *call = data;
 	if (!api_by_callback || !call->correlationData)
+		return;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		api_in_runtime_call = call->callbackSite == CUPTI_API_ENTER;
+	else if (api_in_runtime_call)
 		return;
 	if (call->callbackSite == CUPTI_API_ENTER) {
 		uint16_t flags = 0;

@@ -33,12 +33,15 @@ budget_section()
 	echo "        of sampling, blocking calls, counters and NVTX; own = sum of own_cpu_ns (the collector's threads);"
 	echo "        est(added) = added / (process cpu - added - own), est(all) = (added + own) / (process cpu - added - own);"
 	echo "        medians over the rounds. est(all) is what the cpu A/B measures; est(added) is what the budget keeps."
+	echo "        settled = est(added) over the second half of the run only (from the cost frames' cumulative"
+	echo "        readings at mid-run and at the end; program cpu there = wall - added - own, which holds while the"
+	echo "        pinned CPU stays busy, as with the ping-pong): where the budget settled after its start-up steps."
 	if [ ! -x "$work" ] || [ ! -x "$cost" ]; then
 		echo "cannot run: $work or $cost not built (make tests-build bench)"
 		return
 	fi
-	local cfgs="none budget off lite cpunone cpudef" cfg pair base
-	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; done
+	local cfgs=${BUDGET_CONFIGS:-none budget off lite cpunone cpudef} cfg pair base
+	for cfg in $cfgs; do : >"$tmp/b.$cfg"; : >"$tmp/b.$cfg.over"; : >"$tmp/b.$cfg.est"; : >"$tmp/b.$cfg.settled"; done
 	for _ in $(seq "$rounds"); do
 		# shellcheck disable=SC2086 # one config per word
 		for cfg in $(printf '%s\n' $cfgs | shuf); do
@@ -65,6 +68,17 @@ budget_section()
 				      for (k in last_added) { if (src[k] != "sender" && src[k] != "gpu") a += last_added[k]; o += last_own[k] }
 				      a /= 1e9; o /= 1e9
 				      if (c > a + o) printf "%.2f %.2f\n", a / (c - a - o) * 100, (a + o) / (c - a - o) * 100 }' >>"$tmp/b.$cfg.est"
+			"$cost" "$tmp/b.$cfg.cap" | awk '
+				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				  k = f["pid"] SUBSEP f["source"]; n[k]++; src[k] = f["source"]
+				  t[k, n[k]] = f["time_ns"]; ad[k, n[k]] = f["added_ns"]; ow[k, n[k]] = f["own_cpu_ns"]
+				  if (lo == "" || f["time_ns"] < lo) lo = f["time_ns"]; if (f["time_ns"] > hi) hi = f["time_ns"] }
+				END { mid = (lo + hi) / 2; a = 0; o = 0; span = 0
+				      for (k in n) { for (j = 1; j < n[k] && t[k, j] < mid; j++) ;
+				                     if (src[k] != "sender" && src[k] != "gpu") a += ad[k, n[k]] - ad[k, j]
+				                     o += ow[k, n[k]] - ow[k, j]
+				                     if (t[k, n[k]] - t[k, j] > span) span = t[k, n[k]] - t[k, j] }
+				      if (span > a + o) printf "%.2f\n", a / (span - a - o) * 100 }' >>"$tmp/b.$cfg.settled"
 			rm -f "$tmp/b.$cfg.cap"
 		done
 		for cfg in $cfgs; do
@@ -83,6 +97,7 @@ budget_section()
 	for pair in "none:pingpong, none" "budget:pingpong, --sample-hz 10000, budget 3%" "off:pingpong, --sample-hz 10000, budget off" "lite:pingpong, lite (no CPU-side source)" "cpunone:cpu, none" "cpudef:cpu, defaults (budget 3%)"; do
 		cfg=${pair%%:*}
 		what=${pair#*:}
+		[ -s "$tmp/b.$cfg" ] || continue # not among BUDGET_CONFIGS
 		printf '  %-40s median wall %s s, cpu %s s (rounds, wall/cpu: %s)\n' "$what" "$(awk '{print $1}' "$tmp/b.$cfg" | median)" \
 			"$(awk '{print $2}' "$tmp/b.$cfg" | median)" "$(awk '{printf "%s/%s ", $1, $2}' "$tmp/b.$cfg")"
 		for col in 1:wall 2:cpu; do
@@ -92,6 +107,8 @@ budget_section()
 		done
 		[ -s "$tmp/b.$cfg.est" ] && printf '  %40s live estimate median: est(added) %.2f%%, est(all) %.2f%%\n' "" \
 			"$(awk '{print $1}' "$tmp/b.$cfg.est" | median)" "$(awk '{print $2}' "$tmp/b.$cfg.est" | median)"
+		[ -s "$tmp/b.$cfg.settled" ] && printf '  %40s settled (second half): est(added) median %.2f%% (rounds: %s)\n' "" \
+			"$(median <"$tmp/b.$cfg.settled")" "$(tr '\n' ' ' <"$tmp/b.$cfg.settled")"
 	done
 }
 if [ "${1:-}" = budget ]; then

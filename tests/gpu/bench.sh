@@ -13,7 +13,7 @@
 # usage: tests/gpu/bench.sh
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
-# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
+# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
@@ -126,6 +126,7 @@ run_one()
 	cu-osrt) pre=("${rec[@]}" --counters none --) ;;
 	cu-rtl) pre=(env CUSCOPE_CUDA_API=runtime-launch "${rec[@]}" "${lite[@]}" --) ;;
 	cu-cb) pre=(env CUSCOPE_CUDA_API=callback "${rec[@]}" "${lite[@]}" --) ;;
+	cu-drv) pre=(env CUSCOPE_CUDA_API=driver "${rec[@]}" "${lite[@]}" --) ;;
 	cu-act) pre=(env CUSCOPE_CUDA_API=activity "${rec[@]}" "${lite[@]}" --) ;;
 	cu-ptid) pre=(env CUSCOPE_CUPTI_PTHREAD_IDS=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-drvl) pre=(env CUSCOPE_CUDA_API=driver-launch "${rec[@]}" "${lite[@]}" --) ;;
