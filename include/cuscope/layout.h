@@ -41,6 +41,7 @@ struct layout_row {
 	uint32_t device; /* GPU_DEVICE and GPU_STREAM rows: CUDA device ordinal */
 	int folded;      /* PROCESS, THREAD, GPU_DEVICE, IDLE: the group's rows are hidden */
 	size_t count;    /* IDLE: threads in the group */
+	int idle_member; /* THREAD: listed under its process's open idle row */
 };
 
 enum layout_fold_kind {
@@ -140,6 +141,11 @@ void layout_select(struct layout *layout, long delta, size_t height);
 void layout_clamp(struct layout *layout, size_t height);
 /* Whether a row heads a group that can fold (process, thread, GPU device, idle threads). */
 int layout_is_group(const struct layout_row *row);
+/*
+ * The header f folds from row index: the nearest group header at or above it, except that an idle thread
+ * listed under the open idle row (it has no rows of its own to fold) gives that idle row. count if none.
+ */
+size_t layout_group_index(const struct layout *layout, size_t index);
 /* Folds or unfolds the group headed by row index; 0, or -EINVAL when it heads none. Rebuild after. */
 int layout_toggle_fold(struct layout *layout, size_t index);
 /* Unfolds whatever hides rows of process pid (its header and, if tid, that thread or its idle fold). */

@@ -203,6 +203,21 @@ int layout_is_group(const struct layout_row *row)
 	       row->kind == LAYOUT_ROW_GPU_DEVICE || row->kind == LAYOUT_ROW_IDLE;
 }
 
+size_t layout_group_index(const struct layout *layout, size_t index)
+{
+	if (index >= layout->count)
+		return layout->count;
+	size_t i = index;
+	while (i > 0 && !layout_is_group(&layout->rows[i]))
+		i--;
+	if (!layout_is_group(&layout->rows[i]))
+		return layout->count;
+	if (layout->rows[i].kind == LAYOUT_ROW_THREAD && layout->rows[i].idle_member)
+		while (i > 0 && layout->rows[i].kind != LAYOUT_ROW_IDLE)
+			i--;
+	return i;
+}
+
 int layout_toggle_fold(struct layout *layout, size_t index)
 {
 	if (index >= layout->count || !layout_is_group(&layout->rows[index]))
@@ -320,14 +335,18 @@ void layout_freeze(struct layout *layout, int on)
 }
 
 /* A thread lane's rows: its header, and unless it is folded its NVTX, CUDA API, blocking-call, GC rows. */
-static void layout_add_thread_lane(struct layout *layout, size_t p, size_t l, const struct layout_lane *ln)
+static void layout_add_thread_lane(struct layout *layout, size_t p, size_t l, const struct layout_lane *ln,
+                                   int idle_member)
 {
+	size_t header = layout->count;
 	if (layout_fold_has(layout, LAYOUT_FOLD_THREAD, ln->pid, ln->tid, 0)) {
 		layout_add_thread(layout, p, l, ln->pid, ln->tid, 0);
-		layout->rows[layout->count - 1].folded = 1;
+		layout->rows[header].folded = 1;
+		layout->rows[header].idle_member = idle_member;
 		return;
 	}
 	layout_add_thread(layout, p, l, ln->pid, ln->tid, ln->rows);
+	layout->rows[header].idle_member = idle_member;
 	layout_add_cuda_api(layout, p, l, ln->pid, ln->tid, ln->gpu_rows);
 	layout_add_osrt(layout, p, l, ln->pid, ln->tid, ln->osrt_rows);
 	layout_add_gc(layout, p, l, ln->pid, ln->tid, ln->gc_rows);
@@ -359,7 +378,7 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 			(*gpu)[gpu_count++] =
 			    (struct gpu_lane_ref){l, ln->device, ln->stream, ln->is_default, ln->gpu_rows};
 		} else if (!fold_idle || ln->active) {
-			layout_add_thread_lane(layout, p, l, ln);
+			layout_add_thread_lane(layout, p, l, ln, 0);
 		}
 	}
 	layout_add_async(layout, p, async_lane, lp->pid, async_rows);
@@ -368,7 +387,7 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 		layout_add_idle(layout, p, lp->pid, idle, open);
 		for (size_t l = 0; open && l < lp->lane_count; l++)
 			if (lp->lanes[l].kind == STORE_LANE_THREAD && !lp->lanes[l].active)
-				layout_add_thread_lane(layout, p, l, &lp->lanes[l]);
+				layout_add_thread_lane(layout, p, l, &lp->lanes[l], 1);
 	}
 	if (gpu_count)
 		qsort(*gpu, gpu_count, sizeof **gpu, gpu_lane_cmp);

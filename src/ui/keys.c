@@ -135,12 +135,10 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	size_t i = ui->lanes.layout.selected;
+	/* A row inside a group folds the group it belongs to. */
+	size_t i = layout_group_index(&ui->lanes.layout, ui->lanes.layout.selected);
 	if (i >= ui->lanes.layout.count)
 		return UI_ACTION_NONE;
-	/* A row inside a group folds the group it belongs to: the nearest header above. */
-	while (i > 0 && !layout_is_group(&ui->lanes.layout.rows[i]))
-		i--;
 	struct layout_row key_row = ui->lanes.layout.rows[i];
 	if (layout_toggle_fold(&ui->lanes.layout, i) == 0) {
 		ui_rebuild_layout(ui, 1);

@@ -50,6 +50,11 @@ tm_keys Enter
 wait_until 5 all_idle_lanes || fail "Enter did not list the 12 idle threads"
 tm_keys Enter
 wait_until 5 no_idle_lane || fail "Enter did not fold the idle threads again"
+# f on a listed idle thread folds the list too (the thread has no rows of its own to fold).
+tm_keys f
+wait_until 5 all_idle_lanes || fail "f did not list the 12 idle threads again"
+tm_keys Down f
+wait_until 5 no_idle_lane || fail "f on a listed idle thread did not fold the idle threads"
 
 # Paused: idle-K's first event (SIGUSR1) moves nothing.
 tm_keys ' '

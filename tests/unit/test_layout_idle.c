@@ -137,7 +137,13 @@ static void test_idle_unfold_and_fold(void **state)
 	for (int i = 0; i < IDLE_COUNT; i++) {
 		assert_int_equal(l.rows[idle + 1 + (size_t)i].kind, LAYOUT_ROW_THREAD);
 		assert_int_equal(l.rows[idle + 1 + (size_t)i].tid, FIRST_IDLE + i);
+		/* f on a listed idle thread (nothing of its own to fold) folds the idle row */
+		assert_int_equal(layout_group_index(&l, idle + 1 + (size_t)i), idle);
 	}
+	assert_int_equal(layout_group_index(&l, 2), 1); /* the busy thread's NVTX row: the thread */
+	assert_int_equal(layout_group_index(&l, 1), 1);
+	assert_int_equal(layout_group_index(&l, idle), idle);
+	assert_int_equal(layout_group_index(&l, l.count), l.count);
 	assert_int_equal(layout_toggle_fold(&l, idle), 0);
 	layout_build(&l, st);
 	assert_int_equal(l.count, 4);
