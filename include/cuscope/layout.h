@@ -11,6 +11,8 @@
 #include <sys/types.h>
 
 struct store;
+struct store_lane_info;
+struct store_lane_cpu_info;
 
 enum layout_row_kind {
 	LAYOUT_ROW_PROCESS = 1,    /* "cmdline-basename pid" header of a lane group */
@@ -23,7 +25,11 @@ enum layout_row_kind {
 	LAYOUT_ROW_OSRT = 8,       /* one osrt row of a thread: blocking calls (read, nanosleep, ...) */
 	LAYOUT_ROW_GC = 9,         /* one gc row of a thread: Python garbage collections */
 	LAYOUT_ROW_COST = 10,      /* the collector's own cost: row 0 added time %, row 1 its CPU */
+	LAYOUT_ROW_IDLE = 11,      /* "15 idle threads": a process's threads that produced nothing yet */
 };
+
+/* Idle threads fold into one row from this many on (a single one shows as itself: same rows). */
+#define LAYOUT_IDLE_FOLD_MIN 2
 
 struct layout_row {
 	enum layout_row_kind kind;
@@ -33,14 +39,41 @@ struct layout_row {
 	pid_t pid;
 	pid_t tid;       /* THREAD and NVTX rows */
 	uint32_t device; /* GPU_DEVICE and GPU_STREAM rows: CUDA device ordinal */
-	int folded;      /* PROCESS, THREAD, GPU_DEVICE: the group's rows are hidden */
+	int folded;      /* PROCESS, THREAD, GPU_DEVICE, IDLE: the group's rows are hidden */
+	size_t count;    /* IDLE: threads in the group */
+	int idle_member; /* THREAD: listed under its process's open idle row */
 };
 
-/* A folded group: a process (tid 0), a thread (tid) or a GPU device of a process (is_device). */
+enum layout_fold_kind {
+	LAYOUT_FOLD_PROCESS = 1,   /* a process's rows are hidden */
+	LAYOUT_FOLD_THREAD = 2,    /* a thread's rows below its own are hidden */
+	LAYOUT_FOLD_DEVICE = 3,    /* a GPU device's stream rows are hidden */
+	LAYOUT_FOLD_IDLE_OPEN = 4, /* a process's idle threads are listed (folded by default) */
+};
+
+/* A group whose folding differs from its default, by identity (pid, tid, device). */
 struct layout_fold {
 	pid_t pid, tid;
 	uint32_t device;
-	int is_device;
+	enum layout_fold_kind kind;
+};
+
+/* What a rebuild takes from a lane of the store, kept so that a frozen layout cannot move. */
+struct layout_lane {
+	int kind; /* enum store_lane_kind */
+	pid_t pid, tid;
+	uint32_t device, stream; /* stream lanes */
+	int is_default;          /* stream lanes */
+	int active;              /* thread lanes: produced an event at some point (it stays so) */
+	size_t rows, gpu_rows, osrt_rows, gc_rows;
+};
+
+/* A process of the store as the last unfrozen rebuild saw it. */
+struct layout_process {
+	pid_t pid;
+	int cost; /* its collector reports its cost: cost rows */
+	struct layout_lane *lanes;
+	size_t lane_count, lane_cap;
 };
 
 struct layout {
@@ -51,6 +84,9 @@ struct layout {
 	size_t selected; /* highlighted row, < count when count > 0 */
 	struct layout_fold *folds;
 	size_t fold_count, fold_cap;
+	struct layout_process *procs; /* what rows are built from */
+	size_t proc_count, proc_cap;
+	int frozen; /* rebuilds reuse procs: the view is paused */
 };
 
 void layout_init(struct layout *layout);
@@ -80,23 +116,39 @@ void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uin
 /* Appends the rows of a GPU stream lane. */
 void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
                            size_t rows);
+/* Appends a process's "N idle threads" row (folded unless open). */
+void layout_add_idle(struct layout *layout, size_t process, pid_t pid, size_t count, int open);
+/* Whether a thread lane has produced nothing a row shows: no range, mark, API call, sample, call, GC. */
+int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_cpu_info *ci);
 /*
  * Rebuilds the rows from the store: per process a header, its cost rows (when its collector reports
  * its cost), its threads in order of appearance with
- * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then per GPU device
- * (by ordinal) a header and its stream lanes (default stream first, then by stream id). The selection follows
- * the same row across rebuilds.
+ * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then the threads
+ * that never produced an event folded into one "idle threads" row (when there are LAYOUT_IDLE_FOLD_MIN of
+ * them; open, it lists them beneath), then per GPU device (by ordinal) a header and its stream lanes
+ * (default stream first, then by stream id). The selection follows the same row across rebuilds.
+ * Frozen, it rebuilds from what the store held at the freeze: only folding changes rows.
  */
 void layout_build(struct layout *layout, const struct store *store);
+/*
+ * Freezes (on) or thaws the rows: while frozen (a paused view) no lane appears, grows a row or leaves
+ * the idle fold, whatever the store receives; a thread's first event waits for the thaw.
+ */
+void layout_freeze(struct layout *layout, int on);
 /* Moves the selection by delta rows (clamped) and scrolls so that it stays among height rows. */
 void layout_select(struct layout *layout, long delta, size_t height);
 /* Clamps top and selected after a rebuild or a resize, keeping the selection visible. */
 void layout_clamp(struct layout *layout, size_t height);
-/* Whether a row heads a group that can fold (process, thread, GPU device). */
+/* Whether a row heads a group that can fold (process, thread, GPU device, idle threads). */
 int layout_is_group(const struct layout_row *row);
+/*
+ * The header f folds from row index: the nearest group header at or above it, except that an idle thread
+ * listed under the open idle row (it has no rows of its own to fold) gives that idle row. count if none.
+ */
+size_t layout_group_index(const struct layout *layout, size_t index);
 /* Folds or unfolds the group headed by row index; 0, or -EINVAL when it heads none. Rebuild after. */
 int layout_toggle_fold(struct layout *layout, size_t index);
-/* Unfolds whatever hides rows of process pid (its header and, if tid, that thread). */
+/* Unfolds whatever hides rows of process pid (its header and, if tid, that thread or its idle fold). */
 void layout_reveal(struct layout *layout, pid_t pid, pid_t tid, int device_row, uint32_t device);
 /* Index of the row with the same identity as key, or count if gone. */
 size_t layout_find(const struct layout *layout, const struct layout_row *key);

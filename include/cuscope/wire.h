@@ -58,9 +58,10 @@ struct wire_hello {
 _Static_assert(sizeof(struct wire_hello) == 128, "wire_hello layout");
 
 enum wire_feature {
-	WIRE_FEATURE_NVTX = 1u << 0,    /* NVTX injection initialised */
-	WIRE_FEATURE_CUPTI = 1u << 1,   /* GPU activity tracing running */
-	WIRE_FEATURE_THREADS = 1u << 2, /* thread list scanning */
+	WIRE_FEATURE_NVTX = 1u << 0,     /* NVTX injection initialised */
+	WIRE_FEATURE_CUPTI = 1u << 1,    /* GPU activity tracing running */
+	WIRE_FEATURE_THREADS = 1u << 2,  /* thread list scanning */
+	WIRE_FEATURE_ATTACHED = 1u << 3, /* loaded by attach: no Python hook (thread names, GC) */
 };
 
 /* Interned string: ids are per process, 0 is reserved for "no string". */

@@ -132,6 +132,24 @@ COLLECTOR_EXPORT void _exit(int status)
 
 static _Atomic int attach_notice_given;
 
+/*
+ * Says once per process what an attach cannot give: NVTX of code that already used it, blocking calls and,
+ * in a CPython process, everything the Python hook (sitecustomize, set up only at start) reports.
+ */
+static void collector_attach_notices(void)
+{
+	if (atomic_exchange(&attach_notice_given, 1))
+		return;
+	collector_notice(WIRE_NOTICE_WARNING,
+	                 "attached to a running process: NVTX ranges of code that already used NVTX, and "
+	                 "blocking-call tracing, are not available");
+	int (*py_initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+	if (py_initialized && py_initialized())
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "Python thread names, GC pauses and Python function names unavailable after "
+		                 "attach: start the program under cuscope (cuscope -- python3 ...)");
+}
+
 void collector_begin(void)
 {
 	/* Before the sender's first thread scan, which creates each thread's sampling event. */
@@ -234,13 +252,8 @@ static void collector_init(void)
 		return;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = attached;
-	if (attached) {
-		atomic_store(&attach_notice_given, 1);
-		collector_notice(
-		    WIRE_NOTICE_WARNING,
-		    "attached to a running process: NVTX ranges of code that already used NVTX, and "
-		    "blocking-call tracing, are not available");
-	}
+	if (attached)
+		collector_attach_notices();
 	if (collector_thread_key_create() != 0)
 		return;
 	config_load();
@@ -277,13 +290,7 @@ COLLECTOR_EXPORT int cuscope_attach_start(void)
 		return sender_move_session(session) == 0;
 	strcpy(collector_config.session_dir, session);
 	collector_config.attached = 1;
-	if (!atomic_load(&attach_notice_given)) {
-		atomic_store(&attach_notice_given, 1);
-		collector_notice(
-		    WIRE_NOTICE_WARNING,
-		    "attached to a running process: NVTX ranges of code that already used NVTX, and "
-		    "blocking-call tracing, are not available");
-	}
+	collector_attach_notices();
 	if (collector_pid == 0) {
 		collector_thread_key_create();
 		pthread_atfork(NULL, NULL, collector_atfork_child);

@@ -54,7 +54,8 @@ int viewer_build_intro(struct sender *s)
 	hello.ppid = getppid();
 	hello.start_mono_ns = s->start_mono_ns;
 	clock_anchor(&hello.anchor_mono_ns, &hello.anchor_real_ns);
-	hello.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS;
+	hello.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS |
+	                 (collector_config.attached ? WIRE_FEATURE_ATTACHED : 0);
 	gethostname(hello.host, sizeof hello.host - 1);
 	char cmdline[4096];
 	int cmd_len = viewer_read_cmdline(cmdline, sizeof cmdline);

@@ -14,6 +14,9 @@ void layout_init(struct layout *layout)
 
 void layout_fini(struct layout *layout)
 {
+	for (size_t p = 0; p < layout->proc_count; p++)
+		free(layout->procs[p].lanes);
+	free(layout->procs);
 	free(layout->rows);
 	free(layout->folds);
 	memset(layout, 0, sizeof *layout);
@@ -130,7 +133,7 @@ static int layout_row_same(const struct layout_row *a, const struct layout_row *
 {
 	if (a->kind != b->kind || a->pid != b->pid || a->process != b->process)
 		return 0;
-	if (a->kind == LAYOUT_ROW_PROCESS)
+	if (a->kind == LAYOUT_ROW_PROCESS || a->kind == LAYOUT_ROW_IDLE)
 		return 1;
 	if (a->kind == LAYOUT_ROW_GPU_DEVICE)
 		return a->device == b->device;
@@ -163,27 +166,56 @@ static int gpu_lane_cmp(const void *a, const void *b)
 }
 
 /* Index of the fold entry, or fold_count. */
-static size_t layout_fold_index(const struct layout *layout, pid_t pid, pid_t tid, int is_device,
+static size_t layout_fold_index(const struct layout *layout, enum layout_fold_kind kind, pid_t pid, pid_t tid,
                                 uint32_t device)
 {
 	for (size_t i = 0; i < layout->fold_count; i++) {
 		const struct layout_fold *f = &layout->folds[i];
-		if (f->pid == pid && f->is_device == is_device &&
-		    (is_device ? f->device == device : f->tid == tid))
+		if (f->kind == kind && f->pid == pid &&
+		    (kind == LAYOUT_FOLD_DEVICE ? f->device == device : f->tid == tid))
 			return i;
 	}
 	return layout->fold_count;
 }
 
-static int layout_folded(const struct layout *layout, pid_t pid, pid_t tid, int is_device, uint32_t device)
+static int layout_fold_has(const struct layout *layout, enum layout_fold_kind kind, pid_t pid, pid_t tid,
+                           uint32_t device)
 {
-	return layout_fold_index(layout, pid, tid, is_device, device) < layout->fold_count;
+	return layout_fold_index(layout, kind, pid, tid, device) < layout->fold_count;
+}
+
+/* Adds or removes a fold entry. */
+static void layout_fold_set(struct layout *layout, enum layout_fold_kind kind, pid_t pid, pid_t tid,
+                            uint32_t device, int on)
+{
+	size_t i = layout_fold_index(layout, kind, pid, tid, device);
+	if (!on && i < layout->fold_count)
+		layout->folds[i] = layout->folds[--layout->fold_count];
+	if (!on || i < layout->fold_count)
+		return;
+	xgrow((void **)&layout->folds, &layout->fold_cap, layout->fold_count + 1, sizeof *layout->folds);
+	layout->folds[layout->fold_count++] = (struct layout_fold){pid, tid, device, kind};
 }
 
 int layout_is_group(const struct layout_row *row)
 {
 	return row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_THREAD ||
-	       row->kind == LAYOUT_ROW_GPU_DEVICE;
+	       row->kind == LAYOUT_ROW_GPU_DEVICE || row->kind == LAYOUT_ROW_IDLE;
+}
+
+size_t layout_group_index(const struct layout *layout, size_t index)
+{
+	if (index >= layout->count)
+		return layout->count;
+	size_t i = index;
+	while (i > 0 && !layout_is_group(&layout->rows[i]))
+		i--;
+	if (!layout_is_group(&layout->rows[i]))
+		return layout->count;
+	if (layout->rows[i].kind == LAYOUT_ROW_THREAD && layout->rows[i].idle_member)
+		while (i > 0 && layout->rows[i].kind != LAYOUT_ROW_IDLE)
+			i--;
+	return i;
 }
 
 int layout_toggle_fold(struct layout *layout, size_t index)
@@ -191,29 +223,183 @@ int layout_toggle_fold(struct layout *layout, size_t index)
 	if (index >= layout->count || !layout_is_group(&layout->rows[index]))
 		return -EINVAL;
 	const struct layout_row *r = &layout->rows[index];
-	int dev = r->kind == LAYOUT_ROW_GPU_DEVICE;
+	static const enum layout_fold_kind kinds[] = {
+	    [LAYOUT_ROW_PROCESS] = LAYOUT_FOLD_PROCESS,
+	    [LAYOUT_ROW_THREAD] = LAYOUT_FOLD_THREAD,
+	    [LAYOUT_ROW_GPU_DEVICE] = LAYOUT_FOLD_DEVICE,
+	    [LAYOUT_ROW_IDLE] = LAYOUT_FOLD_IDLE_OPEN,
+	};
+	enum layout_fold_kind kind = kinds[r->kind];
 	pid_t tid = r->kind == LAYOUT_ROW_THREAD ? r->tid : 0;
-	size_t i = layout_fold_index(layout, r->pid, tid, dev, r->device);
-	if (i < layout->fold_count) {
-		layout->folds[i] = layout->folds[--layout->fold_count];
-		return 0;
+	int on = !layout_fold_has(layout, kind, r->pid, tid, r->device);
+	layout_fold_set(layout, kind, r->pid, tid, r->device, on);
+	return 0;
+}
+
+/* The idle threads of process pid fold (LAYOUT_IDLE_FOLD_MIN of them) and tid is one of them. */
+static int layout_in_idle_fold(const struct layout *layout, pid_t pid, pid_t tid)
+{
+	for (size_t p = 0; p < layout->proc_count; p++) {
+		const struct layout_process *lp = &layout->procs[p];
+		if (lp->pid != pid)
+			continue;
+		size_t idle = 0;
+		int found = 0;
+		for (size_t l = 0; l < lp->lane_count; l++) {
+			const struct layout_lane *ln = &lp->lanes[l];
+			if (ln->kind != STORE_LANE_THREAD || ln->active)
+				continue;
+			idle++;
+			found |= ln->tid == tid;
+		}
+		if (found && idle >= LAYOUT_IDLE_FOLD_MIN)
+			return 1;
 	}
-	xgrow((void **)&layout->folds, &layout->fold_cap, layout->fold_count + 1, sizeof *layout->folds);
-	layout->folds[layout->fold_count++] = (struct layout_fold){r->pid, tid, r->device, dev};
 	return 0;
 }
 
 void layout_reveal(struct layout *layout, pid_t pid, pid_t tid, int device_row, uint32_t device)
 {
-	for (size_t i = 0; i < layout->fold_count;) {
-		const struct layout_fold *f = &layout->folds[i];
-		int hides = f->pid == pid &&
-		            ((!f->is_device && f->tid == 0) || (!f->is_device && tid && f->tid == tid) ||
-		             (f->is_device && device_row && f->device == device));
-		if (hides)
-			layout->folds[i] = layout->folds[--layout->fold_count];
-		else
-			i++;
+	layout_fold_set(layout, LAYOUT_FOLD_PROCESS, pid, 0, 0, 0);
+	if (tid)
+		layout_fold_set(layout, LAYOUT_FOLD_THREAD, pid, tid, 0, 0);
+	if (device_row)
+		layout_fold_set(layout, LAYOUT_FOLD_DEVICE, pid, 0, device, 0);
+	if (tid && layout_in_idle_fold(layout, pid, tid))
+		layout_fold_set(layout, LAYOUT_FOLD_IDLE_OPEN, pid, 0, 0, 1);
+}
+
+void layout_add_idle(struct layout *layout, size_t process, pid_t pid, size_t count, int open)
+{
+	layout_push(
+	    layout,
+	    &(struct layout_row){
+	        .kind = LAYOUT_ROW_IDLE, .process = process, .pid = pid, .folded = !open, .count = count});
+}
+
+int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_cpu_info *ci)
+{
+	return li->kind == STORE_LANE_THREAD && !li->row_count && !li->open_count && !li->mark_count &&
+	       !li->gpu_row_count && !li->gpu_ops && !ci->samples && !ci->osrt_row_count && !ci->osrt_calls &&
+	       !ci->gc_row_count && !ci->gc_count;
+}
+
+/* Takes what the rows need from the store (lanes only ever get added; a thread once active stays so). */
+static void layout_snapshot(struct layout *layout, const struct store *store)
+{
+	size_t np = store_process_count(store);
+	for (size_t p = np; p < layout->proc_count; p++) /* another store, with fewer processes */
+		free(layout->procs[p].lanes);
+	xgrow((void **)&layout->procs, &layout->proc_cap, np, sizeof *layout->procs);
+	for (size_t p = layout->proc_count; p < np; p++)
+		memset(&layout->procs[p], 0, sizeof layout->procs[p]);
+	layout->proc_count = np;
+	for (size_t p = 0; p < np; p++) {
+		struct layout_process *lp = &layout->procs[p];
+		struct store_process_info pi;
+		store_process_get(store, p, &pi);
+		if (lp->pid != pi.pid) /* another store: nothing of the old one carries over */
+			lp->lane_count = 0;
+		lp->pid = pi.pid;
+		lp->cost = store_cost_any(store, p);
+		xgrow((void **)&lp->lanes, &lp->lane_cap, pi.lane_count, sizeof *lp->lanes);
+		for (size_t l = lp->lane_count; l < pi.lane_count; l++)
+			memset(&lp->lanes[l], 0, sizeof lp->lanes[l]);
+		lp->lane_count = pi.lane_count;
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct layout_lane *ln = &lp->lanes[l];
+			struct store_lane_info li;
+			struct store_lane_cpu_info ci;
+			store_lane_get(store, p, l, &li);
+			store_lane_cpu_get(store, p, l, &ci);
+			int active =
+			    ln->active || (li.kind == STORE_LANE_THREAD && !layout_lane_idle(&li, &ci));
+			*ln = (struct layout_lane){.kind = (int)li.kind,
+			                           .pid = li.pid,
+			                           .tid = li.tid,
+			                           .device = li.device,
+			                           .stream = li.stream,
+			                           .is_default = li.is_default,
+			                           .active = active,
+			                           .rows = li.row_count,
+			                           .gpu_rows = li.gpu_row_count,
+			                           .osrt_rows = ci.osrt_row_count,
+			                           .gc_rows = ci.gc_row_count};
+		}
+	}
+}
+
+void layout_freeze(struct layout *layout, int on)
+{
+	layout->frozen = on;
+}
+
+/* A thread lane's rows: its header, and unless it is folded its NVTX, CUDA API, blocking-call, GC rows. */
+static void layout_add_thread_lane(struct layout *layout, size_t p, size_t l, const struct layout_lane *ln,
+                                   int idle_member)
+{
+	size_t header = layout->count;
+	if (layout_fold_has(layout, LAYOUT_FOLD_THREAD, ln->pid, ln->tid, 0)) {
+		layout_add_thread(layout, p, l, ln->pid, ln->tid, 0);
+		layout->rows[header].folded = 1;
+		layout->rows[header].idle_member = idle_member;
+		return;
+	}
+	layout_add_thread(layout, p, l, ln->pid, ln->tid, ln->rows);
+	layout->rows[header].idle_member = idle_member;
+	layout_add_cuda_api(layout, p, l, ln->pid, ln->tid, ln->gpu_rows);
+	layout_add_osrt(layout, p, l, ln->pid, ln->tid, ln->osrt_rows);
+	layout_add_gc(layout, p, l, ln->pid, ln->tid, ln->gc_rows);
+}
+
+/* The rows of one process (its header first). */
+static void layout_build_process(struct layout *layout, size_t p, struct gpu_lane_ref **gpu, size_t *gpu_cap)
+{
+	const struct layout_process *lp = &layout->procs[p];
+	layout_add_process(layout, p, lp->pid);
+	if (layout_fold_has(layout, LAYOUT_FOLD_PROCESS, lp->pid, 0, 0)) {
+		layout->rows[layout->count - 1].folded = 1;
+		return;
+	}
+	if (lp->cost)
+		layout_add_cost(layout, p, lp->pid);
+	size_t idle = 0;
+	for (size_t l = 0; l < lp->lane_count; l++)
+		idle += lp->lanes[l].kind == STORE_LANE_THREAD && !lp->lanes[l].active;
+	int fold_idle = idle >= LAYOUT_IDLE_FOLD_MIN;
+	size_t async_lane = 0, async_rows = 0, gpu_count = 0;
+	for (size_t l = 0; l < lp->lane_count; l++) {
+		const struct layout_lane *ln = &lp->lanes[l];
+		if (ln->kind == STORE_LANE_NVTX_ASYNC) {
+			async_lane = l;
+			async_rows = ln->rows;
+		} else if (ln->kind == STORE_LANE_GPU_STREAM) {
+			xgrow((void **)gpu, gpu_cap, gpu_count + 1, sizeof **gpu);
+			(*gpu)[gpu_count++] =
+			    (struct gpu_lane_ref){l, ln->device, ln->stream, ln->is_default, ln->gpu_rows};
+		} else if (!fold_idle || ln->active) {
+			layout_add_thread_lane(layout, p, l, ln, 0);
+		}
+	}
+	layout_add_async(layout, p, async_lane, lp->pid, async_rows);
+	if (fold_idle) {
+		int open = layout_fold_has(layout, LAYOUT_FOLD_IDLE_OPEN, lp->pid, 0, 0);
+		layout_add_idle(layout, p, lp->pid, idle, open);
+		for (size_t l = 0; open && l < lp->lane_count; l++)
+			if (lp->lanes[l].kind == STORE_LANE_THREAD && !lp->lanes[l].active)
+				layout_add_thread_lane(layout, p, l, &lp->lanes[l], 1);
+	}
+	if (gpu_count)
+		qsort(*gpu, gpu_count, sizeof **gpu, gpu_lane_cmp);
+	for (size_t i = 0; i < gpu_count; i++) {
+		const struct gpu_lane_ref *g = &(*gpu)[i];
+		int dev_folded = layout_fold_has(layout, LAYOUT_FOLD_DEVICE, lp->pid, 0, g->device);
+		if (i == 0 || g->device != (*gpu)[i - 1].device) {
+			layout_add_gpu_device(layout, p, lp->pid, g->device);
+			layout->rows[layout->count - 1].folded = dev_folded;
+		}
+		if (!dev_folded)
+			layout_add_gpu_stream(layout, p, g->lane, lp->pid, g->device, g->rows);
 	}
 }
 
@@ -227,59 +413,11 @@ void layout_build(struct layout *layout, const struct store *store)
 		key = layout->rows[layout->selected];
 	size_t old_selected = layout->selected;
 
+	if (!layout->frozen)
+		layout_snapshot(layout, store);
 	layout_clear(layout);
-	size_t np = store_process_count(store);
-	for (size_t p = 0; p < np; p++) {
-		struct store_process_info pi;
-		store_process_get(store, p, &pi);
-		layout_add_process(layout, p, pi.pid);
-		if (layout_folded(layout, pi.pid, 0, 0, 0)) {
-			layout->rows[layout->count - 1].folded = 1;
-			continue;
-		}
-		if (store_cost_any(store, p))
-			layout_add_cost(layout, p, pi.pid);
-		size_t async_lane = 0, async_rows = 0, gpu_count = 0;
-		for (size_t l = 0; l < pi.lane_count; l++) {
-			struct store_lane_info li;
-			store_lane_get(store, p, l, &li);
-			if (li.kind == STORE_LANE_NVTX_ASYNC) {
-				async_lane = l;
-				async_rows = li.row_count;
-				continue;
-			}
-			if (li.kind == STORE_LANE_GPU_STREAM) {
-				xgrow((void **)&gpu, &gpu_cap, gpu_count + 1, sizeof *gpu);
-				gpu[gpu_count++] = (struct gpu_lane_ref){l, li.device, li.stream,
-				                                         li.is_default, li.gpu_row_count};
-				continue;
-			}
-			if (layout_folded(layout, li.pid, li.tid, 0, 0)) {
-				layout_add_thread(layout, p, l, li.pid, li.tid, 0);
-				layout->rows[layout->count - 1].folded = 1;
-				continue;
-			}
-			layout_add_thread(layout, p, l, li.pid, li.tid, li.row_count);
-			layout_add_cuda_api(layout, p, l, li.pid, li.tid, li.gpu_row_count);
-			struct store_lane_cpu_info ci;
-			store_lane_cpu_get(store, p, l, &ci);
-			layout_add_osrt(layout, p, l, li.pid, li.tid, ci.osrt_row_count);
-			layout_add_gc(layout, p, l, li.pid, li.tid, ci.gc_row_count);
-		}
-		layout_add_async(layout, p, async_lane, pi.pid, async_rows);
-		if (gpu_count)
-			qsort(gpu, gpu_count, sizeof *gpu, gpu_lane_cmp);
-		for (size_t i = 0; i < gpu_count; i++) {
-			int dev_folded = layout_folded(layout, pi.pid, 0, 1, gpu[i].device);
-			if (i == 0 || gpu[i].device != gpu[i - 1].device) {
-				layout_add_gpu_device(layout, p, pi.pid, gpu[i].device);
-				layout->rows[layout->count - 1].folded = dev_folded;
-			}
-			if (dev_folded)
-				continue;
-			layout_add_gpu_stream(layout, p, gpu[i].lane, pi.pid, gpu[i].device, gpu[i].rows);
-		}
-	}
+	for (size_t p = 0; p < layout->proc_count; p++)
+		layout_build_process(layout, p, &gpu, &gpu_cap);
 	free(gpu);
 
 	if (have_key) {

@@ -70,7 +70,7 @@ static int ui_key_end(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)key;
 	if (ui_live(status)) {
-		ui->view.paused = 0;
+		ui_set_paused(ui, 0);
 		ui->view.follow = 1;
 		ui_follow_now(ui);
 	} else {
@@ -135,12 +135,10 @@ static int ui_key_fold(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	size_t i = ui->lanes.layout.selected;
+	/* A row inside a group folds the group it belongs to. */
+	size_t i = layout_group_index(&ui->lanes.layout, ui->lanes.layout.selected);
 	if (i >= ui->lanes.layout.count)
 		return UI_ACTION_NONE;
-	/* A row inside a group folds the group it belongs to: the nearest header above. */
-	while (i > 0 && !layout_is_group(&ui->lanes.layout.rows[i]))
-		i--;
 	struct layout_row key_row = ui->lanes.layout.rows[i];
 	if (layout_toggle_fold(&ui->lanes.layout, i) == 0) {
 		ui_rebuild_layout(ui, 1);
@@ -377,10 +375,10 @@ static const struct ui_key ui_keys[] = {
     {'.', NULL, NULL, ui_key_cursor},
     {KEY_UP, "UD", "select a lane (panel rows when it has focus)", ui_key_updown},
     {KEY_DOWN, NULL, NULL, ui_key_updown},
-    {'\n', "Enter", "details under the cursor: event, call stack, GPU gap", ui_key_enter},
+    {'\n', "Enter", "details (event, stack, GPU gap); on a header: fold", ui_key_enter},
     {'\r', NULL, NULL, ui_key_enter},
     {KEY_ENTER, NULL, NULL, ui_key_enter},
-    {'f', "f", "fold / unfold the process, thread or GPU group", ui_key_fold},
+    {'f', "f", "fold / unfold a process, thread, GPU or idle-threads row", ui_key_fold},
     {'/', "/", "find by name (substring)", ui_key_prompt},
     {'n', "n N", "next / previous match", ui_key_find_next},
     {'N', NULL, NULL, ui_key_find_next},

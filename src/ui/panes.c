@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cuscope/cpuview.h"
+#include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
 /* The panel's rows in display order (largest total first). */
@@ -186,9 +187,16 @@ void ui_draw_hot(struct ui *ui, int y0, int h)
 			store_hot_inclusive(ui->store, process, lane, from, to, 0, hot, NULL, &python);
 		if (listed && interp * 2 > listed && !ui->hot.suggested && !python) {
 			ui->hot.suggested = 1;
+			/* After attach no flag helps: perf trampolines are turned on when Python starts. */
+			struct store_process_info pi;
+			store_process_get(ui->store, process, &pi);
 			ui_say(ui,
-			       "hot: only CPython's own frames; with --python-perf (CPython >= 3.12) stacks "
-			       "show Python functions");
+			       pi.features & WIRE_FEATURE_ATTACHED
+			           ? "hot: Python function names unavailable after attach: start the program "
+			             "under cuscope (--python-perf)"
+			           : "hot: only CPython's own frames; with --python-perf (CPython >= 3.12) "
+			             "stacks "
+			             "show Python functions");
 		}
 	}
 	ui_fill(y0, 0, COLS, ha, " ");

@@ -201,9 +201,13 @@ void ui_set_paused(struct ui *ui, int on)
 		ui->view.pause_events = store_event_count(ui->store);
 		ui->view.paused = 1;
 		ui->view.follow = 0;
+		/* Lanes stay where they are: a thread's first event while paused waits for the resume. */
+		layout_freeze(&ui->lanes.layout, 1);
 	} else if (!on && ui->view.paused) {
 		ui->view.paused = 0;
 		ui->view.follow = 1;
+		layout_freeze(&ui->lanes.layout, 0);
+		ui_rebuild_layout(ui, 1);
 		ui_follow_now(ui);
 	}
 }
@@ -243,6 +247,7 @@ void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns)
 	ui->view.ready = 1;
 	ui->view.follow = 0;
 	ui->view.paused = 0;
+	layout_freeze(&ui->lanes.layout, 0);
 }
 
 void ui_message(struct ui *ui, const char *text)

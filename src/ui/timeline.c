@@ -510,6 +510,12 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 		la = ui_attr(ui, THEME_THREAD);
 		ui_draw_gpu_row(ui, y, row->process, row->lane, row->row, 1);
 		break;
+	case LAYOUT_ROW_IDLE:
+		/* Threads that never produced an event: one row, Enter or f lists them. */
+		snprintf(label, sizeof label, "%s%zu idle thread%s", fold_mark, row->count,
+		         row->count == 1 ? "" : "s");
+		la = ui_attr(ui, THEME_THREAD) | A_DIM;
+		break;
 	case LAYOUT_ROW_COST:
 		ui_draw_cost_row(ui, y, row, label, sizeof label);
 		la = ui_attr(ui, THEME_THREAD) | (row->row ? A_DIM : 0);

@@ -108,7 +108,7 @@ static void test_layout_fold(void **state)
 	assert_int_equal(l.folds[0].tid, 101);
 	assert_int_equal(layout_toggle_fold(&l, 5), 0);
 	assert_int_equal(l.fold_count, 2);
-	assert_true(l.folds[1].is_device);
+	assert_int_equal(l.folds[1].kind, LAYOUT_FOLD_DEVICE);
 	/* Revealing a stream row of device 0 unfolds the device, not the thread. */
 	layout_reveal(&l, 100, 0, 1, 0);
 	assert_int_equal(l.fold_count, 1);
