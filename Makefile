@@ -122,6 +122,12 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
+# The stand-in libcupti of the CPU-only CUPTI tests (t210-t214), loaded through CUSCOPE_CUPTI_PATH.
+FAKE_CUPTI := $(BUILD)/tests/support/libfakecupti.so
+$(FAKE_CUPTI): tests/support/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -o $@ $< -lpthread
+
 # Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
 $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
@@ -173,7 +179,7 @@ $(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

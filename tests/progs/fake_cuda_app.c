@@ -1,0 +1,97 @@
+/*
+ * A "CUDA program" for the CPU-only CUPTI tests (t210-t214): it links nothing CUDA. Like the CUDA
+ * driver at a program's first CUDA call, it loads CUDA_INJECTION64_PATH and calls its
+ * InitializeInjection; the collector then loads the stand-in libcupti (CUSCOPE_CUPTI_PATH,
+ * tests/support/fake_cupti.c), whose fake_cuda_launch plays the runtime's calls.
+ *
+ * usage: fake_cuda_app LAUNCHES EXTRA THREADS [concurrent|short]
+ *   The main thread launches LAUNCHES kernels (each after EXTRA cudaGetDevice calls), then THREADS
+ *   threads do the same: all at once (concurrent, the default), or one after another, each
+ *   ending right after its last call (short). Prints "tid LABEL TID" for every launching thread
+ *   and the fake library's report line.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void (*launch)(unsigned n, unsigned extra, const char *label);
+static unsigned launches, extra;
+static pthread_barrier_t start_line;
+static int concurrent = 1;
+
+struct worker {
+	pthread_t thread;
+	char label[16];
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	printf("tid %s %ld\n", w->label, (long)syscall(SYS_gettid));
+	fflush(stdout);
+	if (concurrent)
+		pthread_barrier_wait(&start_line);
+	launch(launches, extra, w->label);
+	return NULL; /* ends right after its last CUDA call */
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: fake_cuda_app LAUNCHES EXTRA THREADS [concurrent|short]\n");
+		return 2;
+	}
+	launches = (unsigned)atoi(argv[1]);
+	extra = (unsigned)atoi(argv[2]);
+	int threads = atoi(argv[3]);
+	if (argc > 4)
+		concurrent = strcmp(argv[4], "short") != 0;
+	if (threads < 0 || threads > 64)
+		threads = 0;
+
+	/* What the CUDA driver does at the first CUDA call. */
+	const char *injection = getenv("CUDA_INJECTION64_PATH");
+	if (!injection || !*injection) {
+		fprintf(stderr, "fake_cuda_app: CUDA_INJECTION64_PATH is not set\n");
+		return 3;
+	}
+	void *h = dlopen(injection, RTLD_NOW);
+	int (*initialize)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	if (!initialize) {
+		fprintf(stderr, "fake_cuda_app: no InitializeInjection in %s\n", injection);
+		return 3;
+	}
+	initialize();
+	launch = (void (*)(unsigned, unsigned, const char *))dlsym(RTLD_DEFAULT, "fake_cuda_launch");
+	void (*report)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_report");
+	if (!launch || !report) {
+		fprintf(stderr, "fake_cuda_app: the stand-in libcupti is not loaded (CUSCOPE_CUPTI_PATH)\n");
+		return 4;
+	}
+
+	printf("tid main %ld\n", (long)syscall(SYS_gettid));
+	fflush(stdout);
+	launch(launches, extra, "main");
+
+	struct worker workers[64];
+	if (concurrent && threads)
+		pthread_barrier_init(&start_line, NULL, (unsigned)threads);
+	for (int i = 0; i < threads; i++) {
+		snprintf(workers[i].label, sizeof workers[i].label, "w%d", i);
+		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0) {
+			fprintf(stderr, "fake_cuda_app: pthread_create failed\n");
+			return 5;
+		}
+		if (!concurrent)
+			pthread_join(workers[i].thread, NULL);
+	}
+	if (concurrent)
+		for (int i = 0; i < threads; i++)
+			pthread_join(workers[i].thread, NULL);
+	report();
+	return 0;
+}
