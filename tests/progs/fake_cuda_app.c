@@ -1,8 +1,9 @@
 /*
- * A "CUDA program" for the CPU-only CUPTI tests (t210-t214): it links nothing CUDA. Like the CUDA
- * driver at a program's first CUDA call, it loads CUDA_INJECTION64_PATH and calls its
- * InitializeInjection; the collector then loads the stand-in libcupti (CUSCOPE_CUPTI_PATH,
- * tests/support/fake_cupti.c), whose fake_cuda_launch plays the runtime's calls.
+ * A "CUDA program" for the CPU-only CUPTI tests (t210-t214): it links nothing CUDA. It loads the
+ * stand-in (tests/support/fake_cupti.c, at CUSCOPE_CUPTI_PATH, where the collector finds it as
+ * libcupti), which plays the CUDA runtime and driver: its first call, cudaFree(0), loads
+ * CUDA_INJECTION64_PATH and calls InitializeInjection as the driver does; fake_cuda_launch plays
+ * the runtime's calls.
  *
  * usage: fake_cuda_app LAUNCHES EXTRA THREADS [concurrent|short]
  *   The main thread launches LAUNCHES kernels (each after EXTRA cudaGetDevice calls), then THREADS
@@ -53,25 +54,19 @@ int main(int argc, char **argv)
 	if (threads < 0 || threads > 64)
 		threads = 0;
 
-	/* What the CUDA driver does at the first CUDA call. */
-	const char *injection = getenv("CUDA_INJECTION64_PATH");
-	if (!injection || !*injection) {
-		fprintf(stderr, "fake_cuda_app: CUDA_INJECTION64_PATH is not set\n");
+	/* The stand-in plays libcudart too: loaded as a CUDA program loads it. */
+	const char *cudart = getenv("CUSCOPE_CUPTI_PATH");
+	void *h = cudart && *cudart ? dlopen(cudart, RTLD_NOW) : NULL;
+	launch = h ? (void (*)(unsigned, unsigned, const char *))dlsym(h, "fake_cuda_launch") : NULL;
+	void (*init)(void) = h ? (void (*)(void))dlsym(h, "fake_cuda_init") : NULL;
+	void (*report)(void) = h ? (void (*)(void))dlsym(h, "fake_cuda_report") : NULL;
+	if (!launch || !init || !report) {
+		fprintf(stderr, "fake_cuda_app: no stand-in CUDA at CUSCOPE_CUPTI_PATH=%s\n",
+		        cudart ? cudart : "");
 		return 3;
 	}
-	void *h = dlopen(injection, RTLD_NOW);
-	int (*initialize)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
-	if (!initialize) {
-		fprintf(stderr, "fake_cuda_app: no InitializeInjection in %s\n", injection);
-		return 3;
-	}
-	initialize();
-	launch = (void (*)(unsigned, unsigned, const char *))dlsym(RTLD_DEFAULT, "fake_cuda_launch");
-	void (*report)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_cuda_report");
-	if (!launch || !report) {
-		fprintf(stderr, "fake_cuda_app: the stand-in libcupti is not loaded (CUSCOPE_CUPTI_PATH)\n");
-		return 4;
-	}
+	/* cudaFree(0), the usual first call: inside it, CUDA injects CUDA_INJECTION64_PATH. */
+	init();
 
 	printf("tid main %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);

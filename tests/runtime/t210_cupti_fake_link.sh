@@ -4,7 +4,9 @@
 # launched it, each recorded call is there once by name, the 8 cheap calls (cudaGetDevice) made
 # before each launch are not recorded, and the program's exit status comes through. The first
 # call lasts 150 ms (CUDA creates its context then), long enough for the collector to switch its
-# clock to ticks inside it: recorded by callback, that call was once dropped (as ring_full).
+# clock to ticks inside it: recorded by callback, that call was once dropped (as ring_full). The
+# program's first call, cudaFree(0), injects the collector while under way (as the CUDA driver
+# does): its exit callback comes without an entry, and it was once recorded as starting at boot.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/runtime/fake_cupti.sh

@@ -7,11 +7,13 @@
  * correlation id, delivered through the buffer callbacks. Full buffers are handed back on a thread
  * of this library (as CUPTI's own worker thread does), flushed ones on the flushing thread.
  *
- * Loaded by the collector through CUSCOPE_CUPTI_PATH; the test program finds fake_cuda_launch
- * with dlsym(RTLD_DEFAULT) (the collector loads libcupti RTLD_GLOBAL).
+ * The test program loads it (as a CUDA program loads libcudart) and the collector loads it again
+ * through CUSCOPE_CUPTI_PATH; the program's first call (fake_cuda_init: cudaFree(0)) injects the
+ * collector as the CUDA driver does.
  */
 #include <cupti.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -32,6 +34,7 @@ static const struct {
 } fake_runtime_names[] = {
     {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020"},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020"},
@@ -528,9 +531,9 @@ static void fake_gpu_op(const struct fake_op *op, uint32_t correlation, uint64_t
 	}
 }
 
-/* CUDA's first call that needs the context (not cudaGetDevice) is slow: it creates the context.
- * FAKE_CUPTI_FIRST_CALL_MS says how slow. */
-static void fake_first_call_wait(void)
+/* CUDA's first launch is slow (it loads the module, lazily): FAKE_CUPTI_FIRST_CALL_MS says how
+ * slow. */
+static void fake_first_launch_wait(void)
 {
 	static atomic_flag done = ATOMIC_FLAG_INIT;
 	if (atomic_flag_test_and_set(&done))
@@ -541,6 +544,23 @@ static void fake_first_call_wait(void)
 		struct timespec ts = {n / 1000, (n % 1000) * 1000000L};
 		nanosleep(&ts, NULL);
 	}
+}
+
+/*
+ * What the CUDA driver does in the program's first CUDA call (cuInit): loads CUDA_INJECTION64_PATH
+ * and calls its InitializeInjection, which subscribes and enables callbacks while that call is
+ * under way: its exit callback comes without the entry callback.
+ */
+static void fake_first_call_injects(void)
+{
+	static atomic_flag done = ATOMIC_FLAG_INIT;
+	if (atomic_flag_test_and_set(&done))
+		return;
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	void *h = path && *path ? dlopen(path, RTLD_NOW) : NULL;
+	int (*initialize)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	if (initialize)
+		initialize();
 }
 
 /* One runtime call as CUDA makes it: the enter callback, the call (which may queue GPU work), the
@@ -557,20 +577,22 @@ static void fake_runtime_call(CUpti_CallbackId cbid, const char *name, const str
 	data.contextUid = FAKE_CONTEXT;
 	data.correlationData = &slot;
 	data.correlationId = correlation;
-	int callback = atomic_load(&fc.subscribed) && atomic_load(&fc.runtime_cb[cbid]);
-	if (callback) {
+	if (atomic_load(&fc.subscribed) && atomic_load(&fc.runtime_cb[cbid])) {
 		data.callbackSite = CUPTI_API_ENTER;
 		fc.subscriber.callback(fc.subscriber.userdata, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
 	}
+	/* An API record only for a call that began traced. */
+	int activity = atomic_load(&fc.runtime_activity[cbid]);
 	uint64_t start = fake_now();
+	fake_first_call_injects();
 	if (op)
-		fake_first_call_wait();
+		fake_first_launch_wait();
 	uint64_t end = fake_now();
-	if (callback) {
+	if (atomic_load(&fc.subscribed) && atomic_load(&fc.runtime_cb[cbid])) {
 		data.callbackSite = CUPTI_API_EXIT;
 		fc.subscriber.callback(fc.subscriber.userdata, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
 	}
-	if (atomic_load(&fc.runtime_activity[cbid])) {
+	if (activity) {
 		CUpti_ActivityAPI api;
 		memset(&api, 0, sizeof api);
 		api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -632,6 +654,12 @@ FAKE_EXPORT void fake_cuda_launch(unsigned n, unsigned extra, const char *label)
 	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", &copy);
 	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize",
 	                  NULL);
+}
+
+/* cudaFree(0): what programs call first to create CUDA's context. */
+FAKE_EXPORT void fake_cuda_init(void)
+{
+	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", NULL);
 }
 
 /* What the fake saw, for the test's checks: one line on stdout. */
