@@ -86,6 +86,19 @@ $(COLLECTOR): $(COLLECTOR_OBJ)
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
 
+# The collector with the sanitizers (ASAN=1 builds), for tests that preload libasan into their
+# target and point CUSCOPE_COLLECTOR at it (t214); not the one the CLI ships with.
+SAN_COLLECTOR := $(BUILD)/lib/cuscope-san/libcuscope.so
+SAN_COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic-san/%.o,$(COLLECTOR_BASE) $(WIRE_SRC) $(COLLECTOR_SRC))
+$(BUILD)/pic-san/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [collector+san] $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -fPIC -fvisibility=hidden -DCUSCOPE_COLLECTOR -MMD -MP -c $< -o $@
+$(SAN_COLLECTOR): $(SAN_COLLECTOR_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) -shared $(SAN) -o $@ $^ -lpthread -ldl -lrt
+
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
 	@mkdir -p $(dir $@)
@@ -161,7 +174,8 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build
-	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope \
+		build-asan/lib/cuscope-san/libcuscope.so
 	$(Q)./tests/run.sh
 
 # CUDA test programs for tests/gpu (built here with nvcc, run on the GPU host); skipped without nvcc.
