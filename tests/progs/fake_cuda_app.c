@@ -8,8 +8,9 @@
  * usage: fake_cuda_app LAUNCHES EXTRA THREADS [concurrent|short]
  *   The main thread launches LAUNCHES kernels (each after EXTRA cudaGetDevice calls), then THREADS
  *   threads do the same: all at once (concurrent, the default), or one after another, each
- *   ending right after its last call (short). Prints "tid LABEL TID" for every launching thread
- *   and the fake library's report line.
+ *   ending right after its last call (short). Prints "tid LABEL TID" for every launching thread,
+ *   the main thread's time per launch, and the fake library's report line. Without
+ *   CUDA_INJECTION64_PATH it runs untraced (the baseline of that time).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static void (*launch)(unsigned n, unsigned extra, const char *label);
@@ -70,7 +72,13 @@ int main(int argc, char **argv)
 
 	printf("tid main %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	launch(launches, extra, "main");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* The main thread's cost of a launch with its cheap calls (what tracing adds shows here). */
+	long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+	printf("main_ns_per_launch %lld\n", launches ? ns / launches : 0);
 
 	struct worker workers[64];
 	if (concurrent && threads)
