@@ -139,7 +139,7 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 FAKE_CUPTI := $(BUILD)/tests/support/libfakecupti.so
 $(FAKE_CUPTI): tests/support/fake_cupti.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -o $@ $< -lpthread
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread -ldl
 
 # Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work

@@ -131,3 +131,59 @@ for r in stats.get("losses", []):
         fail("loss %s = %d, want none" % (r["cause"], r["count"]))
 PY
 }
+
+# fc_attach MODE NAME: starts fake_cuda_app armed (`cuscope run --detached`, launching for 8 s, the
+# stand-in named libcuda.so.1 as the driver is), attaches twice for 1 s (the second after the first
+# detached: CUPTI finalized, then subscribed again) into $T/NAME-1.cap and $T/NAME-2.cap and checks
+# each: kernels and copies were recorded, each linked to its call on the main thread, only the
+# calls asked for, none longer than a second (a call under way at an attach has no entry callback).
+fc_attach()
+{
+	local mode=$1 name=$2 pid i
+	export CUSCOPE_SESSION_ROOT=$T/sessions
+	mkdir -p -m 0700 "$T/sessions"
+	FAKE_CUDA_APP_SECONDS=8 CUSCOPE_CUDA_API=$mode CUSCOPE_CUPTI_PATH=$FAKE_CUPTI \
+		"$CUSCOPE" run --detached -- "$PROGS/fake_cuda_app" 100 8 0 >"$T/$name.run" 2>&1 ||
+		fail "$name: run --detached failed: $(cat "$T/$name.run")"
+	pid=$(sed -n 's/^pid \([0-9]*\) armed.*/\1/p' "$T/$name.run")
+	[ -n "$pid" ] || fail "$name: run --detached printed no pid: $(cat "$T/$name.run")"
+	BG_PIDS+=("$pid")
+	sleep 1
+	for i in 1 2; do
+		timeout 30 "$CUSCOPE" attach --record -o "$T/$name-$i.cap" --duration 1 "$pid" \
+			>"$T/$name-$i.out" 2>"$T/$name-$i.err" || fail "$name: attach $i failed: $(cat "$T/$name-$i.err")"
+		sleep 0.5
+	done
+	kill -0 "$pid" 2>/dev/null || fail "$name: the program did not run on after the detaches"
+	for i in 1 2; do
+		timeout 60 "$CUSCOPE" export -o "$T/$name-$i.json" "$T/$name-$i.cap" 2>"$T/$name-$i.export.err" ||
+			fail "$name: export of attach $i failed: $(head -c 300 "$T/$name-$i.export.err")"
+		"$PYTHON" - "$T/$name-$i.json" "$pid" <<'PY' >"$T/$name-$i.check" 2>&1 ||
+import json, sys
+trace = json.load(open(sys.argv[1]))["traceEvents"]
+pid = int(sys.argv[2])
+api = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"]
+ops = [e for e in trace if e.get("ph") == "X" and e.get("cat") in ("kernel", "memcpy")]
+flows = [e for e in trace if e.get("ph") == "s"]
+if not ops:
+    print("no GPU op recorded")
+    sys.exit(1)
+names = {e["name"] for e in api}
+if not names <= {"cudaLaunchKernel_v7000", "cudaMemcpyAsync_v3020", "cudaStreamSynchronize_v3020"}:
+    print("API calls recorded: %r" % sorted(names))
+    sys.exit(1)
+long = [e for e in api if e["dur"] > 1e6 or e["tid"] != pid]
+if long:
+    print("%d API calls longer than 1 s or off the main thread, e.g. %r" % (len(long), long[0]))
+    sys.exit(1)
+if len(flows) != len(ops):
+    print("%d flows for %d GPU ops" % (len(flows), len(ops)))
+    sys.exit(1)
+if any(s["tid"] != pid for s in flows):
+    print("a flow starts off the main thread")
+    sys.exit(1)
+PY
+			fail "$name: attach $i: $(tail -n 1 "$T/$name-$i.check")"
+	done
+	unset CUSCOPE_SESSION_ROOT
+}

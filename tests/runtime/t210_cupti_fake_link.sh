@@ -7,6 +7,8 @@
 # clock to ticks inside it: recorded by callback, that call was once dropped (as ring_full). The
 # program's first call, cudaFree(0), injects the collector while under way (as the CUDA driver
 # does): its exit callback comes without an entry, and it was once recorded as starting at boot.
+# Then the same program armed (run --detached) and attached twice for a second while it launches:
+# the late start, the detach (CUPTI finalized at the next call's exit) and a new start.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/runtime/fake_cupti.sh
@@ -16,5 +18,6 @@ need_fake_cupti
 for mode in callback activity; do
 	fc_record "$mode" "$mode" 3000 8 0
 	fc_check "$mode" 3000
+	fc_attach "$mode" "$mode-attach"
 done
 exit 0
