@@ -218,13 +218,19 @@ static size_t corr_hash(uint32_t corr)
 	return (size_t)(((uint64_t)corr * 0x9E3779B97F4A7C15ull) >> 20);
 }
 
-/* The slot of corr in t: its entry, or the empty slot where it would go (t has an empty one). */
+/* Slots probed for an id at most: crafted ids that collide cost bounded work each. */
+#define CORR_PROBE_MAX 32
+
+/* The slot of corr in t: its entry, else the first empty slot of its probe window, else (a run of
+ * colliding ids) the window's first slot, whose older call is forgotten. Entries are never
+ * removed, so a window never loses an entry to a later empty slot. */
 static struct corr_entry *corr_table_slot(const struct corr_table *t, uint32_t corr)
 {
-	size_t mask = t->cap - 1;
-	for (size_t i = corr_hash(corr) & mask;; i = (i + 1) & mask)
+	size_t mask = t->cap - 1, first = corr_hash(corr) & mask;
+	for (size_t n = 0, i = first; n < CORR_PROBE_MAX && n <= mask; n++, i = (i + 1) & mask)
 		if (t->v[i].correlation_id == corr || !t->v[i].correlation_id)
 			return &t->v[i];
+	return &t->v[first];
 }
 
 static struct corr_entry *corr_table_find(const struct corr_table *t, uint32_t corr)
@@ -240,9 +246,13 @@ static void corr_table_grow(struct corr_table *t)
 {
 	struct corr_table bigger = {NULL, t->cap ? 2 * t->cap : 256, t->count};
 	bigger.v = xcalloc(bigger.cap, sizeof *bigger.v);
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->v[i].correlation_id)
-			*corr_table_slot(&bigger, t->v[i].correlation_id) = t->v[i];
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->v[i].correlation_id)
+			continue;
+		struct corr_entry *e = corr_table_slot(&bigger, t->v[i].correlation_id);
+		bigger.count -= e->correlation_id != 0; /* a collision run forgot one */
+		*e = t->v[i];
+	}
 	free(t->v);
 	*t = bigger;
 }
@@ -276,7 +286,7 @@ static void corr_put(struct process *pr, const struct corr_entry *in)
 			corr_table_grow(&g->corr);
 		}
 		e = corr_table_slot(&g->corr, in->correlation_id);
-		g->corr.count++;
+		g->corr.count += e->correlation_id == 0;
 	}
 	*e = *in;
 }
