@@ -33,7 +33,8 @@ struct corr_entry {
 };
 
 /*
- * API calls by correlation id: open addressing on a hash of the id, at most half full, sized by
+ * API calls by correlation id: open addressing on a hash of the id, at most a quarter full (the
+ * longest probe stays near 10 slots, far below CORR_PROBE_MAX, on 200 000 ids), sized by
  * the calls stored and never by the ids. Ids are sparse (every CUDA call takes one, recorded or
  * not: 8 cheap calls a launch are common) and arrive out of order (calls recorded by callback
  * reach the store a drain ahead of their kernels, thread by thread), and a crafted id must not
@@ -41,7 +42,7 @@ struct corr_entry {
  */
 struct corr_table {
 	struct corr_entry *v;
-	size_t cap, count; /* cap a power of two (or 0); count <= cap / 2 */
+	size_t cap, count; /* cap a power of two (or 0); count <= cap / 4 */
 };
 
 /* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
@@ -219,7 +220,7 @@ static size_t corr_hash(uint32_t corr)
 }
 
 /* Slots probed for an id at most: crafted ids that collide cost bounded work each. */
-#define CORR_PROBE_MAX 32
+#define CORR_PROBE_MAX 64
 
 /* The slot of corr in t: its entry, else the first empty slot of its probe window, else (a run of
  * colliding ids) the window's first slot, whose older call is forgotten. Entries are never
@@ -275,9 +276,9 @@ static void corr_put(struct process *pr, const struct corr_entry *in)
 		return;
 	e = corr_table_find(&g->corr, in->correlation_id);
 	if (!e) {
-		if (g->corr.count + 1 > g->corr.cap / 2) {
-			/* Full at its largest (CORR_MAP_MAX slots in both): the newest half or more
-			 * are kept, the older generation is forgotten. */
+		if (g->corr.count + 1 > g->corr.cap / 4) {
+			/* Full at its largest (CORR_MAP_MAX slots in both): the newest calls, 128 Ki
+			 * or more, are kept, the older generation is forgotten. */
 			if (g->corr.cap >= CORR_MAP_MAX / 2) {
 				free(g->corr_old.v);
 				g->corr_old = g->corr;

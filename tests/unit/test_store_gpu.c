@@ -380,6 +380,52 @@ static void test_sparse_ids_linked(void **state)
 	store_free(st);
 }
 
+/*
+ * The ids of a program that launches 100 kernels (each after 8 cheap calls), copies and syncs,
+ * 200 times: clustered runs that once made a probe run out in the correlation table (a launch
+ * recorded, its kernel unlinked).
+ */
+static void test_batch_ids_linked(void **state)
+{
+	(void)state;
+	enum { BATCHES = 200, LAUNCHES = 100, CHUNK = 1000 };
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "cudaLaunchKernel");
+	static struct wire_gpu_event apis[BATCHES * (LAUNCHES + 2)], kernels[BATCHES * LAUNCHES];
+	size_t n_api = 0, n_kernel = 0;
+	uint32_t id = 1; /* cudaFree(0), not recorded */
+	for (uint32_t b = 0; b < BATCHES; b++) {
+		for (uint32_t i = 0; i < LAUNCHES; i++) {
+			id += 9;
+			uint64_t at = 10 * MS + (uint64_t)id * US;
+			apis[n_api++] = api(1000, at, at + 500, 2, id);
+			kernels[n_kernel++] = kernel(7, at + 600, at + 900, 1, id);
+		}
+		for (uint32_t i = 0; i < 2; i++) { /* the copy and the sync: calls without a kernel */
+			id++;
+			apis[n_api++] =
+			    api(1000, 10 * MS + (uint64_t)id * US, 10 * MS + (uint64_t)id * US + 500, 2, id);
+		}
+	}
+	for (size_t i = 0; i < n_api; i += CHUNK)
+		gpu(st, apis + i, n_api - i < CHUNK ? n_api - i : CHUNK);
+	for (size_t i = 0; i < n_kernel; i += CHUNK)
+		gpu(st, kernels + i, n_kernel - i < CHUNK ? n_kernel - i : CHUNK);
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	const struct store_gpu_op *op;
+	size_t n = store_lane_gpu_all(st, 0, l7, 0, &op);
+	assert_int_equal(n, n_kernel);
+	for (size_t k = 0; k < n; k++) {
+		struct store_gpu_launch launch;
+		if (store_gpu_op_get_launch(st, 0, &op[k], &launch) != 0)
+			fail_msg("kernel %zu (correlation %u) lost its launch", k, op[k].correlation_id);
+	}
+	store_free(st);
+}
+
 static void test_sync_joins_thread_either_order(void **state)
 {
 	(void)state;
@@ -683,6 +729,7 @@ int main(void)
 	    cmocka_unit_test(test_default_stream_and_copy_label),
 	    cmocka_unit_test(test_kernel_before_api),
 	    cmocka_unit_test(test_sparse_ids_linked),
+	    cmocka_unit_test(test_batch_ids_linked),
 	    cmocka_unit_test(test_sync_joins_thread_either_order),
 	    cmocka_unit_test(test_graph_kernel_kept),
 	    cmocka_unit_test(test_demangle),
