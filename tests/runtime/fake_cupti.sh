@@ -40,7 +40,7 @@ fc_record()
 # made LAUNCHES cudaLaunchKernel calls, one cudaMemcpyAsync and one cudaStreamSynchronize, all
 # recorded on its own lane and nothing else (no cudaGetDevice); every kernel and copy is linked by a
 # flow to the call that launched it, on the thread that made it; the stand-in dropped nothing, got
-# zeroed buffers, system thread ids and our clock; no loss in the capture.
+# zeroed buffers, system thread ids and our clock; no event lost in the capture.
 fc_check()
 {
 	local name=$1 launches=$2 min_worker=${3:-0}
@@ -126,8 +126,9 @@ for s in starts:
     if f is None or f["tid"] != op["tid"] or abs(f["ts"] - op["ts"]) > 0.002:
         fail("flow %d does not end at its op: %r vs %r" % (corr, f, op))
 
+# Losses of events (a sample the sampler skipped on a busy machine is not one).
 for r in stats.get("losses", []):
-    if r.get("count"):
+    if r.get("count") and r["cause"] != "samples_skipped":
         fail("loss %s = %d, want none" % (r["cause"], r["count"]))
 PY
 }
