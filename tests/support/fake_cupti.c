@@ -9,7 +9,8 @@
  *
  * The test program loads it (as a CUDA program loads libcudart) and the collector loads it again
  * through CUSCOPE_CUPTI_PATH; the program's first call (fake_cuda_init: cudaFree(0)) injects the
- * collector as the CUDA driver does.
+ * collector as the CUDA driver does. Built with the soname libcuda.so.1, so that a collector
+ * attached later finds "CUDA" loaded and starts GPU tracing (cupti_start_late).
  */
 #include <cupti.h>
 
