@@ -86,6 +86,19 @@ $(COLLECTOR): $(COLLECTOR_OBJ)
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
 
+# The collector with the sanitizers (ASAN=1 builds), for tests that preload libasan into their
+# target and point CUSCOPE_COLLECTOR at it (t214); not the one the CLI ships with.
+SAN_COLLECTOR := $(BUILD)/lib/cuscope-san/libcuscope.so
+SAN_COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic-san/%.o,$(COLLECTOR_BASE) $(WIRE_SRC) $(COLLECTOR_SRC))
+$(BUILD)/pic-san/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [collector+san] $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -fPIC -fvisibility=hidden -DCUSCOPE_COLLECTOR -MMD -MP -c $< -o $@
+$(SAN_COLLECTOR): $(SAN_COLLECTOR_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) -shared $(SAN) -o $@ $^ -lpthread -ldl -lrt
+
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
 $(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
 	@mkdir -p $(dir $@)
@@ -122,6 +135,12 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
+# The stand-in libcupti of the CPU-only CUPTI tests (t210-t214), loaded through CUSCOPE_CUPTI_PATH.
+FAKE_CUPTI := $(BUILD)/tests/support/libfakecupti.so
+$(FAKE_CUPTI): tests/support/fake_cupti.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread -ldl
+
 # Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
 $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
@@ -155,7 +174,8 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build
-	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan ASAN=1 $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_BIN)) build-asan/bin/cuscope \
+		build-asan/lib/cuscope-san/libcuscope.so
 	$(Q)./tests/run.sh
 
 # CUDA test programs for tests/gpu (built here with nvcc, run on the GPU host); skipped without nvcc.
@@ -173,7 +193,7 @@ $(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

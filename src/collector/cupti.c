@@ -167,10 +167,16 @@ static void *cupti_flush_main(void *arg)
 	const char *ms = getenv("CUSCOPE_FLUSH_MS");
 	if (ms && atol(ms) > 0 && atol(ms) <= 10000)
 		period_ns = atol(ms) * 1000000L;
-	struct timespec period = {period_ns / 1000000000L, period_ns % 1000000000L};
 	uint64_t cpu_seen = 0;
 	while (!atomic_load(&cu.flush_stop)) {
-		nanosleep(&period, NULL);
+		/* In slices of the default period: a stop (the program's exit joins this thread) waits
+		 * for one slice, not for a long CUSCOPE_FLUSH_MS. */
+		for (long left = period_ns; left > 0 && !atomic_load(&cu.flush_stop);
+		     left -= CUPTI_FLUSH_PERIOD_NS) {
+			long ns = left < CUPTI_FLUSH_PERIOD_NS ? left : CUPTI_FLUSH_PERIOD_NS;
+			struct timespec slice = {0, ns};
+			nanosleep(&slice, NULL);
+		}
 		if (atomic_load(&cu.active))
 			cu.fn.flush_all(0);
 		/* One thread-CPU clock reading per period: the flush thread's own cost. */

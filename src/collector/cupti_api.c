@@ -160,9 +160,10 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 		               cupti_api_driver_wanted, enable_as_activity, subscriber);
 }
 
-/* The entry's stamp travels in CUPTI's per-call slot, with the tick flag in its top bit (ticks
- * and ns both stay far below 2^63). */
-#define CUPTI_API_TICKS_BIT (1ull << 63)
+/* The entry's stamp travels in CUPTI's per-call slot, with the tick flag in its top bit and a mark
+ * that the entry was seen below it (ticks and ns both stay far below 2^62). */
+#define CUPTI_API_TICKS_BIT   (1ull << 63)
+#define CUPTI_API_ENTERED_BIT (1ull << 62)
 
 void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
@@ -176,13 +177,19 @@ void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
 	if (call->callbackSite == CUPTI_API_ENTER) {
 		uint16_t flags = 0;
 		uint64_t start = emit_stamp(&flags);
-		*call->correlationData = start | ((flags & COLLECTOR_REC_TICKS) ? CUPTI_API_TICKS_BIT : 0);
+		*call->correlationData =
+		    start | CUPTI_API_ENTERED_BIT | ((flags & COLLECTOR_REC_TICKS) ? CUPTI_API_TICKS_BIT : 0);
 		return;
 	}
+	/* A call under way when its callback was enabled has an exit but no entry: the program's first
+	 * CUDA call, inside which the driver injects us, or one during a re-attach. Its start is not
+	 * known (the slot holds whatever CUPTI put there), so it is not recorded. */
 	uint64_t start = *call->correlationData;
+	if (!(start & CUPTI_API_ENTERED_BIT))
+		return;
 	uint16_t flags = (start & CUPTI_API_TICKS_BIT) ? COLLECTOR_REC_TICKS : 0;
-	collector_emit_cuda_api(start & ~CUPTI_API_TICKS_BIT, flags, call->correlationId, (uint16_t)cbid,
-	                        (uint32_t)domain);
+	collector_emit_cuda_api(start & ~(CUPTI_API_TICKS_BIT | CUPTI_API_ENTERED_BIT), flags,
+	                        call->correlationId, (uint16_t)cbid, (uint32_t)domain);
 }
 
 uint32_t cupti_api_name(const struct cupti_fns *fn, CUpti_CallbackDomain domain, uint32_t cbid)

@@ -479,10 +479,11 @@ int collector_emit_cuda_api(uint64_t start, uint16_t start_flags, uint32_t corre
 	struct thread_ring *tr = collector_thread_ring();
 	if (!tr)
 		return 0;
-	uint16_t flags = 0;
-	uint64_t end = emit_stamp(&flags);
-	/* The clock choice changed between the call's entry and exit (once, at start-up). */
-	if (flags != start_flags || collector_in_ring) {
+	/* The exit in the entry's clock: the sender picks ticks or ns once, at start-up, which may
+	 * fall inside a call (CUDA's first call, which creates the context, takes that long). */
+	uint16_t flags = start_flags & COLLECTOR_REC_TICKS;
+	uint64_t end = flags ? clock_ticks() : clock_mono_ns();
+	if (collector_in_ring) {
 		collector_count_drop(tr);
 		return 0;
 	}

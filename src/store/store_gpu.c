@@ -32,6 +32,19 @@ struct corr_entry {
 	uint64_t start_ns, end_ns;
 };
 
+/*
+ * API calls by correlation id: open addressing on a hash of the id, at most a quarter full (the
+ * longest probe stays near 10 slots, far below CORR_PROBE_MAX, on 200 000 ids), sized by
+ * the calls stored and never by the ids. Ids are sparse (every CUDA call takes one, recorded or
+ * not: 8 cheap calls a launch are common) and arrive out of order (calls recorded by callback
+ * reach the store a drain ahead of their kernels, thread by thread), and a crafted id must not
+ * size the table.
+ */
+struct corr_table {
+	struct corr_entry *v;
+	size_t cap, count; /* cap a power of two (or 0); count <= cap / 4 */
+};
+
 /* A sync placed on a stream lane while its API record (and so its thread) was unknown. */
 struct pending_sync {
 	uint32_t correlation_id; /* 0 = empty */
@@ -54,9 +67,9 @@ struct gpu_lane {
 /* GPU part of a process. */
 struct gpu_process {
 	uint64_t events;
-	struct hashmap stream_map; /* stream lanes by (device, stream): lane index + 1 */
-	struct corr_entry *corr;   /* direct-mapped by correlation id, grows to CORR_MAP_MAX */
-	size_t corr_cap;
+	struct hashmap stream_map;  /* stream lanes by (device, stream): lane index + 1 */
+	struct corr_table corr;     /* the API calls behind correlation ids, newest */
+	struct corr_table corr_old; /* the previous generation, once corr filled at its largest */
 	struct pending_sync *psync; /* PENDING_SYNC_SLOTS, direct-mapped */
 	struct gpu_context *ctx;
 	size_t ctx_count, ctx_cap;
@@ -201,38 +214,81 @@ static void context_record(struct process *pr, uint32_t context, uint32_t device
 	}
 }
 
+static size_t corr_hash(uint32_t corr)
+{
+	return (size_t)(((uint64_t)corr * 0x9E3779B97F4A7C15ull) >> 20);
+}
+
+/* Slots probed for an id at most: crafted ids that collide cost bounded work each. */
+#define CORR_PROBE_MAX 64
+
+/* The slot of corr in t: its entry, else the first empty slot of its probe window, else (a run of
+ * colliding ids) the window's first slot, whose older call is forgotten. Entries are never
+ * removed, so a window never loses an entry to a later empty slot. */
+static struct corr_entry *corr_table_slot(const struct corr_table *t, uint32_t corr)
+{
+	size_t mask = t->cap - 1, first = corr_hash(corr) & mask;
+	for (size_t n = 0, i = first; n < CORR_PROBE_MAX && n <= mask; n++, i = (i + 1) & mask)
+		if (t->v[i].correlation_id == corr || !t->v[i].correlation_id)
+			return &t->v[i];
+	return &t->v[first];
+}
+
+static struct corr_entry *corr_table_find(const struct corr_table *t, uint32_t corr)
+{
+	if (!t->cap)
+		return NULL;
+	struct corr_entry *e = corr_table_slot(t, corr);
+	return e->correlation_id == corr ? e : NULL;
+}
+
+/* Doubles t (256 slots to start), keeping its entries. */
+static void corr_table_grow(struct corr_table *t)
+{
+	struct corr_table bigger = {NULL, t->cap ? 2 * t->cap : 256, t->count};
+	bigger.v = xcalloc(bigger.cap, sizeof *bigger.v);
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->v[i].correlation_id)
+			continue;
+		struct corr_entry *e = corr_table_slot(&bigger, t->v[i].correlation_id);
+		bigger.count -= e->correlation_id != 0; /* a collision run forgot one */
+		*e = t->v[i];
+	}
+	free(t->v);
+	*t = bigger;
+}
+
 static struct corr_entry *corr_get(const struct process *pr, uint32_t corr)
 {
 	const struct gpu_process *g = gpu_process_of(pr);
-	if (!corr || !g->corr_cap)
+	if (!corr)
 		return NULL;
-	struct corr_entry *e = &g->corr[corr & (g->corr_cap - 1)];
-	return e->correlation_id == corr ? e : NULL;
+	struct corr_entry *e = corr_table_find(&g->corr, corr);
+	return e ? e : corr_table_find(&g->corr_old, corr);
 }
 
 static void corr_put(struct process *pr, const struct corr_entry *in)
 {
-	uint32_t corr = in->correlation_id;
-	/* The map grows with the records seen, not with the id one names: a crafted id cannot size it
-	 * (32 MB a process) alone. Direct-mapped, a smaller map only forgets older calls sooner. */
-	size_t limit = 4 * (size_t)pr->gpu->events + 256;
-	if (corr >= pr->gpu->corr_cap && pr->gpu->corr_cap < CORR_MAP_MAX && pr->gpu->corr_cap < limit) {
-		size_t cap = pr->gpu->corr_cap ? pr->gpu->corr_cap : 256;
-		while (cap <= corr && cap < CORR_MAP_MAX && cap < limit)
-			cap *= 2;
-		struct corr_entry *old = pr->gpu->corr;
-		size_t old_cap = pr->gpu->corr_cap;
-		pr->gpu->corr = xcalloc(cap, sizeof *pr->gpu->corr);
-		pr->gpu->corr_cap = cap;
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i].correlation_id)
-				pr->gpu->corr[old[i].correlation_id & (cap - 1)] = old[i];
-		free(old);
-	}
-	struct corr_entry *e = &pr->gpu->corr[corr & (pr->gpu->corr_cap - 1)];
+	struct gpu_process *g = pr->gpu;
 	/* A runtime call and the driver call inside it may share the id: the runtime one names it. */
-	if (e->correlation_id == corr && e->kind == WIRE_GPU_API_RUNTIME && in->kind != WIRE_GPU_API_RUNTIME)
+	struct corr_entry *e = corr_get(pr, in->correlation_id);
+	if (e && e->kind == WIRE_GPU_API_RUNTIME && in->kind != WIRE_GPU_API_RUNTIME)
 		return;
+	e = corr_table_find(&g->corr, in->correlation_id);
+	if (!e) {
+		if (g->corr.count + 1 > g->corr.cap / 4) {
+			/* Full at its largest (CORR_MAP_MAX slots in both): the newest calls, 128 Ki
+			 * or more, are kept, the older generation is forgotten. */
+			if (g->corr.cap >= CORR_MAP_MAX / 2) {
+				free(g->corr_old.v);
+				g->corr_old = g->corr;
+				g->corr = (struct corr_table){NULL, 0, 0};
+			}
+			corr_table_grow(&g->corr);
+		}
+		e = corr_table_slot(&g->corr, in->correlation_id);
+		g->corr.count += e->correlation_id == 0;
+	}
 	*e = *in;
 }
 
@@ -528,7 +584,8 @@ void store_gpu_process_fini(struct process *pr)
 	if (!g)
 		return;
 	hashmap_fini(&g->stream_map);
-	free(g->corr);
+	free(g->corr.v);
+	free(g->corr_old.v);
 	free(g->psync);
 	free(g->ctx);
 	free(g->kcfg);
@@ -596,8 +653,8 @@ size_t store_gpu_memory_bytes(const struct store *st)
 		if (pr->gpu)
 			bytes += sizeof *pr->gpu;
 		bytes += hashmap_bytes(&g->stream_map);
-		bytes +=
-		    g->corr_cap * sizeof *g->corr + (g->psync ? PENDING_SYNC_SLOTS * sizeof *g->psync : 0);
+		bytes += (g->corr.cap + g->corr_old.cap) * sizeof(struct corr_entry) +
+		         (g->psync ? PENDING_SYNC_SLOTS * sizeof *g->psync : 0);
 		bytes += g->ctx_cap * sizeof *g->ctx + g->kcfg_cap * sizeof *g->kcfg;
 		bytes += hashmap_bytes(&g->kcfg_map) + g->big_cap * sizeof *g->big_bytes;
 		bytes += g->device_cap * sizeof *g->devices;

@@ -21,7 +21,7 @@
 #define ASYNC_ROWS_MAX     1024  /* rows of overlapping start/end ranges per process (beyond: unmatched) */
 #define GPU_CONTEXTS_MAX   256   /* CUDA contexts per process (each GPU op looks its context up) */
 #define THREAD_LANES_MAX   32768 /* lanes per process; threads beyond share one lane (tid -1) */
-#define CORR_MAP_MAX       (1u << 20) /* correlation ids remembered per process (the newest) */
+#define CORR_MAP_MAX       (1u << 20) /* correlation table slots per process, both generations */
 #define PENDING_SYNC_SLOTS 4096u      /* syncs waiting for their API record, per process */
 
 struct range_row {

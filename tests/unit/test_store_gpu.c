@@ -289,6 +289,143 @@ static void test_kernel_before_api(void **state)
 	store_free(st);
 }
 
+/*
+ * Correlation ids are sparse and come out of order: every CUDA call takes one (here 8 cheap calls
+ * not recorded before each launch), and calls recorded by callback arrive thread by thread a drain
+ * ahead of their kernels. Every kernel still finds its launching thread (a map indexed by the id
+ * and sized by the records seen once lost most of one thread's); a crafted id sizes nothing.
+ */
+enum { SPARSE_LAUNCHES = 1000, SPARSE_THREADS = 3, SPARSE_IDS = 9 };
+static uint32_t sparse_ids[SPARSE_THREADS][SPARSE_LAUNCHES];
+
+/* Correlation ids of each thread's launches (each after 8 cheap calls): thread 0 ran alone first,
+ * then threads 1 and 2 at once, their calls interleaved at random (a fixed seed). */
+static void sparse_ids_make(void)
+{
+	uint32_t next = 0, seed = 12345;
+	for (uint32_t i = 0; i < SPARSE_LAUNCHES; i++)
+		sparse_ids[0][i] = next += SPARSE_IDS;
+	uint32_t calls[3] = {0, 0, 0};
+	while (calls[1] + calls[2] < 2 * SPARSE_LAUNCHES * SPARSE_IDS) {
+		seed = seed * 1103515245u + 12345u;
+		uint32_t t = 1 + ((seed >> 16) & 1);
+		if (calls[t] == SPARSE_LAUNCHES * SPARSE_IDS)
+			t = 3 - t;
+		next++;
+		if (++calls[t] % SPARSE_IDS == 0)
+			sparse_ids[t][calls[t] / SPARSE_IDS - 1] = next;
+	}
+}
+
+/* The thread whose launch took id. */
+static uint32_t sparse_thread(uint32_t id)
+{
+	for (uint32_t t = 0; t < SPARSE_THREADS; t++)
+		for (uint32_t i = 0; i < SPARSE_LAUNCHES; i++)
+			if (sparse_ids[t][i] == id)
+				return t;
+	fail_msg("no launch took correlation %u", id);
+	return 0;
+}
+
+static void test_sparse_ids_linked(void **state)
+{
+	(void)state;
+	sparse_ids_make();
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "cudaLaunchKernel");
+	static struct wire_gpu_event ev[SPARSE_LAUNCHES];
+	/* The calls arrive ring by ring: thread 0's in a drain of their own, then the newest thread's
+	 * first; the kernels after all of them. */
+	static const uint32_t order[SPARSE_THREADS] = {0, 2, 1};
+	for (uint32_t k = 0; k < SPARSE_THREADS; k++) {
+		uint32_t t = order[k];
+		for (uint32_t i = 0; i < SPARSE_LAUNCHES; i++) {
+			uint32_t id = sparse_ids[t][i];
+			ev[i] = api(1000 + t, 10 * MS + id * US, 10 * MS + id * US + 500, 2, id);
+		}
+		gpu(st, ev, SPARSE_LAUNCHES);
+	}
+	for (uint32_t t = 0; t < SPARSE_THREADS; t++) {
+		for (uint32_t i = 0; i < SPARSE_LAUNCHES; i++) {
+			uint32_t id = sparse_ids[t][i];
+			ev[i] = kernel(7, 100 * MS + id * US, 100 * MS + id * US + 500, 1, id);
+		}
+		gpu(st, ev, SPARSE_LAUNCHES);
+	}
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	const struct store_gpu_op *op;
+	size_t n = store_lane_gpu_all(st, 0, l7, 0, &op);
+	assert_int_equal(n, SPARSE_LAUNCHES * SPARSE_THREADS);
+	for (size_t k = 0; k < n; k++) {
+		struct store_gpu_launch launch;
+		if (store_gpu_op_get_launch(st, 0, &op[k], &launch) != 0)
+			fail_msg("kernel %zu (correlation %u) lost its launch", k, op[k].correlation_id);
+		assert_int_equal(launch.tid, 1000 + sparse_thread(op[k].correlation_id));
+	}
+	/* One record naming the largest id: linked, and the store grows by far less than a map of
+	 * 2^32 ids (or of 2^20 slots). */
+	size_t before = store_memory_bytes(st);
+	struct wire_gpu_event crafted[2] = {api(1000, 900 * MS, 901 * MS, 2, 0xffffffffu),
+	                                    kernel(7, 902 * MS, 903 * MS, 1, 0xffffffffu)};
+	gpu(st, crafted, 2);
+	assert_true(store_memory_bytes(st) - before < (1u << 20));
+	n = store_lane_gpu_all(st, 0, l7, 0, &op);
+	struct store_gpu_launch launch;
+	assert_int_equal(store_gpu_op_get_launch(st, 0, &op[n - 1], &launch), 0);
+	assert_int_equal(launch.tid, 1000);
+	store_free(st);
+}
+
+/*
+ * The ids of a program that launches 100 kernels (each after 8 cheap calls), copies and syncs,
+ * 200 times: clustered runs that once made a probe run out in the correlation table (a launch
+ * recorded, its kernel unlinked).
+ */
+static void test_batch_ids_linked(void **state)
+{
+	(void)state;
+	enum { BATCHES = 200, LAUNCHES = 100, CHUNK = 1000 };
+	struct store *st = store_new();
+	hello(st, 100);
+	string(st, 1, "k");
+	string(st, 2, "cudaLaunchKernel");
+	static struct wire_gpu_event apis[BATCHES * (LAUNCHES + 2)], kernels[BATCHES * LAUNCHES];
+	size_t n_api = 0, n_kernel = 0;
+	uint32_t id = 1; /* cudaFree(0), not recorded */
+	for (uint32_t b = 0; b < BATCHES; b++) {
+		for (uint32_t i = 0; i < LAUNCHES; i++) {
+			id += 9;
+			uint64_t at = 10 * MS + (uint64_t)id * US;
+			apis[n_api++] = api(1000, at, at + 500, 2, id);
+			kernels[n_kernel++] = kernel(7, at + 600, at + 900, 1, id);
+		}
+		for (uint32_t i = 0; i < 2; i++) { /* the copy and the sync: calls without a kernel */
+			id++;
+			apis[n_api++] =
+			    api(1000, 10 * MS + (uint64_t)id * US, 10 * MS + (uint64_t)id * US + 500, 2, id);
+		}
+	}
+	for (size_t i = 0; i < n_api; i += CHUNK)
+		gpu(st, apis + i, n_api - i < CHUNK ? n_api - i : CHUNK);
+	for (size_t i = 0; i < n_kernel; i += CHUNK)
+		gpu(st, kernels + i, n_kernel - i < CHUNK ? n_kernel - i : CHUNK);
+	struct store_lane_info li;
+	size_t l7 = find_stream(st, 7, &li);
+	const struct store_gpu_op *op;
+	size_t n = store_lane_gpu_all(st, 0, l7, 0, &op);
+	assert_int_equal(n, n_kernel);
+	for (size_t k = 0; k < n; k++) {
+		struct store_gpu_launch launch;
+		if (store_gpu_op_get_launch(st, 0, &op[k], &launch) != 0)
+			fail_msg("kernel %zu (correlation %u) lost its launch", k, op[k].correlation_id);
+	}
+	store_free(st);
+}
+
 static void test_sync_joins_thread_either_order(void **state)
 {
 	(void)state;
@@ -591,6 +728,8 @@ int main(void)
 	    cmocka_unit_test(test_new_stream_moves_lanes),
 	    cmocka_unit_test(test_default_stream_and_copy_label),
 	    cmocka_unit_test(test_kernel_before_api),
+	    cmocka_unit_test(test_sparse_ids_linked),
+	    cmocka_unit_test(test_batch_ids_linked),
 	    cmocka_unit_test(test_sync_joins_thread_either_order),
 	    cmocka_unit_test(test_graph_kernel_kept),
 	    cmocka_unit_test(test_demangle),
