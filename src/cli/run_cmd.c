@@ -1,10 +1,74 @@
-/* `cuscope run --detached -- CMD`: an armed launch with no viewer (attach to it later). */
+/*
+ * `cuscope run -- CMD`: an armed launch with no viewer. In the foreground (the form for job
+ * scripts and `srun`, where a command that returns at once ends the step) cuscope waits for CMD,
+ * passes its signals on and returns its exit code; `--detached` returns at once. Either way
+ * `cuscope attach PID` shows the recent past while CMD runs.
+ */
+#include "cuscope/clock.h"
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
 #include "cuscope/session.h"
+#include "cuscope/watch.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t run_caught_int, run_caught_stop;
+
+static void run_on_signal(int sig)
+{
+	if (sig == SIGINT)
+		run_caught_int++;
+	else
+		run_caught_stop++;
+}
+
+/*
+ * Waits for the launched target: each SIGINT goes on to its process group (a Ctrl-C in a
+ * terminal, where the target sits in a group of its own); SIGTERM and SIGHUP go on as SIGTERM (a
+ * job step's cancellation), and a target still there after the same grace as record's gets
+ * SIGKILL. Returns the target's exit code (128 + signal when a signal ended it).
+ */
+static int run_wait(struct launch *launch)
+{
+	struct sigaction sa, old[3];
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = run_on_signal;
+	sigemptyset(&sa.sa_mask);
+	static const int caught[3] = {SIGINT, SIGTERM, SIGHUP};
+	for (int i = 0; i < 3; i++)
+		sigaction(caught[i], &sa, &old[i]);
+	sig_atomic_t ints_seen = 0, stops_seen = 0;
+	uint64_t stop_ns = 0;
+	int killed = 0;
+	while (launch_poll(launch)) {
+		if (run_caught_int != ints_seen) {
+			ints_seen = run_caught_int;
+			launch_signal(launch, SIGINT);
+		}
+		if (run_caught_stop != stops_seen) {
+			stops_seen = run_caught_stop;
+			launch_signal(launch, SIGTERM);
+			if (!stop_ns)
+				stop_ns = clock_mono_ns();
+		}
+		if (stop_ns && !killed && clock_mono_ns() - stop_ns > watch_record_policy.kill_after_ns) {
+			log_error("run: pid %d still running %.0f s after SIGTERM; sending SIGKILL",
+			          (int)launch->pid, (double)watch_record_policy.kill_after_ns / 1e9);
+			launch_signal(launch, SIGKILL);
+			killed = 1;
+		}
+		/* A signal cuts the sleep short; 50 ms bounds how late an exit is noticed. */
+		struct timespec pause = {0, 50 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	for (int i = 0; i < 3; i++)
+		sigaction(caught[i], &old[i], NULL);
+	return launch_exit_code(launch);
+}
 
 int cli_run(int argc, char **argv)
 {
@@ -12,14 +76,13 @@ int cli_run(int argc, char **argv)
 	int rc = cli_parse_options(CLI_RUN, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	if (!args.detached) {
-		log_error("run: only --detached is supported (for a live view use `cuscope -- COMMAND`)");
-		return CLI_EXIT_USAGE;
-	}
 	if (args.first >= argc) {
-		log_error("run: no command given (cuscope run --detached -- COMMAND ...)");
+		log_error("run: no command given (cuscope run [--detached] -- COMMAND ...)");
 		return CLI_EXIT_USAGE;
 	}
+	/* In the foreground the output stays on cuscope's own stdout and stderr (the job's log). */
+	if (!args.detached)
+		args.launch.log_output = 0;
 	struct launch launch;
 	char msg[1024];
 	session_sweep();
@@ -28,7 +91,13 @@ int cli_run(int argc, char **argv)
 		log_error("%s", msg);
 		return rc;
 	}
-	printf("pid %d armed; output in %s\nwatch it with: cuscope attach %d\n", (int)launch.pid,
-	       launch.log_path, (int)launch.pid);
-	return 0;
+	if (args.detached) {
+		printf("pid %d armed; output in %s\nwatch it with: cuscope attach %d\n", (int)launch.pid,
+		       launch.log_path, (int)launch.pid);
+		return 0;
+	}
+	log_error("pid %d armed; watch it with: cuscope attach %d", (int)launch.pid, (int)launch.pid);
+	int code = run_wait(&launch);
+	launch_cleanup(&launch);
+	return code;
 }

@@ -27,15 +27,18 @@ static const struct cli_verb_entry verbs[] = {
      "      --ascii, --window SECONDS, --theme NAME, --memory-mb N, --disk-mb N   as in live mode\n"
      "  -h, --help             this help\n"},
     {CLI_RUN, "run", cli_run, "start a command armed, with no viewer (attach to it later)",
-     "usage: cuscope run --detached [OPTIONS] -- COMMAND [ARGS...]\n"
+     "usage: cuscope run [--detached] [OPTIONS] -- COMMAND [ARGS...]\n"
      "\n"
      "Starts COMMAND with the collector loaded, keeping a bounded flight-recorder window while no\n"
-     "viewer is connected, and returns at once. `cuscope attach PID` then shows the recent past.\n"
-     "COMMAND's output goes to a log in its session directory, drained by a small process that\n"
-     "lives as long as COMMAND's output is open.\n"
+     "viewer is connected; `cuscope attach PID` shows the recent past while it runs. Without\n"
+     "--detached, cuscope waits for COMMAND (its output stays on this terminal or job log), passes\n"
+     "SIGINT on, SIGTERM and SIGHUP on as SIGTERM (SIGKILL 5 s later if it is still there), and\n"
+     "exits with COMMAND's exit code: the form for job scripts and `srun`.\n"
      "\n"
-     "  --log-mb N   the log keeps the newest N MiB of output (default 64); a note at its top\n"
-     "               counts what was dropped\n"
+     "  --detached   return at once; COMMAND's output goes to a log in its session directory,\n"
+     "               drained by a small process that lives as long as COMMAND's output is open\n"
+     "  --log-mb N   (--detached) the log keeps the newest N MiB of output (default 64); a note at\n"
+     "               its top counts what was dropped\n"
      "Collector options as for record (--sample-hz, --follow, ...).\n"},
     {CLI_RECORD, "record", cli_record, "run a command headless and write a capture file",
      "usage: cuscope record -o FILE [--duration SECONDS] [--buffer-mb N] -- COMMAND [ARGS...]\n"
