@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC "CUSCOPE" /* 8 bytes with the NUL */
-#define WIRE_VERSION                                                                                         \
-	3u /* 2: notices carry a topic; 3: the hello carries the rank (wire_frame_upgrade reads 1, 2) */
+/* 2: notices carry a topic; 3: the hello carries rank labels (wire_frame_upgrade reads 1 and 2) */
+#define WIRE_VERSION       3u
 #define WIRE_MAX_FRAME     (1u << 20) /* largest payload a peer may send, bytes */
 #define WIRE_MAX_STRING    4096u      /* longest interned string, bytes (longer ones are cut) */
 #define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
