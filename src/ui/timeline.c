@@ -452,7 +452,10 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 			snprintf(info, sizeof info, "%s", pi.connected ? "" : "disconnected");
 		/* A launcher's rank names the group; the pid still tells its processes apart. */
 		char rank[48] = "";
-		if (pi.rank >= 0)
+		if (pi.rank >= 0 && pi.restart_count > 0)
+			snprintf(rank, sizeof rank, "rank %d restart %d  ", (int)pi.rank,
+			         (int)pi.restart_count);
+		else if (pi.rank >= 0)
 			snprintf(rank, sizeof rank, "rank %d  ", (int)pi.rank);
 		snprintf(label, sizeof label, "%s%s%s %d ", row->folded ? ui->cells.g->folded : "", rank,
 		         base, (int)pi.pid);
