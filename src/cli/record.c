@@ -14,6 +14,7 @@
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -189,6 +190,32 @@ static int record_expand_output(const char *pattern, pid_t pid, char *out, size_
 	return 0;
 }
 
+/*
+ * For a name opened only once the program started (%p): its folder is checked now, so that the
+ * usual mistake (a missing or unwritable folder) stops cuscope before anything runs.
+ */
+static int record_check_output_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+		log_error("record: cannot create %s in %s: %s", path, dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int cli_record(int argc, char **argv)
 {
 	struct cli_args args = {.launch = {.log_output = 0, .wait_viewer_ms = 3000}};
@@ -223,6 +250,8 @@ int cli_record(int argc, char **argv)
 		the_recorder.writer = record_open_output("record", output);
 		if (!the_recorder.writer)
 			return CLI_EXIT_USAGE;
+	} else if (record_check_output_dir(output) != 0) {
+		return CLI_EXIT_USAGE;
 	}
 
 	struct launch launch;

@@ -71,8 +71,13 @@ check_bad "no rank" 'x-%r.cap' "none of RANK" -u RANK -u OMPI_COMM_WORLD_RANK -u
 check_bad "bad rank" 'x-%r.cap' "RANK=-1 is not a rank" RANK=-1
 check_bad "no job id" 'x-%j.cap' "SLURM_JOB_ID is not set" -u SLURM_JOB_ID
 check_bad "lone %" 'x-%' "lone %" RANK=1
-# %p: the name is opened once the program started; one that cannot be is one line and exit 2.
-run_rec nodir "$CUSCOPE" record -o "$T/missing-dir/x-%p.cap" -- /bin/sleep 30
+# %p: the name is opened once the program started, its folder checked before: a missing one is
+# one line and exit 2 before the program runs.
+rm -f "$T/ran"
+run_rec nodir "$CUSCOPE" record -o "$T/missing-dir/x-%p.cap" -- /bin/touch "$T/ran"
 [ "$RC" = 2 ] || fail "%p into a missing directory: exit $RC, want 2: $(head -c 300 "$T/nodir.err")"
 one_line_error "$T/nodir.err" "%p into a missing directory"
+grep -qF "in $T/missing-dir: No such file" "$T/nodir.err" ||
+	fail "%p into a missing directory: the line does not name the folder: $(cat "$T/nodir.err")"
+[ -e "$T/ran" ] && fail "%p into a missing directory: the program ran"
 exit 0
