@@ -45,7 +45,7 @@ VIEWER_SRC    := $(BASE_SRC) $(WIRE_SRC) $(wildcard src/store/*.c src/model/*.c 
 CLI_SRC       := $(wildcard src/cli/*.c)
 
 # The collector never dies on allocation failure, so it links no dying allocator and no viewer logging.
-COLLECTOR_BASE := src/base/clock.c src/base/crc32.c src/base/elfsym.c src/base/safefs.c
+COLLECTOR_BASE := src/base/clock.c src/base/crc32.c src/base/elfsym.c src/base/rank.c src/base/safefs.c
 COLLECTOR_OBJ := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(COLLECTOR_BASE) $(WIRE_SRC) $(COLLECTOR_SRC))
 VIEWER_OBJ    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(VIEWER_SRC))
 CLI_OBJ       := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CLI_SRC))

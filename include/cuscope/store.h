@@ -62,6 +62,11 @@ struct store_process_info {
 	/* The viewer detached and the process ran on: its counts are final up to detached_ns. */
 	int detached;
 	uint64_t detached_ns; /* CLOCK_MONOTONIC */
+	/* The launcher's labels from the process's environment (wire_hello), -1 when unknown. */
+	int32_t rank;
+	int32_t local_rank;
+	int32_t world_size;
+	int32_t restart_count;
 };
 
 struct store_lane_info {

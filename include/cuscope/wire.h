@@ -12,8 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_MAGIC         "CUSCOPE"  /* 8 bytes with the NUL */
-#define WIRE_VERSION       2u         /* 2: notices carry a topic (wire_frame_upgrade reads version 1) */
+#define WIRE_MAGIC "CUSCOPE" /* 8 bytes with the NUL */
+/* 2: notices carry a topic; 3: the hello carries rank labels (wire_frame_upgrade reads 1 and 2) */
+#define WIRE_VERSION       3u
 #define WIRE_MAX_FRAME     (1u << 20) /* largest payload a peer may send, bytes */
 #define WIRE_MAX_STRING    4096u      /* longest interned string, bytes (longer ones are cut) */
 #define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
@@ -53,9 +54,25 @@ struct wire_hello {
 	uint64_t features;       /* WIRE_FEATURE_* bits the collector runs with */
 	char host[64];           /* NUL-terminated host name */
 	uint32_t cmdline_len;    /* bytes of argv that follow, NUL-separated */
-	uint32_t reserved;
+	uint32_t ids;            /* WIRE_ID_* bits: which of the launcher's labels below are known */
+	/* Labels the launcher put in the process's own environment (RANK, LOCAL_RANK, WORLD_SIZE,
+	 * TORCHELASTIC_RESTART_COUNT and their MPI/Slurm forms), read by its collector at start:
+	 * labels only, 0..2^31-1, meaningful where their WIRE_ID_* bit is set. */
+	int32_t rank;
+	int32_t local_rank;
+	int32_t world_size;
+	int32_t restart_count;
 };
-_Static_assert(sizeof(struct wire_hello) == 128, "wire_hello layout");
+_Static_assert(sizeof(struct wire_hello) == 144, "wire_hello layout");
+#define WIRE_HELLO_V2_SIZE 128u /* versions 1 and 2: the same fields up to cmdline_len, then 0 */
+
+enum wire_id {
+	WIRE_ID_RANK = 1u << 0,
+	WIRE_ID_LOCAL_RANK = 1u << 1,
+	WIRE_ID_WORLD_SIZE = 1u << 2,
+	WIRE_ID_RESTART_COUNT = 1u << 3,
+	WIRE_ID_ALL = 0xfu,
+};
 
 enum wire_feature {
 	WIRE_FEATURE_NVTX = 1u << 0,     /* NVTX injection initialised */
@@ -360,7 +377,7 @@ int wire_hello_check(const void *payload, uint32_t length, const char **cause);
 /* Checks a frame's payload length against its type (-EINVAL with *cause on failure). */
 int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const char **cause);
 /* Bytes a frame may grow by in wire_frame_upgrade. */
-#define WIRE_UPGRADE_GROWTH 8u
+#define WIRE_UPGRADE_GROWTH 16u
 /*
  * Rewrites a frame that a peer of an older protocol version wrote (a capture file keeps the
  * version of its frames) in today's layout, into out (room for length + WIRE_UPGRADE_GROWTH bytes):

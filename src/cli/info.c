@@ -53,6 +53,16 @@ int cli_info(int argc, char **argv)
 		printf("  (%" PRIu64 " events, host ", pi.events);
 		escape_term_fputs(stdout, pi.host);
 		fputs(")\n", stdout);
+		if (pi.rank >= 0 || pi.world_size >= 0) {
+			printf("    rank %d", (int)pi.rank);
+			if (pi.world_size >= 0)
+				printf(" of %d", (int)pi.world_size);
+			if (pi.local_rank >= 0)
+				printf(", local rank %d", (int)pi.local_rank);
+			if (pi.restart_count >= 0)
+				printf(", restart %d", (int)pi.restart_count);
+			fputc('\n', stdout);
+		}
 		char end[128];
 		if (*store_process_end_text(&pi, end, sizeof end))
 			printf("    %s\n", end);

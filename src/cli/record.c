@@ -6,6 +6,7 @@
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
 #include "cuscope/manifest.h"
+#include "cuscope/outpattern.h"
 #include "cuscope/session.h"
 #include "cuscope/tap.h"
 #include "cuscope/watch.h"
@@ -13,6 +14,7 @@
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -165,6 +167,55 @@ static void record_error(void *ctx, int source, pid_t pid, const char *message)
 	log_error("pid %d: %s", (int)pid, message);
 }
 
+static const char *record_getenv(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+/* Expands -o's patterns (pid for %p) from our own environment into out; 0, or 2 after one line. */
+static int record_expand_output(const char *pattern, pid_t pid, char *out, size_t size)
+{
+	char host[256] = "", cause[512];
+	gethostname(host, sizeof host - 1);
+	struct outpattern_vars vars = {.get = record_getenv, .pid = pid, .host = host};
+	if (outpattern_expand(pattern, &vars, out, size, cause, sizeof cause) != 0) {
+		log_error("record: -o %s: %s", pattern, cause);
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(out, "-") == 0) {
+		log_error("record: -o - would mix the capture with the program's own output; name a file");
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/*
+ * For a name opened only once the program started (%p): its folder is checked now, so that the
+ * usual mistake (a missing or unwritable folder) stops cuscope before anything runs.
+ */
+static int record_check_output_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+		log_error("record: cannot create %s in %s: %s", path, dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int cli_record(int argc, char **argv)
 {
 	struct cli_args args = {.launch = {.log_output = 0, .wait_viewer_ms = 3000}};
@@ -186,9 +237,22 @@ int cli_record(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
-	the_recorder.writer = record_open_output("record", output);
-	if (!the_recorder.writer)
+	/* Patterns are expanded, and every error in them said, before anything runs; a name with the
+	 * program's pid (%p) is opened once it started. */
+	static char expanded[PATH_MAX];
+	rc = record_expand_output(output, 1, expanded, sizeof expanded);
+	if (rc)
+		return rc;
+	int late = outpattern_uses_pid(output);
+	const char *pattern = output;
+	output = expanded;
+	if (!late) {
+		the_recorder.writer = record_open_output("record", output);
+		if (!the_recorder.writer)
+			return CLI_EXIT_USAGE;
+	} else if (record_check_output_dir(output) != 0) {
 		return CLI_EXIT_USAGE;
+	}
 
 	struct launch launch;
 	char msg[1024];
@@ -197,8 +261,21 @@ int cli_record(int argc, char **argv)
 	if (rc) {
 		log_error("%s", msg);
 		/* Nothing was recorded: whatever output named before stays as it was. */
-		capture_writer_abandon(the_recorder.writer);
+		if (the_recorder.writer)
+			capture_writer_abandon(the_recorder.writer);
 		return rc;
+	}
+	if (late) {
+		if (record_expand_output(pattern, launch.pid, expanded, sizeof expanded) == 0)
+			the_recorder.writer = record_open_output("record", output);
+		if (!the_recorder.writer) {
+			/* The name of its capture could not be opened: the program is stopped at once. */
+			launch_signal(&launch, SIGKILL);
+			while (launch_poll(&launch))
+				usleep(10000);
+			launch_cleanup(&launch);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	record_say_partial(the_recorder.writer, output);
 	return record_run(&launch, the_recorder.writer, output, command, args.duration_s);

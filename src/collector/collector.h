@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cuscope/rank.h"
 #include "cuscope/ring.h"
 
 #define COLLECTOR_EXPORT __attribute__((visibility("default")))
@@ -83,6 +84,7 @@ struct collector_config {
 	 * program's own CPU time; 0 = off (what was asked is kept) */
 	unsigned overhead_budget_permille;
 	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
+	struct rank_ids rank;   /* the launcher's labels from this process's own environment */
 };
 
 extern struct collector_config collector_config;

@@ -3,6 +3,7 @@
 #include "collector.h"
 #include "cuscope/safefs.h"
 #include "cuscope/session.h"
+#include "cuscope/wire.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,7 +87,26 @@ static size_t config_round_pow2(size_t n)
 	return p;
 }
 
-/* Runs when the library is loaded (LD_PRELOAD, NVTX/CUDA injection dlopen, or attach). */
+/* The process's own environment (never the rendezvous file: the rank is the process's). */
+static const char *config_own_env(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+/* Reads the launcher's rank labels; one notice, once, for a variable that is not a label. */
+static void config_load_rank(void)
+{
+	static int noticed;
+	rank_read(&collector_config.rank, config_own_env, NULL);
+	if (collector_config.rank.bad_name[0] && !noticed) {
+		noticed = 1;
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "%s=%s is not a rank (a decimal 0..2147483647): ignored",
+		                 collector_config.rank.bad_name, collector_config.rank.bad_value);
+	}
+}
+
 /* Reads the configuration (environment or rendezvous) that every start shares. */
 void config_load(void)
 {
@@ -135,4 +155,5 @@ void config_load(void)
 	}
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
+	config_load_rank();
 }

@@ -57,6 +57,11 @@ int viewer_build_intro(struct sender *s)
 	hello.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS |
 	                 (collector_config.attached ? WIRE_FEATURE_ATTACHED : 0);
 	gethostname(hello.host, sizeof hello.host - 1);
+	hello.ids = collector_config.rank.ids;
+	hello.rank = collector_config.rank.rank;
+	hello.local_rank = collector_config.rank.local_rank;
+	hello.world_size = collector_config.rank.world_size;
+	hello.restart_count = collector_config.rank.restart_count;
 	char cmdline[4096];
 	int cmd_len = viewer_read_cmdline(cmdline, sizeof cmdline);
 	hello.cmdline_len = (uint32_t)cmd_len;

@@ -157,7 +157,8 @@ static void section_threads(const struct store *st, struct table *t)
 }
 
 static const struct column process_cols[] = {
-    {"pid", CELL_INT}, {"ppid", CELL_INT}, {"cmdline", CELL_STR}, {"status", CELL_STR}};
+    {"pid", CELL_INT},  {"ppid", CELL_INT},       {"cmdline", CELL_STR},    {"status", CELL_STR},
+    {"rank", CELL_INT}, {"local_rank", CELL_INT}, {"world_size", CELL_INT}, {"restart_count", CELL_INT}};
 
 static void section_processes(const struct store *st, struct table *t)
 {
@@ -166,7 +167,9 @@ static void section_processes(const struct store *st, struct table *t)
 		store_process_get(st, p, &pi);
 		char end[128];
 		store_process_end_text(&pi, end, sizeof end);
-		stats_table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete");
+		stats_table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete",
+		                (int64_t)pi.rank, (int64_t)pi.local_rank, (int64_t)pi.world_size,
+		                (int64_t)pi.restart_count);
 	}
 }
 
@@ -475,9 +478,10 @@ static int cmp_stream_row(const void *a, const void *b)
 	return x->stream < y->stream ? -1 : x->stream > y->stream;
 }
 
+/* Keyed by (pid, device, stream): two processes on one GPU have streams of the same id. */
 static const struct column stream_cols[] = {
-    {"device", CELL_INT},  {"stream", CELL_INT},  {"default", CELL_BOOL},
-    {"kernels", CELL_INT}, {"busy_ns", CELL_INT},
+    {"pid", CELL_INT},      {"rank", CELL_INT},    {"device", CELL_INT},  {"stream", CELL_INT},
+    {"default", CELL_BOOL}, {"kernels", CELL_INT}, {"busy_ns", CELL_INT},
 };
 
 static void section_streams(const struct store *st, struct table *t)
@@ -499,9 +503,12 @@ static void section_streams(const struct store *st, struct table *t)
 	if (n)
 		qsort(rows, n, sizeof *rows, cmp_stream_row);
 	for (size_t i = 0; i < n; i++) {
+		struct store_process_info pi;
+		store_process_get(st, rows[i].process, &pi);
 		struct store_lane_info li;
 		store_lane_get(st, rows[i].process, rows[i].lane, &li);
-		stats_table_row(t, (int64_t)li.device, (int64_t)li.stream, li.is_default, (int64_t)li.kernels,
+		stats_table_row(t, (int64_t)pi.pid, (int64_t)pi.rank, (int64_t)li.device, (int64_t)li.stream,
+		                li.is_default, (int64_t)li.kernels,
 		                (int64_t)stream_busy_ns(st, rows[i].process, rows[i].lane, &li));
 	}
 	free(rows);

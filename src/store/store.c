@@ -267,6 +267,12 @@ void store_process_get(const struct store *st, size_t index, struct store_proces
 	out->exit_signal = pr->exit_signal;
 	out->events = pr->events;
 	out->lane_count = pr->lane_count;
+	uint32_t ids = pr->hello.ids;
+	out->rank = ids & WIRE_ID_RANK && pr->hello.rank >= 0 ? pr->hello.rank : -1;
+	out->local_rank = ids & WIRE_ID_LOCAL_RANK && pr->hello.local_rank >= 0 ? pr->hello.local_rank : -1;
+	out->world_size = ids & WIRE_ID_WORLD_SIZE && pr->hello.world_size >= 0 ? pr->hello.world_size : -1;
+	out->restart_count =
+	    ids & WIRE_ID_RESTART_COUNT && pr->hello.restart_count >= 0 ? pr->hello.restart_count : -1;
 }
 
 void store_lane_get(const struct store *st, size_t process, size_t lane, struct store_lane_info *out)

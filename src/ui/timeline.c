@@ -450,8 +450,15 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 			snprintf(info, sizeof info, "exited");
 		else
 			snprintf(info, sizeof info, "%s", pi.connected ? "" : "disconnected");
-		snprintf(label, sizeof label, "%s%s %d ", row->folded ? ui->cells.g->folded : "", base,
-		         (int)pi.pid);
+		/* A launcher's rank names the group; the pid still tells its processes apart. */
+		char rank[48] = "";
+		if (pi.rank >= 0 && pi.restart_count > 0)
+			snprintf(rank, sizeof rank, "rank %d restart %d  ", (int)pi.rank,
+			         (int)pi.restart_count);
+		else if (pi.rank >= 0)
+			snprintf(rank, sizeof rank, "rank %d  ", (int)pi.rank);
+		snprintf(label, sizeof label, "%s%s%s %d ", row->folded ? ui->cells.g->folded : "", rank,
+		         base, (int)pi.pid);
 		la = ui_attr(ui, THEME_PROCESS) | (selected ? A_REVERSE : 0);
 		ui_fill(y, 0, COLS, ui_attr(ui, THEME_BASELINE), ui->cells.g->hline);
 		int x = ui_put(ui, y, 0, COLS, la, label);

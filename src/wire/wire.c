@@ -255,6 +255,8 @@ struct wire_notice_v1 {
 };
 _Static_assert(sizeof(struct wire_notice) - sizeof(struct wire_notice_v1) <= WIRE_UPGRADE_GROWTH,
                "WIRE_UPGRADE_GROWTH covers a version 1 notice");
+_Static_assert(sizeof(struct wire_hello) - WIRE_HELLO_V2_SIZE <= WIRE_UPGRADE_GROWTH,
+               "WIRE_UPGRADE_GROWTH covers a version 1 or 2 hello");
 
 /*
  * The topic of a version 1 notice, from the words the version 1 collector used for the notices
@@ -278,32 +280,37 @@ int wire_frame_upgrade(uint32_t version, uint32_t type, const void *payload, uin
 {
 	if (version == WIRE_VERSION)
 		return 0;
-	if (version != 1) {
+	if (version != 1 && version != 2) {
 		*cause = version > WIRE_VERSION ? "frames of a newer protocol version"
 		                                : "frames of an unknown protocol version";
 		return -EPROTO;
 	}
 	switch (type) {
 	case WIRE_FRAME_HELLO: {
-		/* The same layout: only the version it names changes. */
+		/* Versions 1 and 2: today's fields up to cmdline_len, then a reserved 0; no labels. */
 		struct wire_hello hello;
-		if (length < sizeof hello || memcmp(payload, WIRE_MAGIC, 8) != 0) {
+		if (length < WIRE_HELLO_V2_SIZE || memcmp(payload, WIRE_MAGIC, 8) != 0) {
 			*cause = "malformed handshake";
 			return -EPROTO;
 		}
-		memcpy(&hello, payload, sizeof hello);
-		if (hello.version != version) {
+		memset(&hello, 0, sizeof hello);
+		memcpy(&hello, payload, WIRE_HELLO_V2_SIZE);
+		if (hello.version != version || hello.hello_size != WIRE_HELLO_V2_SIZE) {
 			*cause = "handshake of another protocol version";
 			return -EPROTO;
 		}
 		hello.version = WIRE_VERSION;
+		hello.hello_size = sizeof hello;
+		hello.ids = 0;
 		memcpy(out, &hello, sizeof hello);
-		memcpy((char *)out + sizeof hello, (const char *)payload + sizeof hello,
-		       length - sizeof hello);
-		*out_length = length;
+		memcpy((char *)out + sizeof hello, (const char *)payload + WIRE_HELLO_V2_SIZE,
+		       length - WIRE_HELLO_V2_SIZE);
+		*out_length = length + (uint32_t)(sizeof hello - WIRE_HELLO_V2_SIZE);
 		return 1;
 	}
 	case WIRE_FRAME_NOTICE: {
+		if (version != 1)
+			return 0;
 		struct wire_notice_v1 old;
 		if (length < sizeof old) {
 			*cause = "malformed frame";

@@ -17,7 +17,9 @@ def frame(t, payload):
 
 def hello(pid=99):
     argv = b"prog\0arg"
-    h = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", 2, 128, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv), 0)
+    # version 3: ids (rank and world size known), rank, local_rank, world_size, restart_count
+    h = struct.pack("<8sIIiiQQQQ64sIIiiii", b"CUSCOPE\0", 3, 144, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv),
+                    5, 1, 0, 4, 0)
     return frame(1, h + argv)
 
 

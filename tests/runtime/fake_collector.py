@@ -33,9 +33,13 @@ def wire_version():
 def hello(version=None):
     if version is None:
         version = wire_version()
-    # magic[8] version hello_size pid ppid start anchor_mono anchor_real features host[64] cmdline_len reserved
-    body = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", version, 128, os.getpid(), os.getppid(),
+    # magic[8] version hello_size pid ppid start anchor_mono anchor_real features host[64] cmdline_len ids
+    # rank local_rank world_size restart_count (the last four from version 3 on)
+    size = 144 if version >= 3 else 128
+    body = struct.pack("<8sIIiiQQQQ64sII", b"CUSCOPE\0", version, size, os.getpid(), os.getppid(),
                        0, 0, 0, 0, b"fakehost", 0, 0)
+    if version >= 3:
+        body += struct.pack("<iiii", 0, 0, 0, 0)
     return frame(1, body)
 
 

@@ -160,6 +160,53 @@ static void test_hello_and_process_info(void **state)
 	store_free(st);
 }
 
+/* The launcher's labels in the HELLO: known ones as sent, unknown (or negative) ones -1. */
+static void test_hello_rank_labels(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	static const char argv[] = "train.py";
+	struct {
+		uint32_t ids;
+		int32_t rank, local_rank, world_size, restart;
+		int32_t want[4];
+	} cases[] = {
+	    {0, 5, 5, 5, 5, {-1, -1, -1, -1}},
+	    {WIRE_ID_ALL, 3, 1, 8, 0, {3, 1, 8, 0}},
+	    {WIRE_ID_RANK | WIRE_ID_WORLD_SIZE, 0, 7, 2, 7, {0, -1, 2, -1}},
+	    {WIRE_ID_ALL | 0xf0u, -4, 1, -1, 2, {-1, 1, -1, 2}}, /* crafted: never a negative label */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		uint8_t buf[512];
+		struct wire_hello h;
+		memset(&h, 0, sizeof h);
+		memcpy(h.magic, WIRE_MAGIC, 8);
+		h.version = WIRE_VERSION;
+		h.hello_size = sizeof h;
+		h.pid = 500 + (int32_t)i;
+		h.cmdline_len = sizeof argv;
+		h.ids = cases[i].ids;
+		h.rank = cases[i].rank;
+		h.local_rank = cases[i].local_rank;
+		h.world_size = cases[i].world_size;
+		h.restart_count = cases[i].restart;
+		memcpy(buf, &h, sizeof h);
+		memcpy(buf + sizeof h, argv, sizeof argv);
+		const char *cause = NULL;
+		assert_int_equal(
+		    store_feed(st, (int)i, WIRE_FRAME_HELLO, buf, (uint32_t)(sizeof h + sizeof argv), &cause),
+		    0);
+		struct store_process_info pi;
+		store_process_get(st, i, &pi);
+		assert_int_equal(pi.pid, 500 + (int32_t)i);
+		assert_int_equal(pi.rank, cases[i].want[0]);
+		assert_int_equal(pi.local_rank, cases[i].want[1]);
+		assert_int_equal(pi.world_size, cases[i].want[2]);
+		assert_int_equal(pi.restart_count, cases[i].want[3]);
+	}
+	store_free(st);
+}
+
 static void test_frame_before_hello(void **state)
 {
 	(void)state;
@@ -884,6 +931,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hello_and_process_info),
+	    cmocka_unit_test(test_hello_rank_labels),
 	    cmocka_unit_test(test_frame_before_hello),
 	    cmocka_unit_test(test_nested_push_pop_two_threads),
 	    cmocka_unit_test(test_row_query_brute_force),

@@ -22,10 +22,13 @@
 #define US 1000ull
 #define MS 1000000ull
 
+static int feed_source;         /* the source feed() feeds */
+static int32_t hello_rank = -1; /* the rank hello() sends, -1 = none */
+
 static void feed(struct store *st, uint32_t type, const void *payload, uint32_t length)
 {
 	const char *cause = NULL;
-	int rc = store_feed(st, 0, type, payload, length, &cause);
+	int rc = store_feed(st, feed_source, type, payload, length, &cause);
 	if (rc)
 		fail_msg("store_feed(%u): %s", type, cause ? cause : "?");
 }
@@ -44,6 +47,10 @@ static void hello(struct store *st, int pid)
 	h.features = WIRE_FEATURE_CUPTI;
 	strcpy(h.host, "testhost");
 	h.cmdline_len = 5;
+	if (hello_rank >= 0) {
+		h.ids = WIRE_ID_RANK;
+		h.rank = hello_rank;
+	}
 	memcpy(buf, &h, sizeof h);
 	memcpy(buf + sizeof h, "prog\0", 5);
 	feed(st, WIRE_FRAME_HELLO, buf, sizeof h + 5);
@@ -559,6 +566,53 @@ static void test_overlap_second_row_and_busy(void **state)
 	store_free(st);
 }
 
+/* Two processes (ranks) on one GPU with a stream of the same id: each has its own stream lane,
+ * and stats keeps them apart by (pid, device, stream). */
+static void test_two_processes_one_stream_id(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	for (int p = 0; p < 2; p++) {
+		feed_source = p;
+		hello_rank = p;
+		hello(st, 100 + p);
+		string(st, 1, "k");
+		struct wire_gpu_event ev[2] = {kernel(7, 1 * MS, 2 * MS, 1, 0),
+		                               kernel(7, 3 * MS, 4 * MS, 1, 0)};
+		gpu(st, ev, (size_t)p + 1);
+	}
+	feed_source = 0;
+	hello_rank = -1;
+	for (size_t p = 0; p < 2; p++) {
+		struct store_process_info pi;
+		store_process_get(st, p, &pi);
+		assert_int_equal(pi.rank, (int)p);
+		size_t streams = 0;
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(st, p, l, &li);
+			if (li.kind != STORE_LANE_GPU_STREAM)
+				continue;
+			streams++;
+			assert_int_equal(li.stream, 7);
+			assert_int_equal(li.pid, 100 + (int)p);
+			assert_int_equal(li.kernels, p + 1);
+		}
+		assert_int_equal(streams, 1);
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(stats_write(f, st, STATS_FORMAT_JSON), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "{\"pid\": 100, \"rank\": 0, \"device\": 0, \"stream\": 7, \"default\": "
+	                             "false, \"kernels\": 1"));
+	assert_non_null(strstr(text, "{\"pid\": 101, \"rank\": 1, \"device\": 0, \"stream\": 7, \"default\": "
+	                             "false, \"kernels\": 2"));
+	free(text);
+	store_free(st);
+}
+
 static void test_memcpy_stats_and_sections(void **state)
 {
 	(void)state;
@@ -636,7 +690,9 @@ static void test_memcpy_stats_and_sections(void **state)
 	assert_non_null(strstr(text, "\"cause\": \"cupti_dropped\", \"count\": 12"));
 	assert_non_null(strstr(text, "{\"device\": 0, \"name\": \"NVIDIA H200\", \"uuid\": "
 	                             "\"GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf\"}"));
-	assert_non_null(strstr(text, "{\"device\": 0, \"stream\": 7, \"default\": false, \"kernels\": 1"));
+	assert_non_null(strstr(
+	    text,
+	    "{\"pid\": 100, \"rank\": -1, \"device\": 0, \"stream\": 7, \"default\": false, \"kernels\": 1"));
 	assert_non_null(strstr(
 	    text, "{\"name\": \"cudaMemcpyAsync\", \"count\": 1, \"total_ns\": 300, \"p50_ns\": 300}"));
 	free(text);
@@ -734,6 +790,7 @@ int main(void)
 	    cmocka_unit_test(test_graph_kernel_kept),
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_overlap_second_row_and_busy),
+	    cmocka_unit_test(test_two_processes_one_stream_id),
 	    cmocka_unit_test(test_memcpy_stats_and_sections),
 	    cmocka_unit_test(test_layout_and_fold),
 	};

@@ -33,6 +33,20 @@ static uint32_t make_hello(uint8_t *buf, size_t cap, uint32_t version)
 	return (uint32_t)(sizeof h + sizeof argv);
 }
 
+/* A HELLO of protocol version 1 or 2 (128 bytes: today's fields up to cmdline_len, then a 0). */
+static uint32_t make_hello_v2(uint8_t *buf, size_t cap, uint32_t version)
+{
+	uint8_t today[256];
+	uint32_t len = make_hello(today, sizeof today, version);
+	struct wire_hello h;
+	memcpy(&h, today, sizeof h);
+	h.hello_size = WIRE_HELLO_V2_SIZE;
+	assert_true(cap >= len);
+	memcpy(buf, &h, WIRE_HELLO_V2_SIZE);
+	memcpy(buf + WIRE_HELLO_V2_SIZE, today + sizeof h, len - sizeof h);
+	return len - (uint32_t)(sizeof h - WIRE_HELLO_V2_SIZE);
+}
+
 /* A tiny deterministic PRNG (xorshift64*), so failures reproduce. */
 static uint64_t rng_state = 88172645463325252ull;
 
@@ -359,21 +373,40 @@ static void test_upgrade_v1(void **state)
 	                 -EPROTO);
 	assert_non_null(cause);
 
-	/* A version 1 HELLO passes today's check once upgraded; its argv is kept. */
-	len = make_hello(in, sizeof in, 1);
-	cause = NULL;
-	assert_int_equal(wire_hello_check(in, len, &cause), -EPROTO);
-	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), 1);
-	assert_int_equal(out_len, len);
-	assert_int_equal(wire_hello_check(out, out_len, &cause), 0);
-	assert_memory_equal(out + sizeof(struct wire_hello), in + sizeof(struct wire_hello),
-	                    len - sizeof(struct wire_hello));
-	/* ... but not a HELLO naming another version, or a short one. */
-	len = make_hello(in, sizeof in, 7);
+	/* A version 1 or 2 HELLO passes today's check once upgraded: no labels, its argv kept. */
+	for (uint32_t v = 1; v <= 2; v++) {
+		len = make_hello_v2(in, sizeof in, v);
+		cause = NULL;
+		assert_int_equal(wire_hello_check(in, len, &cause), -EPROTO);
+		memset(out, 0xff, sizeof out);
+		assert_int_equal(wire_frame_upgrade(v, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), 1);
+		assert_int_equal(out_len, len + sizeof(struct wire_hello) - WIRE_HELLO_V2_SIZE);
+		assert_true(out_len <= len + WIRE_UPGRADE_GROWTH);
+		assert_int_equal(wire_hello_check(out, out_len, &cause), 0);
+		struct wire_hello h;
+		memcpy(&h, out, sizeof h);
+		assert_int_equal(h.pid, 1234);
+		assert_string_equal(h.host, "testhost");
+		assert_int_equal(h.ids, 0);
+		assert_int_equal(h.rank, 0);
+		assert_int_equal(h.restart_count, 0);
+		assert_memory_equal(out + sizeof(struct wire_hello), in + WIRE_HELLO_V2_SIZE,
+		                    len - WIRE_HELLO_V2_SIZE);
+		/* Version 2 notices are today's. */
+		uint32_t nl = make_notice_v1(in, WIRE_NOTICE_WARNING, "text");
+		assert_int_equal(wire_frame_upgrade(v, WIRE_FRAME_NOTICE, in, nl, out, &out_len, &cause),
+		                 v == 1 ? 1 : 0);
+	}
+	/* ... but not a HELLO naming another version, today's size, or a short one. */
+	len = make_hello_v2(in, sizeof in, 7);
 	cause = NULL;
 	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), -EPROTO);
 	assert_non_null(cause);
-	len = make_hello(in, sizeof in, 1);
+	len = make_hello(in, sizeof in, 2);
+	cause = NULL;
+	assert_int_equal(wire_frame_upgrade(2, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), -EPROTO);
+	assert_non_null(cause);
+	len = make_hello_v2(in, sizeof in, 1);
 	cause = NULL;
 	assert_int_equal(wire_frame_upgrade(1, WIRE_FRAME_HELLO, in, 16, out, &out_len, &cause), -EPROTO);
 	assert_non_null(cause);
