@@ -83,6 +83,7 @@ struct collector_config {
 	 * program's own CPU time; 0 = off (what was asked is kept) */
 	unsigned overhead_budget_permille;
 	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
+	int torch;              /* CUSCOPE_TORCH=1 (--torch): the Python hook turns on torch's NVTX ranges */
 };
 
 extern struct collector_config collector_config;
