@@ -122,6 +122,13 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
+# Shared objects for test programs written in Python (ctypes), e.g. NVTX calls.
+PROG_LIB_SRC := $(wildcard tests/progs/lib/*.c)
+PROG_LIB_BIN := $(patsubst tests/progs/lib/%.c,$(BUILD)/tests/progs/lib/%.so,$(PROG_LIB_SRC))
+$(BUILD)/tests/progs/lib/%.so: tests/progs/lib/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+
 # Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
 $(BUILD)/tests/bench/cpu_work: tests/bench/cpu_work.c
@@ -173,7 +180,7 @@ $(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(PROG_LIB_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build
