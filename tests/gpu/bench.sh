@@ -14,7 +14,8 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"; cu-torch:
+# the defaults with --torch (PyTorch operator ranges), nsys-torch: nsys with --pytorch=autograd-nvtx),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # BENCH_RUN_TIMEOUT_S (one run, 150), BENCH_GRACE_S (how long a run may go on after its result line,
@@ -60,7 +61,7 @@ fi
 cfgs=()
 for c in "${CONFIGS[@]}"; do
 	case $c in
-	nsys) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=(nsys); else echo "nsys: not found, skipped" | tee -a "$T/notes"; fi ;;
+	nsys | nsys-torch) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=("$c"); else echo "$c: nsys not found, skipped" | tee -a "$T/notes"; fi ;;
 	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	none) cfgs+=(none) ;;
 	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
@@ -136,7 +137,9 @@ run_one()
 	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
+	cu-torch) pre=("${rec[@]}" --torch --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
+	nsys-torch) pre=("$NSYS" profile "--trace=cuda,nvtx" --pytorch=autograd-nvtx -o "$T/nsys-out" --force-overwrite true) ;;
 	*)
 		echo "$w/$c: unknown configuration, not run" | tee -a "$T/notes"
 		return
