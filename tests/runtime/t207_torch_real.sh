@@ -7,7 +7,8 @@
 # - the program's own torch.profiler counts the same operators as without cuscope, and ours
 #   resumes after it;
 # - with a CPU-only build, one notice says the ranges are unavailable and why;
-# - the program's output and exit code are untouched.
+# - the program's output and exit code are untouched; torch does not warn of a leaked profiler
+#   callback at exit.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -53,6 +54,8 @@ timeout 110 "$CUSCOPE" record --torch -o "$T/cap" -- "$PY" "$T/train.py" >"$T/ap
 diff <(grep -v '^pid ' "$T/plain.out") <(grep -v '^pid ' "$T/app.out") >"$T/diff.txt" ||
 	fail "the program's output differs under --torch: $(tr '\n' '|' <"$T/diff.txt")"
 PID=$(awk '$1 == "pid" {print $2}' "$T/app.out")
+# Ours is turned off at exit, as a `with emit_nvtx()` would be: torch complains otherwise.
+! grep -q 'Leaked callback handle' "$T/app.err" || fail "torch warned at exit: $(grep -m1 Leaked "$T/app.err")"
 
 if [ "$CUDA_BUILD" != 1 ]; then
 	n=$(grep -c -- '--torch' "$T/app.err")

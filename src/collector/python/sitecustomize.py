@@ -299,6 +299,12 @@ class _CuscopeTorchRanges(object):
             return
         self._ident = self._get_ident()
         self._wrap()
+        try:
+            import atexit
+
+            atexit.register(self._at_exit)
+        except Exception:
+            pass
         self._say("operator ranges are recorded on the thread that imported torch (tid %d) and "
                   "the autograd threads its backward passes run on; operators other threads run "
                   "are not" % _cuscope_native_id())
@@ -363,6 +369,20 @@ class _CuscopeTorchRanges(object):
             return result
 
         return _cuscope_same_name(_disable_profiler, disable)
+
+    def _at_exit(self):
+        """Turns ours off as the interpreter ends, as a `with emit_nvtx()` would have: a profiler
+        still on when its thread's state is destroyed makes torch print "Leaked callback handle".
+        Registered after torch's import, so the program's own atexit functions still run under
+        the ranges. Only the thread that turned them on can turn them off (the main thread, where
+        the program imported torch there)."""
+        if self._aside or self._get_ident() != self._ident:
+            return
+        self._aside = True  # for good: nothing resumes it now
+        try:
+            self._disable()
+        except Exception:
+            pass
 
     def _resume(self):
         self._aside = False
