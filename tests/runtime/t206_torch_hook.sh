@@ -10,7 +10,8 @@
 #   ranges are named by the operator, counts exact;
 # - (a) the program's own profiler (torch.autograd.profiler.profile, the legacy one, its own
 #   emit_nvtx) runs to the same result as without cuscope; ours pauses meanwhile, one notice;
-# - (c) one notice says which thread is covered;
+# - (c) one notice says which thread is covered (the main thread, or the thread that imported
+#   torch), in the same words in every process, so a recording says it once;
 # - a torch that cannot emit NVTX (a CPU build) gets one notice and the program runs unchanged;
 # - without --torch, and in a process --follow leaves out, nothing is turned on;
 # - (d) attach --torch: one line saying it is unavailable, exit 2;
@@ -242,7 +243,7 @@ grep -q '^after_on 1$' "$T/torch.out" || fail "ours did not resume after the pro
 PID=$(awk '$1 == "pid" {print $2}' "$T/torch.out")
 n=$(grep -c -- '--torch' "$T/torch.err")
 [ "$n" = 2 ] || fail "want 2 --torch notices, got $n: $(cat "$T/torch.err")"
-grep -q "^cuscope: warning: pid $PID: --torch: operator ranges are recorded on the thread that imported torch (tid $PID) and the autograd threads its backward passes run on; operators other threads run are not\$" "$T/torch.err" ||
+grep -q "^cuscope: warning: pid $PID: --torch: operator ranges are recorded on the main thread (which imported torch) and the autograd threads its backward passes run on; operators other threads run are not\$" "$T/torch.err" ||
 	fail "no notice saying which thread is covered: $(cat "$T/torch.err")"
 grep -q "^cuscope: warning: pid $PID: --torch: the program started its own torch profiler: operator ranges pause while it runs\$" "$T/torch.err" ||
 	fail "no notice that ours paused for the program's profiler: $(cat "$T/torch.err")"
@@ -279,6 +280,39 @@ n=$(grep -c -- '--torch' "$T/cpu.err")
 grep -q -- "--torch: PyTorch 0.0+standin cannot emit operator ranges: Can't use NVTX profiler - PyTorch was compiled without CUDA\$" "$T/cpu.err" ||
 	fail "cpu build: the line does not say why: $(cat "$T/cpu.err")"
 diff <(program_lines "$T/plain_cpu.out") <(program_lines "$T/cpu.out") >/dev/null || fail "cpu build: output differs"
+
+# torch imported by another thread: that thread's operators are ranges, the main thread's not,
+# and the notice names the thread. Two child Pythons importing torch too: the same words, said
+# once.
+cat >"$T/thread.py" <<'PYEOF'
+import subprocess, sys, threading
+def importer():
+    import torch
+    for _ in range(3):
+        torch.op("aten::mm")
+    print("tid", threading.get_native_id())
+t = threading.Thread(target=importer, name="importer")
+t.start()
+t.join()
+import torch
+torch.op("aten::add")
+for _ in range(2):
+    subprocess.run([sys.executable, "-c", "import torch; torch.op('aten::relu')"], check=True)
+sys.exit(8)
+PYEOF
+RC=0
+FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$CUSCOPE" record --torch -o "$T/thread.cap" -- \
+	"$PYTHON" "$T/thread.py" >"$T/thread.out" 2>"$T/thread.err" </dev/null || RC=$?
+[ "$RC" = 8 ] || fail "thread: record exited $RC: $(head -c 300 "$T/thread.err")"
+TID=$(awk '$1 == "tid" {print $2}' "$T/thread.out")
+grep -q -- "--torch: operator ranges are recorded on thread importer (tid $TID) (which imported torch)" "$T/thread.err" ||
+	fail "thread: the notice does not name the importing thread: $(cat "$T/thread.err")"
+n=$(grep -c -- '--torch: operator ranges are recorded on the main thread' "$T/thread.err")
+[ "$n" = 1 ] || fail "thread: the children's notice said $n times, want once: $(cat "$T/thread.err")"
+cs_stats "$T/thread.cap" "$T/thread.json"
+py_check "$T/thread.json" "$T/thread.out" <<'PY'
+expect_nvtx([("aten::mm", "", "PushPop", 3), ("aten::relu", "", "PushPop", 2)])
+PY
 
 # --follow none: a child Python that imports torch is not traced, so nothing is turned on there.
 cat >"$T/parent.py" <<'PYEOF'

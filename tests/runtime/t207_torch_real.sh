@@ -65,7 +65,7 @@ if [ "$CUDA_BUILD" != 1 ]; then
 	echo "note: CPU-only torch: the unavailable notice checked, not the ranges" >&2
 	exit 0
 fi
-grep -q "^cuscope: warning: pid $PID: --torch: operator ranges are recorded on the thread that imported torch (tid $PID)" "$T/app.err" ||
+grep -q "^cuscope: warning: pid $PID: --torch: operator ranges are recorded on the main thread (which imported torch)" "$T/app.err" ||
 	fail "no notice saying which thread is covered: $(cat "$T/app.err")"
 grep -q "^cuscope: warning: pid $PID: --torch: the program started its own torch profiler: operator ranges pause while it runs\$" "$T/app.err" ||
 	fail "no notice that ours paused for the program's profiler: $(cat "$T/app.err")"

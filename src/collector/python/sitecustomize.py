@@ -305,9 +305,10 @@ class _CuscopeTorchRanges(object):
             atexit.register(self._at_exit)
         except Exception:
             pass
-        self._say("operator ranges are recorded on the thread that imported torch (tid %d) and "
-                  "the autograd threads its backward passes run on; operators other threads run "
-                  "are not" % _cuscope_native_id())
+        # The same words in every process (DataLoader workers, ranks), so a recording says it once.
+        self._say("operator ranges are recorded on %s (which imported torch) and the autograd "
+                  "threads its backward passes run on; operators other threads run are not"
+                  % _cuscope_thread_words())
 
     def _turn_on(self):
         if self._on_start is not None:
@@ -409,13 +410,20 @@ def _cuscope_first_line(e):
     return (text[0] if text else type(e).__name__)[:160]
 
 
-def _cuscope_native_id():
+def _cuscope_thread_words():
+    """The calling thread for a notice: "the main thread" or "thread NAME (tid N)"."""
     try:
-        import _thread
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            current = threading.current_thread()
+            if current is threading.main_thread():
+                return "the main thread"
+            import _thread
 
-        return _thread.get_native_id()
+            return "thread %s (tid %d)" % (current.name, _thread.get_native_id())
     except Exception:
-        return 0
+        pass
+    return "the thread"
 
 
 def _cuscope_chain_sitecustomize():
