@@ -311,9 +311,10 @@ class _CuscopeTorchRanges(object):
                   % _cuscope_thread_words())
 
     def _turn_on(self):
+        self._enable(self._config, set())
+        # torch's "a profiler is on" flag (torch.compile adds its ranges then), once it is on.
         if self._on_start is not None:
             self._on_start()
-        self._enable(self._config, set())
 
     def _wrap(self):
         originals = {}
