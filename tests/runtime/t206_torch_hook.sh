@@ -186,6 +186,7 @@ print("pid", os.getpid())
 print("torch_before_import", int("torch" in sys.modules))
 import torch
 print("ranges_on_at_import", int(torch.autograd._profiler_enabled()))
+print("flag_at_import", int(torch.autograd.profiler._is_profiler_enabled))
 for _ in range(5):
     torch.op("aten::mm")
 with torch.autograd.profiler.profile() as p:
@@ -232,13 +233,14 @@ run_app()
 # What the program prints must not depend on cuscope or --torch (the notices go to cuscope's stderr).
 program_lines()
 {
-	grep -v -e '^pid ' -e '^ranges_on_at_import ' -e '^after_on ' "$1"
+	grep -v -e '^pid ' -e '^ranges_on_at_import ' -e '^flag_at_import ' -e '^after_on ' "$1"
 }
 
 # --torch: the ranges, the program's own profilers, the notices.
 run_app torch --torch
 grep -q '^torch_before_import 0$' "$T/torch.out" || fail "torch was imported before the program imported it"
 grep -q '^ranges_on_at_import 1$' "$T/torch.out" || fail "--torch did not turn the ranges on at import: $(cat "$T/torch.out")"
+grep -q '^flag_at_import 1$' "$T/torch.out" || fail "--torch did not set torch's profiler-on flag as emit_nvtx does"
 grep -q '^after_on 1$' "$T/torch.out" || fail "ours did not resume after the program's profilers: $(cat "$T/torch.out")"
 PID=$(awk '$1 == "pid" {print $2}' "$T/torch.out")
 n=$(grep -c -- '--torch' "$T/torch.err")
@@ -275,6 +277,7 @@ FAKE_TORCH_CPU_BUILD=1 FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$PY
 [ "$RC" = 4 ] || fail "cpu build: the program alone exited $RC: $(head -c 300 "$T/plain_cpu.out")"
 FAKE_TORCH_CPU_BUILD=1 run_app cpu --torch
 grep -q '^ranges_on_at_import 0$' "$T/cpu.out" || fail "cpu build: ranges on?"
+grep -q '^flag_at_import 0$' "$T/cpu.out" || fail "cpu build: torch's profiler-on flag left set"
 n=$(grep -c -- '--torch' "$T/cpu.err")
 [ "$n" = 1 ] || fail "cpu build: want one --torch line, got $n: $(cat "$T/cpu.err")"
 grep -q -- "--torch: PyTorch 0.0+standin cannot emit operator ranges: Can't use NVTX profiler - PyTorch was compiled without CUDA\$" "$T/cpu.err" ||
