@@ -87,7 +87,7 @@ $(COLLECTOR): $(COLLECTOR_OBJ)
 	$(Q)$(CC) -shared -o $@ $^ -Wl,-z,defs -Wl,-soname,libcuscope.so -lpthread -ldl -lrt '-Wl,-rpath,$$ORIGIN/..' -Wl,--disable-new-dtags
 
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
-$(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
+$(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR) | $(PYHOOK)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(VIEWER_LIBS) '-Wl,-rpath,$$ORIGIN/../lib' -Wl,--disable-new-dtags
