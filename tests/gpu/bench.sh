@@ -14,10 +14,10 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"; cu-torch:
-# the defaults with --torch (PyTorch operator ranges), nsys-torch: nsys with --pytorch=autograd-nvtx),
+# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
+# (--torch's cost: cu-torch = the defaults with --torch, nsys-torch = nsys --pytorch=autograd-nvtx),
 # BENCH_RUN_TIMEOUT_S (one run, 150), BENCH_GRACE_S (how long a run may go on after its result line,
 # 30: nsys writes its report then; the timing is already read), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
