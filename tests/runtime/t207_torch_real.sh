@@ -7,7 +7,8 @@
 # - the program's own torch.profiler counts the same operators as without cuscope, and ours
 #   resumes after it;
 # - with a CPU-only build, one notice says the ranges are unavailable and why;
-# - the program's output and exit code are untouched; torch does not warn of a leaked profiler
+# - the program's output and exit code are untouched (CUDA is not started by turning the ranges
+#   on); torch does not warn of a leaked profiler
 #   callback at exit.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -19,6 +20,7 @@ CUDA_BUILD=$("$PY" -c 'import torch; print(int(torch.version.cuda is not None))'
 cat >"$T/train.py" <<'PYEOF'
 import os, sys
 import torch
+print("cuda_initialized_at_import", int(torch.cuda.is_initialized()))
 torch.manual_seed(0)
 m = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
 opt = torch.optim.SGD(m.parameters(), lr=0.01)
@@ -47,6 +49,7 @@ PYEOF
 RC=0
 timeout 110 "$PY" "$T/train.py" >"$T/plain.out" 2>"$T/plain.err" || RC=$?
 [ "$RC" = 9 ] || fail "the program alone exited $RC: $(tail -c 300 "$T/plain.err")"
+grep -q '^cuda_initialized_at_import 0$' "$T/plain.out" || fail "test setup: importing torch started CUDA"
 grep -q '^theirs_linear 4$' "$T/plain.out" || fail "test setup: torch.profiler counted $(grep theirs "$T/plain.out") aten::linear, want 4"
 RC=0
 timeout 110 "$CUSCOPE" record --torch -o "$T/cap" -- "$PY" "$T/train.py" >"$T/app.out" 2>"$T/app.err" </dev/null || RC=$?
