@@ -25,6 +25,9 @@ LIB=$PROGS/lib/nvtx_calls.so
 
 FAKE=$ROOT/tests/runtime/torch_standin
 export PYTHONDONTWRITEBYTECODE=1 # the stand-in lives in the source tree
+# The interpreter itself: a wrapper script such as pyenv's shim forks shells that are no part of
+# what is tested here.
+PY=$("$PYTHON" -c 'import sys; print(sys.executable)') || fail "$PYTHON does not run"
 
 cat >"$T/app.py" <<'PYEOF'
 import os, sys, threading
@@ -71,7 +74,7 @@ run_app()
 	shift
 	RC=0
 	FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$CUSCOPE" record "$@" -o "$T/$name.cap" -- \
-		"$PYTHON" "$T/app.py" >"$T/$name.out" 2>"$T/$name.err" </dev/null || RC=$?
+		"$PY" "$T/app.py" >"$T/$name.out" 2>"$T/$name.err" </dev/null || RC=$?
 	[ "$RC" = 4 ] || fail "$name: record exited $RC, want the program's 4: $(head -c 400 "$T/$name.err")"
 	grep -q '^after_on' "$T/$name.out" || fail "$name: the program did not finish: $(tail -c 300 "$T/$name.out")"
 }
@@ -106,7 +109,7 @@ PY
 
 # The same program without cuscope and under cuscope without --torch: same output, nothing on.
 RC=0
-FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$PYTHON" "$T/app.py" >"$T/plain.out" 2>"$T/plain.err" || RC=$?
+FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$PY" "$T/app.py" >"$T/plain.out" 2>"$T/plain.err" || RC=$?
 [ "$RC" = 4 ] || fail "the program alone exited $RC: $(head -c 300 "$T/plain.err")"
 grep -q '^theirs 3$' "$T/plain.out" || fail "test setup: the stand-in's profiler counts $(grep theirs "$T/plain.out")"
 grep -q '^sync_calls 2$' "$T/plain.out" || fail "test setup: sync_calls $(grep sync "$T/plain.out")"
@@ -119,7 +122,7 @@ diff <(program_lines "$T/plain.out") <(program_lines "$T/off.out") >/dev/null ||
 
 # A torch that cannot emit NVTX: one line says so; the program runs as without cuscope.
 RC=0
-FAKE_TORCH_CPU_BUILD=1 FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$PYTHON" "$T/app.py" >"$T/plain_cpu.out" 2>&1 || RC=$?
+FAKE_TORCH_CPU_BUILD=1 FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$PY" "$T/app.py" >"$T/plain_cpu.out" 2>&1 || RC=$?
 [ "$RC" = 4 ] || fail "cpu build: the program alone exited $RC: $(head -c 300 "$T/plain_cpu.out")"
 FAKE_TORCH_CPU_BUILD=1 run_app cpu --torch
 grep -q '^ranges_on_at_import 0$' "$T/cpu.out" || fail "cpu build: ranges on?"
@@ -151,7 +154,7 @@ sys.exit(8)
 PYEOF
 RC=0
 FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$CUSCOPE" record --torch -o "$T/thread.cap" -- \
-	"$PYTHON" "$T/thread.py" >"$T/thread.out" 2>"$T/thread.err" </dev/null || RC=$?
+	"$PY" "$T/thread.py" >"$T/thread.out" 2>"$T/thread.err" </dev/null || RC=$?
 [ "$RC" = 8 ] || fail "thread: record exited $RC: $(head -c 300 "$T/thread.err")"
 TID=$(awk '$1 == "tid" {print $2}' "$T/thread.out")
 grep -q -- "--torch: operator ranges are recorded on thread importer (tid $TID) (which imported torch)" "$T/thread.err" ||
@@ -171,7 +174,7 @@ sys.exit(r.returncode + 6)
 PYEOF
 RC=0
 FAKE_TORCH_NVTX_LIB=$LIB PYTHONPATH=$FAKE timeout 60 "$CUSCOPE" record --torch --follow none -o "$T/follow.cap" -- \
-	"$PYTHON" "$T/parent.py" >"$T/follow.out" 2>"$T/follow.err" </dev/null || RC=$?
+	"$PY" "$T/parent.py" >"$T/follow.out" 2>"$T/follow.err" </dev/null || RC=$?
 [ "$RC" = 6 ] || fail "--follow none: record exited $RC: $(head -c 300 "$T/follow.err")"
 grep -q '^child_on 0$' "$T/follow.out" || fail "--follow none: an untraced child turned the ranges on: $(cat "$T/follow.out")"
 

@@ -15,6 +15,8 @@
 need_cuscope
 PY=${TORCH_PYTHON:-$PYTHON}
 "$PY" -c 'import torch' >/dev/null 2>&1 || skip "SKIP: $PY has no torch (set TORCH_PYTHON to a Python with torch)"
+# The interpreter itself, not a wrapper script (pyenv's shim forks shells that are no part of this test).
+PY=$("$PY" -c 'import sys; print(sys.executable)')
 CUDA_BUILD=$("$PY" -c 'import torch; print(int(torch.version.cuda is not None))' 2>/dev/null)
 
 cat >"$T/train.py" <<'PYEOF'
