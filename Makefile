@@ -100,7 +100,7 @@ $(SAN_COLLECTOR): $(SAN_COLLECTOR_OBJ)
 	$(Q)$(CC) -shared $(SAN) -o $@ $^ -lpthread -ldl -lrt
 
 # $ORIGIN/../lib finds the libraries `make dist` copies beside the binary.
-$(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR)
+$(CLI): $(CLI_OBJ) $(VIEWER_LIB) $(COLLECTOR) | $(PYHOOK)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(SAN) -o $@ $(CLI_OBJ) $(VIEWER_LIB) $(VIEWER_LIBS) '-Wl,-rpath,$$ORIGIN/../lib' -Wl,--disable-new-dtags
@@ -112,7 +112,7 @@ $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 # Unit tests link the viewer library and, for collector parts, the PIC objects.
 # Collector parts that stand alone (no process-wide state) are unit-tested directly.
 COLLECTOR_UNIT_OBJ := $(BUILD)/pic/collector/ring.o $(BUILD)/pic/collector/strtab.o \
-	$(BUILD)/pic/collector/sendq.o
+	$(BUILD)/pic/collector/sendq.o $(BUILD)/pic/collector/nvtxname.o
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
@@ -140,6 +140,13 @@ FAKE_CUPTI := $(BUILD)/tests/support/libfakecupti.so
 $(FAKE_CUPTI): tests/support/fake_cupti.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread -ldl
+
+# Shared objects for test programs written in Python (ctypes), e.g. NVTX calls.
+PROG_LIB_SRC := $(wildcard tests/progs/lib/*.c)
+PROG_LIB_BIN := $(patsubst tests/progs/lib/%.c,$(BUILD)/tests/progs/lib/%.so,$(PROG_LIB_SRC))
+$(BUILD)/tests/progs/lib/%.so: tests/progs/lib/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 # Benchmarks: a producer target and the in-process pipeline harness (uses target/'s launch and tap).
 BENCH_BIN := $(BUILD)/tests/bench/nvtx_producer $(BUILD)/tests/bench/bench_pipeline $(BUILD)/tests/bench/cpu_work
@@ -193,7 +200,7 @@ $(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(PROG_LIB_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

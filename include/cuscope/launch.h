@@ -14,6 +14,7 @@ struct launch_options {
 	const char *osrt_threshold_us; /* blocking calls shorter than this are not recorded ("off") */
 	const char *counters;          /* counter list ("none" = off), NULL = default set */
 	int python_perf;               /* start CPython with perf trampolines (PYTHONPERFSUPPORT=1) */
+	int torch;                     /* PyTorch operators as NVTX ranges (CUSCOPE_TORCH=1) */
 	int no_gpu;                    /* do not trace GPU activity */
 	const char *follow;            /* descendants traced: "all", "none" or EXE,... (NULL = all) */
 	unsigned log_mb;               /* output log cap in MiB (log_output), 0 = LAUNCH_LOG_MB_DEFAULT */

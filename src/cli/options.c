@@ -242,6 +242,26 @@ static int cli_opt_python_perf(struct cli_args *a, const char *verb, const char 
 	return 0;
 }
 
+static int cli_opt_torch(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	(void)arg;
+	a->launch.torch = 1;
+	return 0;
+}
+
+/* The Python hook that turns torch's ranges on runs only as a launched program starts. */
+static int cli_opt_torch_attach(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)a;
+	(void)arg;
+	log_error(
+	    "%s: --torch is unavailable after attach (it works from the program's start): "
+	    "start the program with `cuscope --torch -- CMD` or `cuscope run --detached --torch -- CMD`",
+	    verb);
+	return -1;
+}
+
 static int cli_opt_no_gpu(struct cli_args *a, const char *verb, const char *arg)
 {
 	(void)verb;
@@ -417,6 +437,8 @@ static const struct cli_option cli_options[] = {
     {"osrt-threshold-us", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_osrt_threshold},
     {"counters", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_counters},
     {"python-perf", 0, no_argument, CLI_COLLECTOR_VERBS, cli_opt_python_perf},
+    {"torch", 0, no_argument, CLI_LIVE | CLI_RECORD | CLI_RUN, cli_opt_torch},
+    {"torch", 0, no_argument, CLI_ATTACH, cli_opt_torch_attach},
     {"no-gpu", 0, no_argument, CLI_COLLECTOR_VERBS, cli_opt_no_gpu},
     {"log-mb", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_log_mb},
     {"follow", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_follow},

@@ -85,6 +85,7 @@ struct collector_config {
 	unsigned overhead_budget_permille;
 	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
 	struct rank_ids rank;   /* the launcher's labels from this process's own environment */
+	int torch;              /* CUSCOPE_TORCH=1 (--torch): the Python hook turns on torch's NVTX ranges */
 };
 
 extern struct collector_config collector_config;

@@ -153,7 +153,19 @@ void config_load(void)
 			collector_config.overhead_budget_permille =
 			    pct < 0.1 ? 1 : (unsigned)(pct * 10 + 0.5);
 	}
+	const char *torch = config_value("CUSCOPE_TORCH");
+	collector_config.torch = torch && strcmp(torch, "1") == 0;
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
 	config_load_rank();
+}
+
+/*
+ * Asked by the Python hook (ctypes) when it starts: 1 if this process collects and --torch asked
+ * for PyTorch's operator ranges. A process --follow leaves out, or one only attached to (the hook
+ * ran long before), answers 0.
+ */
+COLLECTOR_EXPORT int cuscope_python_torch(void)
+{
+	return atomic_load_explicit(&collector_running, memory_order_acquire) && collector_config.torch;
 }

@@ -3,11 +3,19 @@
 #include "drain.h"
 #include "cuscope/clock.h"
 #include "frames.h"
+#include "nvtxname.h"
 #include "source.h"
 #include "threads.h"
 
 #include <string.h>
 #include <sys/mman.h>
+
+/* The id of an NVTX message: named by its operator when it is a PyTorch per-call message
+ * (nvtxname.h), so that such calls share one string instead of filling the table. */
+static uint32_t drain_intern_nvtx(struct sender *s, const char *text, size_t len)
+{
+	return frames_intern(s, text, nvtxname_op_length(text, len));
+}
 
 static void drain_convert_record(struct sender *s, const struct ring_record *rec)
 {
@@ -43,6 +51,8 @@ static void drain_convert_record(struct sender *s, const struct ring_record *rec
 	};
 	if (rec->name_ref)
 		ev.name_id = frames_intern_ref(s, rec->name_ref);
+	else if (rec->text_len && (rec->kind == WIRE_EV_NVTX_START || rec->kind == WIRE_EV_NVTX_MARK))
+		ev.name_id = drain_intern_nvtx(s, (const char *)(rec + 1), rec->text_len);
 	else if (rec->text_len)
 		ev.name_id = frames_intern(s, (const char *)(rec + 1), rec->text_len);
 	ev.domain_id = frames_intern_ref(s, rec->domain_ref);
@@ -81,7 +91,8 @@ static void drain_record_ticks_to_ns(struct ring_record *rec)
 }
 
 /* The id of a push's name: a registered string, the text it carries (which also fills its slot of
- * tr's name cache), or the string its slot holds. */
+ * tr's name cache: the slot's text is the whole message, its id the operator's name), or the
+ * string its slot holds. */
 static uint32_t drain_push_name_id(struct sender *s, struct thread_ring *tr,
                                    const struct collector_rec_nvtx *rec,
                                    const struct collector_string *name_ref, const char *text)
@@ -90,7 +101,7 @@ static uint32_t drain_push_name_id(struct sender *s, struct thread_ring *tr,
 	if (name_ref)
 		return frames_intern_ref(s, name_ref);
 	if (rec->text_len) {
-		uint32_t id = frames_intern(s, text, rec->text_len);
+		uint32_t id = drain_intern_nvtx(s, text, rec->text_len);
 		if (slot < COLLECTOR_NAME_SLOTS)
 			tr->name_ids[slot] = id;
 		return id;

@@ -627,6 +627,13 @@ void inspect_details(const struct inspect_view *v, struct inspect_text *out, con
 			inspect_thread_name(v, hit->process, gl.tid, tn, sizeof tn);
 			inspect_time_label(v, gl.start_ns, lt, sizeof lt);
 			INSPECT_LINE("launched  %s on %s at %s", store_string(v->store, gl.name_id), tn, lt);
+			/* The innermost NVTX range around the launch call: with --torch, the operator. */
+			struct store_thread_activity act;
+			store_thread_activity(v->store, hit->process, gl.tid, gl.start_ns,
+			                      gl.end_ns > gl.start_ns ? gl.end_ns : gl.start_ns + 1, &act);
+			if (act.has_nvtx)
+				INSPECT_LINE("in range  %s (around the launch)",
+				             store_string(v->store, act.nvtx.name_id));
 			if (op->start_ns >= gl.start_ns) {
 				cpuview_format_dur(dur, sizeof dur, op->start_ns - gl.start_ns);
 				INSPECT_LINE("latency   %s from the API call to the GPU start", dur);

@@ -124,6 +124,10 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 		setenv("CUSCOPE_NO_GPU", "1", 1);
 	if (options->python_perf)
 		setenv("PYTHONPERFSUPPORT", "1", 1);
+	if (options->torch)
+		setenv("CUSCOPE_TORCH", "1", 1);
+	else
+		unsetenv("CUSCOPE_TORCH"); /* a cuscope run under a --torch one decides for itself */
 	/* --follow: the collector traces this process (whatever it execs) and the descendants the
 	 * list names; the others stay inert but pass the environment on. */
 	if (options->follow && strcmp(options->follow, "all") != 0) {

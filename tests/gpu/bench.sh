@@ -17,6 +17,7 @@
 # cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
+# (--torch's cost: cu-torch = the defaults with --torch, nsys-torch = nsys --pytorch=autograd-nvtx),
 # BENCH_RUN_TIMEOUT_S (one run, 150), BENCH_GRACE_S (how long a run may go on after its result line,
 # 30: nsys writes its report then; the timing is already read), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
@@ -60,7 +61,7 @@ fi
 cfgs=()
 for c in "${CONFIGS[@]}"; do
 	case $c in
-	nsys) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=(nsys); else echo "nsys: not found, skipped" | tee -a "$T/notes"; fi ;;
+	nsys | nsys-torch) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=("$c"); else echo "$c: nsys not found, skipped" | tee -a "$T/notes"; fi ;;
 	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	none) cfgs+=(none) ;;
 	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
@@ -137,7 +138,9 @@ run_one()
 	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
+	cu-torch) pre=("${rec[@]}" --torch --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
+	nsys-torch) pre=("$NSYS" profile "--trace=cuda,nvtx" --pytorch=autograd-nvtx -o "$T/nsys-out" --force-overwrite true) ;;
 	*)
 		echo "$w/$c: unknown configuration, not run" | tee -a "$T/notes"
 		return

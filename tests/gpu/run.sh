@@ -242,6 +242,32 @@ check_torch_nvtx()
 	verdict torch_nvtx torch_nvtx "$T/torch_nvtx.json" "$T/torch_nvtx.out"
 }
 
+# --torch on the launch-bound MLP (tests/gpu/bench_torch.py): stats lists PyTorch's operators
+# (aten::linear, aten::addmm: 8 a step, exact) and the backward ones, and kernels are linked to the
+# operator whose launch call they came from (the JSON export's launch flows start inside an
+# operator's range). The operator table goes to $T/torch_ops.table.txt (and to $OUT).
+check_torch_ops()
+{
+	need_torch torch_ops || return
+	local warmup=5 steps=50 lim rc=0
+	lim=$(limit 150)
+	REC_LIMIT=$lim
+	run_limited "$lim" "$T/torch_ops.out" "$T/torch_ops.err" "$CUSCOPE" record --torch -o "$T/torch_ops.cap" -- \
+		"$PY" "$ROOT/tests/gpu/bench_torch.py" --model mlp --steps "$steps" --warmup "$warmup"
+	record_ok torch_ops || return
+	stats torch_ops || return
+	timeout -k 5 120 "$CUSCOPE" export -o "$T/torch_ops.trace.json" "$T/torch_ops.cap" 2>"$T/torch_ops.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result torch_ops FAIL "cuscope export of the capture exited $rc: $(tail_of "$T/torch_ops.export.err")"
+		return
+	fi
+	# The first step, the warm-up and the timed steps all run under the ranges.
+	local CHECK="$PY $ROOT/tests/gpu/torch_ops_check.py"
+	verdict torch_ops "$T/torch_ops.json" "$T/torch_ops.out" "$T/torch_ops.err" "$T/torch_ops.trace.json" \
+		$((1 + warmup + steps)) "$T/torch_ops.table.txt"
+	rm -f "$T/torch_ops.trace.json"
+}
+
 # torch.profiler in a separate process afterwards (not under cuscope) still records CUDA kernels.
 check_torch_profiler()
 {
@@ -635,7 +661,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts graph torch_nvtx torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
+	for c in doctor counts graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"
