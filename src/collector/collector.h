@@ -91,6 +91,21 @@ struct collector_config {
 extern struct collector_config collector_config;
 /* 1 once the collector runs in this process (session found, sender started). */
 extern _Atomic int collector_running;
+/*
+ * 1 while the dynamic loader's lock may be taken: dl_iterate_phdr, dladdr, dlopen and libunwind
+ * (which finds unwind tables through dl_iterate_phdr). A forked child inherits that lock as it was:
+ * held for good if another thread of the parent held it at the fork. So in a child it is 0 until a
+ * throwaway thread of ours has taken and released the lock once (collector_loader_probe); until
+ * then stacks are not unwound and new modules are not looked up, and if that thread never returns,
+ * they never are in that child, rather than an application thread hanging on the lock.
+ */
+extern _Atomic int collector_loader_usable;
+/* In a forked child: marks the loader unusable and starts the thread that proves it usable. */
+void collector_loader_probe(void);
+/* libc's function NAME (of VERSION) behind a wrapper, found when the collector loaded (real.c):
+ * never the loader's lock in a forked child. NULL when there is none. */
+void *collector_real(const char *name);
+void *collector_real_version(const char *name, const char *version);
 /* The list of thread rings (pushed by application threads as they make their ring): its head now,
  * for the sender to walk. */
 struct thread_ring *collector_rings_head(void);

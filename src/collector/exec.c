@@ -44,7 +44,7 @@ static void exec_after(unsigned held)
 #define EXEC_REAL(fn)                                                                                        \
 	static __typeof__(fn) *real_##fn;                                                                    \
 	if (!real_##fn)                                                                                      \
-		real_##fn = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                         \
+		real_##fn = (__typeof__(fn) *)collector_real(#fn);                                           \
 	if (!real_##fn) {                                                                                    \
 		errno = ENOSYS;                                                                              \
 		return -1;                                                                                   \

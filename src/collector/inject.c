@@ -11,6 +11,7 @@
 #include "source.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
@@ -22,6 +23,45 @@
 #include <unistd.h>
 
 _Atomic int collector_running;
+_Atomic int collector_loader_usable = 1;
+
+static int loader_probe_visit(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)info;
+	(void)size;
+	(void)data;
+	return 1; /* the first module is enough: the lock was taken */
+}
+
+static void *loader_probe_main(void *arg)
+{
+	(void)arg;
+	collector_mark_own_thread();
+	/* Both of the loader's locks: dl_iterate_phdr's, and dlopen's and dlsym's. */
+	dl_iterate_phdr(loader_probe_visit, NULL);
+	dlsym(RTLD_DEFAULT, "cuscope_loader_probe");
+	atomic_store(&collector_loader_usable, 1);
+	return NULL;
+}
+
+void collector_loader_probe(void)
+{
+	atomic_store(&collector_loader_usable, 0);
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	/* No signal of the program's lands on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&thread, &attr, loader_probe_main, NULL) != 0)
+		atomic_store(&collector_loader_usable, 0); /* no proof: stay off the loader */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
 static pid_t collector_pid;
 /* --follow: a forked copy of this process (the same program) collects too. */
 static int follow_fork_children = 1;
@@ -32,6 +72,7 @@ static void collector_atfork_child(void)
 	collector_fd_after_fork();
 	if (!atomic_load(&collector_running))
 		return;
+	collector_loader_probe();
 	atomic_store(&collector_running, 0);
 	/* Every part forgets the parent's state here, in this order: the rings (their threads are
 	 * gone; a child that collects starts fresh ones, this thread's included), the sender (its
@@ -73,7 +114,8 @@ static void collector_at_exit(void)
 	 * no GPU lanes without saying why. */
 	int cuda_loaded = 0;
 	if (!cuda_injection_called && !getenv("CUSCOPE_NO_GPU")) {
-		dl_iterate_phdr(find_cuda_library, &cuda_loaded);
+		if (atomic_load(&collector_loader_usable))
+			dl_iterate_phdr(find_cuda_library, &cuda_loaded);
 		if (cuda_loaded)
 			collector_notice_about(
 			    WIRE_NOTICE_WARNING, WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE,
@@ -95,7 +137,7 @@ static void (*real_exit)(int);
 
 __attribute__((constructor)) static void collector_exit_resolve(void)
 {
-	real_exit = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+	real_exit = (void (*)(int))collector_real("_exit");
 }
 
 /*
@@ -342,7 +384,7 @@ COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
 	static int (*real)(pthread_t, const char *);
 	if (!real)
-		real = (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
+		real = (int (*)(pthread_t, const char *))collector_real("pthread_setname_np");
 	if (!real)
 		return ENOSYS;
 	int rc = real(thread, name);
@@ -361,7 +403,7 @@ COLLECTOR_EXPORT int prctl(int option, ...)
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
 	if (!real)
-		real = (int (*)(int, ...))dlsym(RTLD_NEXT, "prctl");
+		real = (int (*)(int, ...))collector_real("prctl");
 	if (!real)
 		return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
 	int rc = real(option, a2, a3, a4, a5);

@@ -123,7 +123,7 @@ static void osrt_finish(const struct collector_string *name, uint64_t cost_start
 #define OSRT_REAL(fn)                                                                                        \
 	static __typeof__(fn) *real_##fn;                                                                    \
 	if (!real_##fn)                                                                                      \
-		real_##fn = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn);                                         \
+		real_##fn = (__typeof__(fn) *)collector_real(#fn);                                           \
 	if (!real_##fn) {                                                                                    \
 		errno = ENOSYS;                                                                              \
 		return -1;                                                                                   \
@@ -193,7 +193,7 @@ COLLECTOR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct ti
 	static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
 	if (!real_clock_nanosleep)
 		real_clock_nanosleep = (int (*)(clockid_t, int, const struct timespec *,
-		                                struct timespec *))dlsym(RTLD_NEXT, "clock_nanosleep");
+		                                struct timespec *))collector_real("clock_nanosleep");
 	if (!real_clock_nanosleep)
 		return ENOSYS; /* returns the error, like the real one */
 	OSRT_TIMED(clock_nanosleep, int, real_clock_nanosleep(clock, flags, req, rem));
@@ -209,7 +209,7 @@ COLLECTOR_EXPORT unsigned int sleep(unsigned int seconds)
 {
 	static unsigned int (*real_sleep)(unsigned int);
 	if (!real_sleep)
-		real_sleep = (unsigned int (*)(unsigned int))dlsym(RTLD_NEXT, "sleep");
+		real_sleep = (unsigned int (*)(unsigned int))collector_real("sleep");
 	if (!real_sleep)
 		return seconds;
 	OSRT_TIMED(sleep, unsigned int, real_sleep(seconds));
@@ -350,8 +350,8 @@ COLLECTOR_EXPORT int pthread_mutex_lock(pthread_mutex_t *mutex)
 	static int (*real_lock)(pthread_mutex_t *);
 	static int (*real_trylock)(pthread_mutex_t *);
 	if (!real_lock) {
-		real_trylock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_trylock");
-		real_lock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
+		real_trylock = (int (*)(pthread_mutex_t *))collector_real("pthread_mutex_trylock");
+		real_lock = (int (*)(pthread_mutex_t *))collector_real("pthread_mutex_lock");
 	}
 	if (!real_lock)
 		return ENOSYS;
@@ -376,10 +376,10 @@ COLLECTOR_EXPORT int pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mu
 	static int (*real)(pthread_cond_t *, pthread_mutex_t *);
 	/* Versioned: the default symbol is the current ABI, matching what the program linked. */
 	if (!real)
-		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait",
-		                                                            "GLIBC_2.3.2");
+		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))collector_real_version(
+		    "pthread_cond_wait", "GLIBC_2.3.2");
 	if (!real)
-		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_cond_wait");
+		real = (int (*)(pthread_cond_t *, pthread_mutex_t *))collector_real("pthread_cond_wait");
 	if (!real)
 		return ENOSYS;
 	if (!osrt_on())
@@ -401,11 +401,12 @@ COLLECTOR_EXPORT int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_
 {
 	static int (*real)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 	if (!real)
-		real = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))dlvsym(
-		    RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+		real = (int (*)(pthread_cond_t *, pthread_mutex_t *,
+		                const struct timespec *))collector_real_version("pthread_cond_timedwait",
+		                                                                "GLIBC_2.3.2");
 	if (!real)
-		real = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))dlsym(
-		    RTLD_NEXT, "pthread_cond_timedwait");
+		real = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))collector_real(
+		    "pthread_cond_timedwait");
 	if (!real)
 		return ENOSYS;
 	if (!osrt_on())

@@ -89,7 +89,7 @@ void sampler_sigaction_resolve(void)
 {
 	if (!real_sigaction)
 		real_sigaction =
-		    (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+		    (int (*)(int, const struct sigaction *, struct sigaction *))collector_real("sigaction");
 }
 
 /* Its address is the cookie our timers carry in si_value. */
@@ -512,6 +512,18 @@ int sampler_begin(void)
 	int sig = atomic_load(&sampler_signal);
 	if (!requested_hz || !sig || !atomic_load(&signal_held[sig]))
 		return -1;
+	/* A forked child: loading libunwind takes the loader's lock, which the probe thread proves
+	 * free (collector_loader_usable); this is the sender's thread, so it may wait a little. */
+	for (int i = 0; i < 100 && !atomic_load(&collector_loader_usable); i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+	if (!atomic_load(&collector_loader_usable)) {
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "CPU sampling unavailable in this process: the dynamic loader's lock was "
+		                 "held by another thread when it was forked");
+		return -1;
+	}
 	if (sampler_unwind_init() != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "CPU sampling unavailable: libunwind address space");
 		return -1;

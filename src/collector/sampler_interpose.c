@@ -93,7 +93,7 @@ COLLECTOR_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	if (!sampler_holds(sig)) {
 		static sighandler_t (*real)(int, sighandler_t);
 		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
+			real = (sighandler_t(*)(int, sighandler_t))collector_real("signal");
 		if (real)
 			return real(sig, handler);
 	}
@@ -110,7 +110,7 @@ COLLECTOR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
 	if (!sampler_holds(sig)) {
 		static sighandler_t (*real)(int, sighandler_t);
 		if (!real)
-			real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "sysv_signal");
+			real = (sighandler_t(*)(int, sighandler_t))collector_real("sysv_signal");
 		if (real)
 			return real(sig, handler);
 	}
@@ -127,8 +127,8 @@ __attribute__((constructor)) static void sampler_resolve(void)
 {
 	sampler_sigaction_resolve();
 	real_sigtimedwait =
-	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(RTLD_NEXT, "sigtimedwait");
-	real_signalfd = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
+	    (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))collector_real("sigtimedwait");
+	real_signalfd = (int (*)(int, const sigset_t *, int))collector_real("signalfd");
 }
 
 /* 1 if set names a signal our handler holds (one of ours may be pending there). */

@@ -216,7 +216,7 @@ int sampler_unwind_init(void)
 size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 {
 	volatile size_t depth = 0;
-	if (!unwind_space)
+	if (!unwind_space || !atomic_load_explicit(&collector_loader_usable, memory_order_acquire))
 		return 0;
 	fault_guard_enter();
 	sigjmp_buf escape;
@@ -242,7 +242,9 @@ size_t sampler_unwind(void *context, uint64_t *pcs, size_t max)
 int sampler_backtrace(uint64_t *pcs, int max)
 {
 	ucontext_t uc;
-	if (max <= 0 || sampler_unwind_init() != 0 || getcontext(&uc) != 0)
+	/* Loading libunwind (dlopen) takes the loader's lock too. */
+	if (max <= 0 || !atomic_load_explicit(&collector_loader_usable, memory_order_acquire) ||
+	    sampler_unwind_init() != 0 || getcontext(&uc) != 0)
 		return 0;
 	size_t depth = sampler_unwind(&uc, pcs, (size_t)max);
 	/* The first frame is this function: the caller's own frame comes next. */

@@ -474,7 +474,8 @@ static uint32_t symbolize_uncached(uint64_t pc)
 {
 	char text[64];
 	struct module *m = module_find(pc);
-	if (!m) {
+	int loader = atomic_load(&collector_loader_usable);
+	if (!m && loader) {
 		dl_iterate_phdr(collect_module, NULL); /* a library loaded since the last look */
 		m = module_find(pc);
 	}
@@ -486,7 +487,7 @@ static uint32_t symbolize_uncached(uint64_t pc)
 			return frame_intern(s->name, base_name(m->path));
 		/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the loader. */
 		Dl_info info;
-		if (dladdr((void *)pc, &info) && info.dli_sname)
+		if (loader && dladdr((void *)pc, &info) && info.dli_sname)
 			return frame_intern(info.dli_sname, base_name(m->path));
 		char name[300];
 		snprintf(name, sizeof name, "%.255s+0x%llx", base_name(m->path),
