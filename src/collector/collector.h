@@ -323,6 +323,13 @@ int sampler_backtrace(uint64_t *pcs, int max);
 int counters_init(const char *list);
 void counters_thread_added(pid_t tid);
 void counters_thread_removed(pid_t tid);
+/* A traced thread's own last word as it ended (its THREAD_EXIT record): its CPU time, context
+ * switches and page faults then, sent as its final counter values (the sender's procfs poll can
+ * no longer see a thread that is gone). */
+struct collector_thread_final {
+	uint64_t cpu_ns, switches, faults;
+};
+void counters_thread_final(pid_t tid, uint64_t now_ns, const struct collector_thread_final *final);
 void counters_poll(uint64_t now_ns);
 void counters_forget_after_fork(void);
 /* Sender service for counters: queues one COUNTERS record. */

@@ -28,6 +28,7 @@
 
 #define MAX_EVENTS          8
 #define MAX_COUNTED_THREADS 256
+#define COUNTERS_GONE_KEPT  64
 #define COUNTERS_PERIOD_NS  500000000ull
 /* What one counting perf event is assumed to add to its thread at each context switch (the
  * kernel switches the event's context out and in); an estimate, not measured here. */
@@ -71,6 +72,10 @@ static struct {
 	int probed;         /* the first thread decided which perf events work */
 	int said_cap;       /* the thread cap notice was given */
 	int said_proc;      /* the procfs notice was given */
+	/* Counted threads the scan found gone lately: their own final counts may still be in their
+	 * rings (the scan can run before the drain that holds them). */
+	pid_t gone[COUNTERS_GONE_KEPT];
+	size_t gone_next;
 } ctr;
 
 static long perf_open(struct perf_event_attr *attr, pid_t tid)
@@ -476,7 +481,37 @@ void counters_thread_removed(pid_t tid)
 			if (t->fds[i] >= 0)
 				collector_fd_close(t->fds[i]);
 		ctr.threads[k] = ctr.threads[--ctr.thread_count];
+		ctr.gone[ctr.gone_next++ % COUNTERS_GONE_KEPT] = tid;
 		return;
+	}
+}
+
+void counters_thread_final(pid_t tid, uint64_t now_ns, const struct collector_thread_final *final)
+{
+	if (!ctr.on || !ctr.period_ns)
+		return;
+	/* Only a thread counted so far (the cap leaves some out), or found gone lately. */
+	int counted = 0;
+	for (size_t k = 0; k < ctr.thread_count && !counted; k++)
+		counted = ctr.threads[k].tid == tid;
+	for (size_t k = 0; k < COUNTERS_GONE_KEPT && !counted; k++)
+		counted = ctr.gone[k] == tid;
+	if (!counted)
+		return;
+	for (size_t i = 0; i < ctr.event_count; i++) {
+		switch (ctr.events[i].source) {
+		case SOURCE_CPU_CLOCK:
+			sender_counter(now_ns, tid, ctr.events[i].name, final->cpu_ns);
+			break;
+		case SOURCE_PROC_SWITCH:
+			sender_counter(now_ns, tid, ctr.events[i].name, final->switches);
+			break;
+		case SOURCE_PROC_FAULT:
+			sender_counter(now_ns, tid, ctr.events[i].name, final->faults);
+			break;
+		case SOURCE_PERF:
+			break; /* read once more when the scan finds the thread gone */
+		}
 	}
 }
 
@@ -500,6 +535,7 @@ void counters_forget_after_fork(void)
 			if (ctr.threads[k].fds[i] >= 0)
 				collector_fd_close(ctr.threads[k].fds[i]);
 	ctr.thread_count = 0;
+	memset(ctr.gone, 0, sizeof ctr.gone);
 }
 
 int counters_active(void)

@@ -41,8 +41,17 @@ static void drain_convert_record(struct sender *s, const struct ring_record *rec
 		frames_push_event(s, &ev);
 		return;
 	}
-	if (rec->kind == WIRE_EV_THREAD_EXIT)
+	if (rec->kind == WIRE_EV_THREAD_EXIT) {
+		struct collector_thread_final final;
+		if (rec->text_len == sizeof final) {
+			memcpy(&final, rec + 1, sizeof final);
+			counters_thread_final((pid_t)rec->tid, rec->time_ns, &final);
+		}
 		threads_record_exit(s, (pid_t)rec->tid);
+		struct wire_event ev = {.time_ns = rec->time_ns, .tid = rec->tid, .kind = rec->kind};
+		frames_push_event(s, &ev);
+		return;
+	}
 	struct wire_event ev = {
 	    .time_ns = rec->time_ns,
 	    .value = rec->value,

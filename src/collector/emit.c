@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,8 +63,20 @@ static void emit_ring_release(void *arg)
 	/* From here on this thread writes nothing: the sender may unmap the ring once it sees dead. */
 	thread_exiting = 1;
 	collector_ring_self = NULL;
-	/* The exact end of a traced thread; untraced threads are found gone by the sender's scan. */
-	emit_ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, NULL, 0);
+	/* The exact end of a traced thread, with its final counts; untraced threads are found gone by
+	 * the sender's scan. */
+	struct collector_thread_final final = {0, 0, 0};
+	struct timespec cpu;
+	struct rusage ru;
+	int saved_errno = errno;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		final.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		final.switches = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+		final.faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+	}
+	errno = saved_errno;
+	emit_ring_write(tr, 0, WIRE_EV_THREAD_EXIT, 0, 0, 0, NULL, NULL, (const char *)&final, sizeof final);
 	atomic_store_explicit(&tr->dead, 1, memory_order_release);
 }
 

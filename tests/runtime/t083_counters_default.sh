@@ -70,15 +70,17 @@ if main["page-faults"] < 10:
     fail("lr-main has %d page faults, want at least the start-up's" % main["page-faults"])
 PY
 
-# A spinner's task-clock is its CPU time (ns), as perf's task-clock is.
+# A spinner's task-clock is its CPU time (ns), as perf's task-clock is, up to its end.
 cs_record "$T/hot.cap" hot -- "$PROGS/cpu_workload" hot
 [ "$RC" = 0 ] || fail "hot: record exited $RC: $(head -c 300 "$T/hot.err")"
 cs_stats "$T/hot.cap" "$T/hot.json"
 py_check "$T/hot.json" "$T/hot.out" <<'PY'
 tid = app_tid("hotspin")
 rs = [r for r in J["counters"] if r["tid"] == tid and r["event"] == "task-clock"]
-if len(rs) != 1 or not (0.5 * 10**9 <= rs[0]["value"] <= 2 * 10**9):
-    fail("hotspin task-clock %r, want about its 1 s of CPU in ns" % rs)
+# Its final value comes from the thread itself as it ends (a procfs poll cannot see it then), so
+# it holds the whole second the spinner spins for, however late the last poll was.
+if len(rs) != 1 or not (10**9 <= rs[0]["value"] <= 1.5 * 10**9):
+    fail("hotspin task-clock %r, want its 1 s (and a little) of CPU in ns" % rs)
 PY
 
 # --counters default is the default set; none sends no counters (the sampler's rates stay).
