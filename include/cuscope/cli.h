@@ -66,10 +66,11 @@ int cli_load_capture(const char *path, struct store *store, struct capture_read_
  * is checked before any is read; 0 or CLI_EXIT_USAGE after one line.
  */
 int cli_load_captures(int count, char **paths, struct store *store);
-/* cli_load_capture with reading options (the one file of cli_load_captures' many). */
+/* cli_load_capture with reading options (one file of cli_load_captures' many); *sources: the
+ * process streams it used. */
 struct capture_read_options;
 int cli_load_capture_with(const char *path, struct store *store, const struct capture_read_options *opts,
-                          struct capture_read_result *res);
+                          unsigned *sources);
 /* The verbs, as bits: the options table says which verbs take each option. */
 enum cli_verb {
 	CLI_LIVE = 1 << 0, /* `cuscope [OPTIONS] -- COMMAND` */

@@ -67,19 +67,16 @@ int cli_load_captures(int count, char **paths, struct store *store)
 	int base = 0;
 	for (int i = 0; i < count && !rc; i++) {
 		struct capture_read_options opts = {.source_base = base};
-		if (clk[i].anchored)
-			opts.shift_ns = clk[i].offset_ns - ref;
+		if (clk[i].anchored) /* unsigned: a crafted anchor wraps rather than overflows */
+			opts.shift_ns = (int64_t)((uint64_t)clk[i].offset_ns - (uint64_t)ref);
 		else
 			log_warn("%s has no clock anchor: its times are taken as they are, not aligned with "
 			         "the other captures",
 			         paths[i]);
 		store_capture_begin(store);
-		struct capture_read_result res;
-		rc = cli_load_capture_with(paths[i], store, &opts, &res);
-		if (!rc) {
-			free(res.manifest);
-			base += (int)res.sources;
-		}
+		unsigned sources = 0;
+		rc = cli_load_capture_with(paths[i], store, &opts, &sources);
+		base += (int)sources;
 	}
 	free(clk);
 	return rc;

@@ -212,14 +212,9 @@ const char *cli_verb_name(unsigned verb)
 	return "";
 }
 
-int cli_load_capture(const char *path, struct store *store, struct capture_read_result *out)
-{
-	static const struct capture_read_options plain;
-	return cli_load_capture_with(path, store, &plain, out);
-}
-
-int cli_load_capture_with(const char *path, struct store *store, const struct capture_read_options *opts,
-                          struct capture_read_result *out)
+/* Reads one capture with opts, printing its warnings; the manifest's only with out (info). */
+static int cli_load(const char *path, struct store *store, const struct capture_read_options *opts,
+                    struct capture_read_result *out, unsigned *sources)
 {
 	struct capture_read_result res;
 	char msg[1024];
@@ -239,11 +234,25 @@ int cli_load_capture_with(const char *path, struct store *store, const struct ca
 		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
+	if (sources)
+		*sources = res.sources;
 	if (out)
 		*out = res;
 	else
 		free(res.manifest);
 	return 0;
+}
+
+int cli_load_capture(const char *path, struct store *store, struct capture_read_result *out)
+{
+	static const struct capture_read_options plain;
+	return cli_load(path, store, &plain, out, NULL);
+}
+
+int cli_load_capture_with(const char *path, struct store *store, const struct capture_read_options *opts,
+                          unsigned *sources)
+{
+	return cli_load(path, store, opts, NULL, sources);
 }
 
 /* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */
