@@ -52,7 +52,11 @@ int cli_view(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	cli_restore_on_crash();
-	struct ui_status status = {.command = path, .live = 0};
+	/* The title names the first file and how many more share the time axis. */
+	char title[512];
+	if (argc - args.first > 1)
+		snprintf(title, sizeof title, "%s +%d more", path, argc - args.first - 1);
+	struct ui_status status = {.command = argc - args.first > 1 ? title : path, .live = 0};
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {
 		struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};

@@ -50,4 +50,13 @@ if not head or "host" not in head[0] or "capture" not in head[0]:
 if table.count(" " + host + " ") < 2 and table.count(host) < 2:
     fail("table does not show the host of both processes:\n" + table[:1000])
 PY
+
+pid_a=$(awk '$1 == "pid" {print $2}' "$T/a.out")
+pid_b=$(awk '$1 == "pid" {print $2}' "$T/b.out")
+tm_run_cuscope view "$T/a.cuscope" "$T/b.cuscope"
+tm_wait "rank 0  nvtx_at $pid_a" 15 "view A B: rank 0's header"
+tm_wait "rank 1  nvtx_at $pid_b" 5 "view A B: rank 1's header"
+tm_screen_has 'a.cuscope \+1 more' || fail "view A B: title lacks 'a.cuscope +1 more': $(tm_screen | head -n 1)"
+tm_keys q
+tm_wait_exit 0 10
 exit 0
