@@ -124,7 +124,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 CLI_LIB := $(BUILD)/obj/libcli.a
 $(CLI_LIB): $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
 	$(Q)rm -f $@ && ar rcs $@ $^
-$(BUILD)/tests/test_options: tests/unit/test_options.c $(CLI_LIB) $(VIEWER_LIB)
+$(BUILD)/tests/test_options $(BUILD)/tests/test_captures: $(BUILD)/tests/test_%: tests/unit/test_%.c $(CLI_LIB) $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(CLI_LIB) $(VIEWER_LIB) \

@@ -160,6 +160,14 @@ struct capture_read_result {
 	uint32_t version;          /* capture format of the file */
 	unsigned manifest_skipped; /* MANIFEST chunks beyond CAPTURE_MANIFEST_MAX */
 	uint64_t resync_bytes;     /* bytes skipped looking for a valid chunk header */
+	unsigned sources;          /* process streams of the file (store sources it used) */
+};
+
+/* How capture_read_with reads a file (all zero: as capture_read). */
+struct capture_read_options {
+	int64_t shift_ns;  /* added to every CLOCK_MONOTONIC time of the file (one axis for many) */
+	int source_base;   /* store source of the file's first process stream (after earlier files') */
+	int stop_at_hello; /* stop after the first chunk that announced a process (to read its anchor) */
 };
 
 /*
@@ -172,5 +180,8 @@ struct capture_read_result {
  */
 int capture_read(const char *path, struct store *store, struct capture_read_result *result, char *msg_buf,
                  size_t msg_size, const char **cause);
+/* capture_read with options (several captures into one store, see cli_load_captures). */
+int capture_read_with(const char *path, struct store *store, const struct capture_read_options *opts,
+                      struct capture_read_result *result, char *msg_buf, size_t msg_size, const char **cause);
 
 #endif

@@ -59,6 +59,18 @@ int output_finish(FILE *out);
  */
 struct capture_read_result;
 int cli_load_capture(const char *path, struct store *store, struct capture_read_result *res);
+/*
+ * Reads count captures into store on one time axis (captures.c): each file's times are moved by
+ * the difference of its CLOCK_REALTIME anchor to the others', its processes kept apart from the
+ * other files' (pids repeat across hosts). One file reads exactly as cli_load_capture. Every file
+ * is checked before any is read; 0 or CLI_EXIT_USAGE after one line.
+ */
+int cli_load_captures(int count, char **paths, struct store *store);
+/* cli_load_capture with reading options (one file of cli_load_captures' many); *sources: the
+ * process streams it used. */
+struct capture_read_options;
+int cli_load_capture_with(const char *path, struct store *store, const struct capture_read_options *opts,
+                          unsigned *sources);
 /* The verbs, as bits: the options table says which verbs take each option. */
 enum cli_verb {
 	CLI_LIVE = 1 << 0, /* `cuscope [OPTIONS] -- COMMAND` */

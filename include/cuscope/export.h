@@ -30,6 +30,16 @@ struct export_counts {
 
 /* The time zero of an export: the earliest event, or the earliest process start (CLOCK_MONOTONIC). */
 uint64_t export_time_base(const struct store *store);
+/*
+ * The pid an export gives a process: its own, except where a process of an earlier capture
+ * (another host) has the same pid: then pid + capture x EXPORT_PID_CAPTURE_STEP (above any
+ * Linux pid), so the trace keeps the two apart.
+ */
+#define EXPORT_PID_CAPTURE_STEP (1 << 22)
+int export_process_pid(const struct store *store, size_t process);
+/* A process's name in an export: its command line ("pid N" when none), with " (HOST)" when the
+ * store holds several captures; may be written into buf. */
+const char *export_process_name(const struct store *store, size_t process, char *buf, size_t size);
 
 /*
  * Writes the store as Chrome JSON to path ("-" or NULL: stdout; a name ending in ".gz": gzip).

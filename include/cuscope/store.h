@@ -67,6 +67,7 @@ struct store_process_info {
 	int32_t local_rank;
 	int32_t world_size;
 	int32_t restart_count;
+	uint32_t capture; /* which capture file it came from (store_capture_begin), 0 for the first */
 };
 
 struct store_lane_info {
@@ -146,6 +147,14 @@ int store_feed(struct store *store, int source, uint32_t type, const void *paylo
                const char **cause);
 /* Marks a source's connection as gone (process exited or collector unreachable). */
 void store_source_closed(struct store *store, int source);
+/*
+ * Starts the next capture file read into this store (several captures on one time axis): sources
+ * are closed, and processes announced from now on are told apart from earlier ones with the same
+ * pid (captures of other hosts reuse pids). Returns its number, 0 for the first.
+ */
+uint32_t store_capture_begin(struct store *store);
+/* Captures begun: 0 for a live store or one read without store_capture_begin. */
+uint32_t store_capture_count(const struct store *store);
 
 /* Records the exit status of a process the caller launched (the collector cannot know it). */
 void store_process_set_exit(struct store *store, pid_t pid, int exit_code);

@@ -17,8 +17,8 @@ int cli_export(int argc, char **argv)
 	int rc = cli_parse_options(CLI_EXPORT, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	if (args.first != argc - 1) {
-		log_error("export: expected one capture file (see cuscope export --help)");
+	if (args.first >= argc) {
+		log_error("export: expected one or more capture files (see cuscope export --help)");
 		return CLI_EXIT_USAGE;
 	}
 	double from = args.from_s, to = args.to_s;
@@ -28,7 +28,7 @@ int cli_export(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	struct store *store = store_new();
-	rc = cli_load_capture(argv[args.first], store, NULL);
+	rc = cli_load_captures(argc - args.first, argv + args.first, store);
 	if (rc == 0) {
 		uint64_t base = export_time_base(store);
 		struct export_options eo = {base + (uint64_t)(from * 1e9 + 0.5),

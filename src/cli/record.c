@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,35 @@ static void record_notice(struct recorder *rec, int source, const void *payload)
 	log_warn("pid %d: %.*s", (int)pid, (int)n.length, text);
 }
 
+/*
+ * For tests only: CUSCOPE_TEST_REALTIME_SHIFT_NS=N (signed) moves the REALTIME half of every
+ * process's clock anchor by N ns, as if this host's wall clock were N ns off, so a test can plant
+ * an offset between captures and check that reading them together (cli_load_captures) honours it.
+ */
+static int64_t record_test_realtime_shift(void)
+{
+	static int parsed;
+	static int64_t shift;
+	if (!parsed) {
+		parsed = 1;
+		const char *text = getenv("CUSCOPE_TEST_REALTIME_SHIFT_NS");
+		if (text && *text) {
+			char *end;
+			errno = 0;
+			long long v = strtoll(text, &end, 10);
+			if (errno || *end)
+				log_warn("CUSCOPE_TEST_REALTIME_SHIFT_NS=%s is not a number of ns: ignored",
+				         text);
+			else
+				shift = v;
+		}
+	}
+	return shift;
+}
+
 static int record_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
+	uint8_t *shifted = NULL; /* a HELLO with a planted anchor (record_test_realtime_shift) */
 	struct recorder *rec = ctx;
 	if (source < 0)
 		return -1;
@@ -94,14 +122,23 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 		record_source(rec, source)->pid = hello.pid;
 		if (rec->attached)
 			attach_handshake_done();
+		int64_t shift = record_test_realtime_shift();
+		if (shift && hello.anchor_real_ns) {
+			hello.anchor_real_ns += (uint64_t)shift;
+			shifted = xmalloc(length);
+			memcpy(shifted, payload, length);
+			memcpy(shifted + offsetof(struct wire_hello, anchor_real_ns), &hello.anchor_real_ns,
+			       sizeof hello.anchor_real_ns);
+			payload = shifted;
+		}
 	}
 	if (type == WIRE_FRAME_BYE)
 		record_source(rec, source)->bye = 1;
 	if (type == WIRE_FRAME_NOTICE)
 		record_notice(rec, source, payload);
-	if (rec->write_error)
-		return 0;
-	int rc = capture_writer_frame(rec->writer, (uint32_t)source, type, payload, length);
+	int rc =
+	    rec->write_error ? 0 : capture_writer_frame(rec->writer, (uint32_t)source, type, payload, length);
+	free(shifted);
 	if (rc) {
 		rec->write_error = rc;
 		log_error("record: cannot write capture: %s", strerror(-rc));

@@ -11,12 +11,12 @@ int cli_stats(int argc, char **argv)
 	int rc = cli_parse_options(CLI_STATS, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	if (args.first != argc - 1) {
-		log_error("stats: expected one capture file (see cuscope stats --help)");
+	if (args.first >= argc) {
+		log_error("stats: expected one or more capture files (see cuscope stats --help)");
 		return CLI_EXIT_USAGE;
 	}
 	struct store *store = store_new();
-	rc = cli_load_capture(argv[args.first], store, NULL);
+	rc = cli_load_captures(argc - args.first, argv + args.first, store);
 	if (rc == 0) {
 		stats_write_sections(stdout, store, args.stats_format, args.stats_mask);
 		rc = output_finish(stdout);

@@ -71,29 +71,31 @@ static const struct cli_verb_entry verbs[] = {
      "                         keep what was asked\n"
      "  -h, --help             this help\n"},
     {CLI_VIEW, "view", cli_view, "open a capture file in the timeline UI",
-     "usage: cuscope view [--ascii] [--window SECONDS] FILE\n"
+     "usage: cuscope view [--ascii] [--window SECONDS] FILE...\n"
      "\n"
      "Shows a capture written by `cuscope record` in the same UI as live mode. A truncated capture\n"
-     "(a killed recorder) shows its intact chunks after a warning.\n"
+     "(a killed recorder) shows its intact chunks after a warning. Several captures (ranks, hosts)\n"
+     "share one time axis, aligned by each capture's CLOCK_REALTIME anchor.\n"
      "\n"
      "  --ascii            ASCII glyphs only\n"
      "  --window SECONDS   initial visible span (default: the whole capture)\n"
      "  -h, --help         this help\n"},
     {CLI_STATS, "stats", cli_stats, "print summary statistics of a capture file",
-     "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE\n"
+     "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE...\n"
      "\n"
      "Prints summary sections: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
      "max in ns), threads, processes, losses (every loss counter by cause), kernels (per name and\n"
      "device), memcpy, memset, sync, gpus, streams and api (CUDA calls), hot (sampled functions by\n"
      "self samples), hot-inclusive (by inclusive samples; Python functions only on Python threads,\n"
      "as FILE:QUALNAME), osrt, counters, cost. Table and CSV print each under a heading; JSON is one\n"
-     "object with a member per section.\n"
+     "object with a member per section. Several captures are summed on one time axis (aligned by\n"
+     "their CLOCK_REALTIME anchors); processes then have their host and capture (0 = the first).\n"
      "\n"
      "  -f, --format F        table (default), csv or json\n"
      "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
      "  -h, --help            this help\n"},
     {CLI_EXPORT, "export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
-     "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] [--format F] FILE\n"
+     "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] [--format F] FILE...\n"
      "\n"
      "Writes the capture as Chrome Trace Event JSON, which Perfetto UI (ui.perfetto.dev) and\n"
      "chrome://tracing open. Each process is a process track with its threads (NVTX push/pop ranges,\n"
@@ -102,6 +104,7 @@ static const struct cli_verb_entry verbs[] = {
      "launch parameters, and flow arrows from each launch call (id = correlation id). Timestamps are\n"
      "microseconds since the earliest event (otherData.time_base_ns holds it, CLOCK_MONOTONIC).\n"
      "Memory does not grow with the output: events are written as the capture is walked.\n"
+     "Several captures are written on one time axis, aligned by their CLOCK_REALTIME anchors.\n"
      "--format=perfetto writes the same tracks, names, args, flows and counters as a Perfetto\n"
      "protobuf trace (CLOCK_MONOTONIC nanoseconds), about 2.5 times smaller than the JSON.\n"
      "\n"
@@ -209,12 +212,14 @@ const char *cli_verb_name(unsigned verb)
 	return "";
 }
 
-int cli_load_capture(const char *path, struct store *store, struct capture_read_result *out)
+/* Reads one capture with opts, printing its warnings; the manifest's only with out (info). */
+static int cli_load(const char *path, struct store *store, const struct capture_read_options *opts,
+                    struct capture_read_result *out, unsigned *sources)
 {
 	struct capture_read_result res;
 	char msg[1024];
 	const char *cause = NULL;
-	int rc = capture_read(path, store, &res, msg, sizeof msg, &cause);
+	int rc = capture_read_with(path, store, opts, &res, msg, sizeof msg, &cause);
 	if (rc) {
 		log_error("%s", cause);
 		free(res.manifest);
@@ -229,11 +234,25 @@ int cli_load_capture(const char *path, struct store *store, struct capture_read_
 		         CAPTURE_MANIFEST_MAX, res.manifest_skipped, res.manifest_skipped == 1 ? "" : "s");
 	if (res.truncated)
 		log_warn("%s is truncated: recovered %u of %u chunks", path, res.chunks_ok, res.chunks_total);
+	if (sources)
+		*sources = res.sources;
 	if (out)
 		*out = res;
 	else
 		free(res.manifest);
 	return 0;
+}
+
+int cli_load_capture(const char *path, struct store *store, struct capture_read_result *out)
+{
+	static const struct capture_read_options plain;
+	return cli_load(path, store, &plain, out, NULL);
+}
+
+int cli_load_capture_with(const char *path, struct store *store, const struct capture_read_options *opts,
+                          unsigned *sources)
+{
+	return cli_load(path, store, opts, NULL, sources);
 }
 
 /* A crash must not leave the terminal in curses mode: restore it, then die as the signal would. */

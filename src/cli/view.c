@@ -23,14 +23,14 @@ int cli_view(int argc, char **argv)
 	int rc = cli_parse_options(CLI_VIEW, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	if (args.first != argc - 1) {
-		log_error("view: expected one capture file (see cuscope view --help)");
+	if (args.first >= argc) {
+		log_error("view: expected one or more capture files (see cuscope view --help)");
 		return CLI_EXIT_USAGE;
 	}
 	struct ui_options ui_opts = args.ui;
 	const char *path = argv[args.first];
 	struct store *store = store_new();
-	rc = cli_load_capture(path, store, NULL);
+	rc = cli_load_captures(argc - args.first, argv + args.first, store);
 	if (rc) {
 		store_free(store);
 		return rc;
@@ -52,7 +52,11 @@ int cli_view(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	cli_restore_on_crash();
-	struct ui_status status = {.command = path, .live = 0};
+	/* The title names the first file and how many more share the time axis. */
+	char title[512];
+	if (argc - args.first > 1)
+		snprintf(title, sizeof title, "%s +%d more", path, argc - args.first - 1);
+	struct ui_status status = {.command = argc - args.first > 1 ? title : path, .live = 0};
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {
 		struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ struct reader {
 	uint32_t wire_version; /* protocol version of the file's frames (the header's) */
 	uint8_t *upgraded;     /* a frame of an older version in today's layout */
 	size_t upgraded_cap;
+	const struct capture_read_options *opts;
+	uint8_t *shifted; /* a frame with its times moved by opts->shift_ns */
+	size_t shifted_cap;
 };
 
 /* Reads up to len bytes at off; returns how many were read (short only at the end or on error). */
@@ -187,6 +191,69 @@ static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
 	}
 }
 
+/* Adds delta to the CLOCK_MONOTONIC time at p (0 stays 0: "none"). */
+static void reader_shift_at(uint8_t *p, int64_t delta)
+{
+	uint64_t t;
+	memcpy(&t, p, sizeof t);
+	if (t) {
+		t += (uint64_t)delta;
+		memcpy(p, &t, sizeof t);
+	}
+}
+
+/* Moves every CLOCK_MONOTONIC time of a frame (today's layout, checked) by delta, in place. */
+static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, int64_t delta)
+{
+	switch (type) {
+	case WIRE_FRAME_HELLO:
+		reader_shift_at(p + offsetof(struct wire_hello, start_mono_ns), delta);
+		reader_shift_at(p + offsetof(struct wire_hello, anchor_mono_ns), delta);
+		break;
+	case WIRE_FRAME_EVENTS:
+		for (size_t off = 0; length - off >= sizeof(struct wire_event);
+		     off += sizeof(struct wire_event)) {
+			uint16_t kind;
+			memcpy(&kind, p + off + offsetof(struct wire_event, kind), sizeof kind);
+			reader_shift_at(p + off + offsetof(struct wire_event, time_ns), delta);
+			if (kind == WIRE_EV_OSRT || kind == WIRE_EV_GC) /* value is the end time */
+				reader_shift_at(p + off + offsetof(struct wire_event, value), delta);
+		}
+		break;
+	case WIRE_FRAME_GPU:
+		for (size_t off = 0; length - off >= sizeof(struct wire_gpu_event);
+		     off += sizeof(struct wire_gpu_event)) {
+			reader_shift_at(p + off + offsetof(struct wire_gpu_event, start_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_gpu_event, end_ns), delta);
+		}
+		break;
+	case WIRE_FRAME_STACKS:
+		for (size_t off = 0; off <= length && length - off >= sizeof(struct wire_stack);) {
+			struct wire_stack st;
+			memcpy(&st, p + off, sizeof st);
+			reader_shift_at(p + off + offsetof(struct wire_stack, time_ns), delta);
+			off += sizeof st + (size_t)st.depth * 4u;
+		}
+		break;
+	case WIRE_FRAME_COUNTERS:
+		for (size_t off = 0; length - off >= sizeof(struct wire_counter);
+		     off += sizeof(struct wire_counter))
+			reader_shift_at(p + off + offsetof(struct wire_counter, time_ns), delta);
+		break;
+	case WIRE_FRAME_COST:
+		for (size_t off = 0; length - off >= sizeof(struct wire_cost);
+		     off += sizeof(struct wire_cost))
+			reader_shift_at(p + off + offsetof(struct wire_cost, time_ns), delta);
+		break;
+	case WIRE_FRAME_BYE:
+		if (length >= sizeof(struct wire_bye))
+			reader_shift_at(p + offsetof(struct wire_bye, time_ns), delta);
+		break;
+	default: /* no times: strings, losses, devices, notices, exits */
+		break;
+	}
+}
+
 /*
  * Ingests the frames of one verified chunk region. In a context region only a HELLO the source
  * lacks and STRING frames are taken (both are repeats of what earlier chunks carried). 0 or -EPROTO.
@@ -229,7 +296,18 @@ static int reader_ingest(struct reader *r, struct store *store, size_t dense, ui
 				else
 					frame_len = fh.length;
 			}
-			int rc = store_feed(store, (int)dense, fh.type, frame, frame_len, cause);
+			if (r->opts->shift_ns && frame_len) {
+				/* Checked first, so the shift reads only fields the frame holds. */
+				int bad = wire_frame_check(fh.type, frame, frame_len, cause);
+				if (bad)
+					return bad;
+				xgrow((void **)&r->shifted, &r->shifted_cap, frame_len, 1);
+				memcpy(r->shifted, frame, frame_len);
+				reader_shift(fh.type, r->shifted, frame_len, r->opts->shift_ns);
+				frame = r->shifted;
+			}
+			int rc = store_feed(store, r->opts->source_base + (int)dense, fh.type, frame,
+			                    frame_len, cause);
 			if (rc)
 				return rc;
 			if (fh.type == WIRE_FRAME_HELLO)
@@ -344,6 +422,7 @@ static void reader_fini(struct reader *r)
 	free(r->src_number);
 	free(r->src_state);
 	free(r->upgraded);
+	free(r->shifted);
 }
 
 /* Appends a MANIFEST chunk's text (up to CAPTURE_MANIFEST_MAX in all), in time linear in its size. */
@@ -399,9 +478,17 @@ static int reader_open(struct reader *r, const char *path, char *msg_buf, size_t
 int capture_read(const char *path, struct store *store, struct capture_read_result *res, char *msg_buf,
                  size_t msg_size, const char **cause)
 {
+	static const struct capture_read_options plain;
+	return capture_read_with(path, store, &plain, res, msg_buf, msg_size, cause);
+}
+
+int capture_read_with(const char *path, struct store *store, const struct capture_read_options *opts,
+                      struct capture_read_result *res, char *msg_buf, size_t msg_size, const char **cause)
+{
 	memset(res, 0, sizeof *res);
 	struct reader r;
 	memset(&r, 0, sizeof r);
+	r.opts = opts;
 	int rc = reader_open(&r, path, msg_buf, msg_size, cause);
 	if (rc) {
 		reader_fini(&r);
@@ -519,6 +606,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 			res->chunks_corrupt++;
 		else
 			res->chunks_ok++;
+		if (opts->stop_at_hello && store_process_count(store))
+			break;
 		/* Records cost the store memory: checked after each chunk, so one chunk is the overshoot. */
 		if (r.records > r.records_max) {
 			rc = -EFBIG;
@@ -533,7 +622,8 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 		res->truncated = 1;
 	/* A capture is history: no process in it is connected. */
 	for (size_t i = 0; i < r.src_count; i++)
-		store_source_closed(store, (int)i);
+		store_source_closed(store, opts->source_base + (int)i);
+	res->sources = (unsigned)r.src_count;
 	reader_fini(&r);
 	if (rc) {
 		free(res->manifest);

@@ -124,6 +124,33 @@ uint64_t export_time_base(const struct store *st)
 	return base;
 }
 
+int export_process_pid(const struct store *st, size_t process)
+{
+	struct store_process_info pi, other;
+	store_process_get(st, process, &pi);
+	if (!pi.capture)
+		return pi.pid;
+	for (size_t p = 0; p < process; p++) {
+		store_process_get(st, p, &other);
+		if (other.pid == pi.pid && other.capture != pi.capture)
+			return pi.pid + (int)(pi.capture & 0xff) * EXPORT_PID_CAPTURE_STEP;
+	}
+	return pi.pid;
+}
+
+const char *export_process_name(const struct store *st, size_t process, char *buf, size_t size)
+{
+	struct store_process_info pi;
+	store_process_get(st, process, &pi);
+	if (store_capture_count(st) > 1)
+		snprintf(buf, size, "%s (%s)", *pi.cmdline ? pi.cmdline : "?", *pi.host ? pi.host : "?");
+	else if (*pi.cmdline)
+		return pi.cmdline;
+	else
+		snprintf(buf, size, "pid %d", (int)pi.pid);
+	return buf;
+}
+
 struct exporter {
 	const struct store *st;
 	struct out *o;
@@ -501,11 +528,10 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 		struct store_process_info pi;
 		store_process_get(st, p, &pi);
 		x.process = p;
-		x.pid = pi.pid;
+		x.pid = export_process_pid(st, p);
 		x.next_pseudo = 0;
-		char label[64];
-		snprintf(label, sizeof label, "pid %d", (int)pi.pid);
-		ev_meta(&x, "process_name", 0, pi.cmdline && *pi.cmdline ? pi.cmdline : label);
+		char label[4096];
+		ev_meta(&x, "process_name", 0, export_process_name(st, p, label, sizeof label));
 		for (size_t l = 0; l < pi.lane_count; l++)
 			export_lane(&x, l);
 		export_counters(&x);

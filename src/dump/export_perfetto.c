@@ -338,18 +338,17 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 		struct store_process_info pi;
 		store_process_get(st, p, &pi);
 		x.process = p;
-		x.pid = pi.pid;
+		x.pid = export_process_pid(st, p);
 		x.process_uuid = x.next_uuid;
 		x.lane_uuid0 = x.next_uuid + 1;
 		x.next_uuid += 1 + pi.lane_count;
-		char label[64];
-		snprintf(label, sizeof label, "pid %d", (int)pi.pid);
+		char label[4096];
 		pf_sequence(&x, x.process_uuid);
 		pb_reset(&x.frame);
 		pb_uint(&x.frame, F_TD_UUID, x.process_uuid);
 		size_t d = pb_open(&x.frame, F_TD_PROCESS);
-		pb_int(&x.frame, F_PD_PID, pi.pid);
-		pb_string(&x.frame, F_PD_PROCESS_NAME, pi.cmdline && *pi.cmdline ? pi.cmdline : label);
+		pb_int(&x.frame, F_PD_PID, x.pid);
+		pb_string(&x.frame, F_PD_PROCESS_NAME, export_process_name(st, p, label, sizeof label));
 		pb_close(&x.frame, d);
 		pf_descriptor_write(&x);
 		for (size_t l = 0; l < pi.lane_count; l++)

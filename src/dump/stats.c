@@ -160,8 +160,18 @@ static const struct column process_cols[] = {
     {"pid", CELL_INT},  {"ppid", CELL_INT},       {"cmdline", CELL_STR},    {"status", CELL_STR},
     {"rank", CELL_INT}, {"local_rank", CELL_INT}, {"world_size", CELL_INT}, {"restart_count", CELL_INT}};
 
+/* With several captures (store_capture_begin), also where each process ran. */
+static const struct column process_cols_captures[] = {
+    {"pid", CELL_INT},  {"ppid", CELL_INT},       {"cmdline", CELL_STR},    {"status", CELL_STR},
+    {"rank", CELL_INT}, {"local_rank", CELL_INT}, {"world_size", CELL_INT}, {"restart_count", CELL_INT},
+    {"host", CELL_STR}, {"capture", CELL_INT}};
+
 static void section_processes(const struct store *st, struct table *t)
 {
+	if (store_capture_count(st) > 1) {
+		t->cols = process_cols_captures;
+		t->col_count = sizeof process_cols_captures / sizeof process_cols_captures[0];
+	}
 	for (size_t p = 0; p < store_process_count(st); p++) {
 		struct store_process_info pi;
 		store_process_get(st, p, &pi);
@@ -169,7 +179,7 @@ static void section_processes(const struct store *st, struct table *t)
 		store_process_end_text(&pi, end, sizeof end);
 		stats_table_row(t, (int64_t)pi.pid, (int64_t)pi.ppid, pi.cmdline, end[0] ? end : "complete",
 		                (int64_t)pi.rank, (int64_t)pi.local_rank, (int64_t)pi.world_size,
-		                (int64_t)pi.restart_count);
+		                (int64_t)pi.restart_count, pi.host, (int64_t)pi.capture);
 	}
 }
 

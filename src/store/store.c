@@ -267,6 +267,7 @@ void store_process_get(const struct store *st, size_t index, struct store_proces
 	out->exit_signal = pr->exit_signal;
 	out->events = pr->events;
 	out->lane_count = pr->lane_count;
+	out->capture = pr->capture;
 	uint32_t ids = pr->hello.ids;
 	out->rank = ids & WIRE_ID_RANK && pr->hello.rank >= 0 ? pr->hello.rank : -1;
 	out->local_rank = ids & WIRE_ID_LOCAL_RANK && pr->hello.local_rank >= 0 ? pr->hello.local_rank : -1;

@@ -81,6 +81,7 @@ struct notice {
 
 struct process {
 	struct wire_hello hello;
+	uint32_t capture; /* the capture file it came from (store_capture_begin), 0 for the first */
 	char *cmdline;
 	int connected;
 	int exited;
@@ -121,7 +122,8 @@ struct source {
 struct store {
 	struct process *procs;
 	size_t proc_count, proc_cap;
-	struct hashmap pid_map; /* the newest process of each pid: index + 1 */
+	struct hashmap pid_map; /* the newest process of each (capture, pid): index + 1 */
+	uint32_t capture_count; /* captures begun (store_capture_begin); processes join the last */
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */

@@ -208,35 +208,46 @@ static struct source *source_get(struct store *st, int source)
 	return &st->sources[source];
 }
 
-/* The pid map finds the newest process of a pid (map references are process index + 1). */
+/*
+ * The pid map finds the newest process of a (capture, pid) (map references are process index + 1):
+ * captures of other hosts may hold the same pids, and their processes are different ones.
+ */
 struct pid_key {
 	const struct store *st;
+	uint32_t capture;
 	pid_t pid;
 };
 
-static uint64_t store_pid_hash(pid_t pid)
+static uint32_t store_capture_current(const struct store *st)
 {
-	return (uint32_t)pid * 2654435761u;
+	return st->capture_count ? st->capture_count - 1 : 0;
+}
+
+static uint64_t store_pid_hash(uint32_t capture, pid_t pid)
+{
+	return ((uint64_t)capture << 32 ^ (uint32_t)pid) * 0x9e3779b97f4a7c15ull >> 32;
 }
 
 static int store_pid_eq(const void *key, uint32_t ref)
 {
 	const struct pid_key *k = key;
-	return k->st->procs[ref - 1].hello.pid == k->pid;
+	const struct process *pr = &k->st->procs[ref - 1];
+	return pr->hello.pid == k->pid && pr->capture == k->capture;
 }
 
 static uint64_t store_pid_rehash(const void *ctx, uint32_t ref)
 {
 	const struct store *st = ctx;
-	return store_pid_hash(st->procs[ref - 1].hello.pid);
+	return store_pid_hash(st->procs[ref - 1].capture, st->procs[ref - 1].hello.pid);
 }
 
-/* The map slot of pid: holds the index + 1 of its newest process, or 0 (then fill it to add one). */
+/* The map slot of pid in the current capture: holds the index + 1 of its newest process, or 0
+ * (then fill it to add one). */
 static uint32_t *store_pid_slot(struct store *st, pid_t pid)
 {
 	hashmap_reserve(&st->pid_map, 64, store_pid_rehash, st, xcalloc);
-	struct pid_key key = {st, pid};
-	return hashmap_slot(&st->pid_map, store_pid_hash(pid), store_pid_eq, &key);
+	struct pid_key key = {st, store_capture_current(st), pid};
+	return hashmap_slot(&st->pid_map, store_pid_hash(key.capture, pid), store_pid_eq, &key);
 }
 
 static int ingest_hello(struct store *st, struct source *src, const void *payload, uint32_t length)
@@ -272,6 +283,7 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 		xgrow((void **)&st->procs, &st->proc_cap, st->proc_count + 1, sizeof *st->procs);
 		struct process *pr = &st->procs[st->proc_count++];
 		memset(pr, 0, sizeof *pr);
+		pr->capture = store_capture_current(st);
 		pr->exit_code = -1;
 		store_lane_append(pr, STORE_LANE_NVTX_ASYNC, 0, hello.start_mono_ns);
 	}
@@ -409,6 +421,19 @@ static int store_feed_frame(struct store *st, int source, uint32_t type, const v
 		break;
 	}
 	return 0;
+}
+
+uint32_t store_capture_begin(struct store *st)
+{
+	for (size_t i = 0; i < st->source_cap; i++)
+		store_source_closed(st, (int)i);
+	st->generation++;
+	return st->capture_count++;
+}
+
+uint32_t store_capture_count(const struct store *st)
+{
+	return st->capture_count;
 }
 
 void store_source_closed(struct store *st, int source)

@@ -2,7 +2,9 @@
  * libFuzzer harness for the capture reader: the input is written to a memfd and read with
  * capture_read into a fresh store, then the store is summarised (stats, export) and freed. Each
  * input is read twice: as it is, and with every chunk's checksums recomputed (sources folded to
- * 0..15) so the fuzzer reaches the frame and store code behind the CRCs.
+ * 0..15) so the fuzzer reaches the frame and store code behind the CRCs. Each read is followed
+ * by a second one of the same file into the same store as another capture with its times moved
+ * (as `stats A B` reads captures of several hosts), before the summaries.
  */
 #include "cuscope/capture.h"
 #include "cuscope/crc32.h"
@@ -32,7 +34,14 @@ static void read_one(const uint8_t *data, size_t size)
 	struct capture_read_result res;
 	char msg[512];
 	const char *cause = NULL;
+	store_capture_begin(st);
 	if (capture_read(path, st, &res, msg, sizeof msg, &cause) == 0) {
+		struct capture_read_result again;
+		struct capture_read_options opts = {.shift_ns = (int64_t)(size * 1000003u) - 7000000000ll,
+		                                    .source_base = (int)res.sources};
+		store_capture_begin(st);
+		if (capture_read_with(path, st, &opts, &again, msg, sizeof msg, &cause) == 0)
+			free(again.manifest);
 		stats_write(devnull, st, STATS_FORMAT_JSON);
 		struct export_options eo = {0, UINT64_MAX};
 		struct export_counts counts;
