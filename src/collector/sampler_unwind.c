@@ -104,7 +104,10 @@ static int unwind_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *v
 	(void)arg;
 	if (write || addr < 4096)
 		return -UNW_EINVAL;
-	*val = *(const volatile unw_word_t *)addr;
+	/* libunwind may ask for any address (code bytes when it guesses a frame): a word read at
+	 * byte alignment, which x86-64 allows and the type states. */
+	typedef unw_word_t unaligned_word __attribute__((aligned(1), may_alias));
+	*val = *(const volatile unaligned_word *)addr;
 	return 0;
 }
 
