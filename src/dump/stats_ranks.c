@@ -105,20 +105,23 @@ static size_t stats_ranks_find(const struct proc_key *keys, size_t n, uint32_t c
 }
 
 /*
- * The rank's main thread: the thread lane that launched the most kernels (joined through their API
- * calls), else the first thread lane; SIZE_MAX when the process has none.
+ * A process's candidate main thread: the thread lane that launched the most kernels (joined through
+ * their API calls; *kernels = how many), else the first thread lane with ranges (*kernels = 0);
+ * SIZE_MAX when it has neither.
  */
-static size_t stats_ranks_main_lane(const struct store *st, size_t p, const struct store_process_info *pi)
+static size_t stats_ranks_main_lane(const struct store *st, size_t p, uint64_t *kernels)
 {
+	struct store_process_info pi;
+	store_process_get(st, p, &pi);
 	size_t first = SIZE_MAX, best = SIZE_MAX;
 	uint64_t best_count = 0;
 	pid_t *tids = NULL;
 	uint64_t *counts = NULL;
 	size_t nt = 0, cap_t = 0, cap_c = 0;
-	for (size_t l = 0; l < pi->lane_count; l++) {
+	for (size_t l = 0; l < pi.lane_count; l++) {
 		struct store_lane_info li;
 		store_lane_get(st, p, l, &li);
-		if (li.kind == STORE_LANE_THREAD && first == SIZE_MAX)
+		if (li.kind == STORE_LANE_THREAD && li.row_count && first == SIZE_MAX)
 			first = l;
 		if (li.kind != STORE_LANE_GPU_STREAM || !li.kernels)
 			continue;
@@ -153,7 +156,42 @@ static size_t stats_ranks_main_lane(const struct store *st, size_t p, const stru
 	}
 	free(tids);
 	free(counts);
+	*kernels = best_count;
 	return best != SIZE_MAX ? best : first;
+}
+
+/*
+ * The rank's main thread over its processes (owner[q] == root): the thread that launched the most
+ * kernels, else the first thread with ranges of the rank's own process, else of the first of its
+ * other processes that has one (a launcher shell with the rank, `srun sh -c 'python ...'`, runs no
+ * steps itself). Sets *process; SIZE_MAX when none has one.
+ */
+static size_t stats_ranks_main_thread(const struct store *st, const size_t *owner, size_t np, size_t root,
+                                      size_t *process)
+{
+	size_t best = SIZE_MAX, fallback = SIZE_MAX, fallback_p = root;
+	uint64_t best_kernels = 0;
+	for (size_t k = 0; k <= np; k++) {
+		size_t q = k == 0 ? root : k - 1; /* the root first */
+		if (owner[q] != root || (k > 0 && q == root))
+			continue;
+		uint64_t kernels;
+		size_t lane = stats_ranks_main_lane(st, q, &kernels);
+		if (lane == SIZE_MAX)
+			continue;
+		if (kernels > best_kernels) {
+			best = lane;
+			best_kernels = kernels;
+			*process = q;
+		} else if (fallback == SIZE_MAX) {
+			fallback = lane;
+			fallback_p = q;
+		}
+	}
+	if (best != SIZE_MAX)
+		return best;
+	*process = fallback_p;
+	return fallback;
 }
 
 static int stats_ranks_ignored(const struct store *st, const struct store_range *r)
@@ -357,9 +395,10 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		stats_ranks_pick_gpu(st, owner, np, p, row->gpu, sizeof row->gpu);
 
 		struct intervals steps = {0}, all = {0}, nccl = {0};
-		size_t lane = stats_ranks_main_lane(st, p, &info[p]);
+		size_t mp = p;
+		size_t lane = stats_ranks_main_thread(st, owner, np, p, &mp);
 		if (lane != SIZE_MAX)
-			row->step_name = stats_ranks_steps(st, p, lane, step_range, &steps);
+			row->step_name = stats_ranks_steps(st, mp, lane, step_range, &steps);
 		row->steps = steps.n;
 		if (steps.n) {
 			uint64_t *d = xcalloc(steps.n, sizeof *d);

@@ -299,6 +299,29 @@ static void test_main_thread_and_names(void **state)
 	store_free(st);
 }
 
+/*
+ * `srun sh -c 'python train.py'`: the shell has the rank but runs no ranges; its child (same rank,
+ * folded into the shell's row) runs the steps, and they are the row's steps.
+ */
+static void test_steps_in_child(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	process(st, 0, 100, 1, 3);
+	process(st, 1, 101, 100, 3);
+	for (uint64_t s = 0; s < 3; s++)
+		range(st, 1, 101, 1000 * MS + s * 10 * MS, 1000 * MS + s * 10 * MS + 5 * MS, S_STEP, 0);
+	struct stats_rank_row *v;
+	size_t n = stats_ranks_compute(st, NULL, &v);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].pid, 100);
+	assert_int_equal(v[0].rank, 3);
+	assert_int_equal(v[0].steps, 3);
+	assert_int_equal(v[0].compute_ns, 15 * MS);
+	free(v);
+	store_free(st);
+}
+
 /* A store without ranked processes has no rows. */
 static void test_no_ranks(void **state)
 {
@@ -320,6 +343,7 @@ int main(void)
 	    cmocka_unit_test(test_straggler_first),
 	    cmocka_unit_test(test_worker_folds),
 	    cmocka_unit_test(test_main_thread_and_names),
+	    cmocka_unit_test(test_steps_in_child),
 	    cmocka_unit_test(test_no_ranks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
