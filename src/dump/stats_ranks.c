@@ -430,7 +430,8 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		free(all.v);
 		free(nccl.v);
 	}
-	qsort(v, n, sizeof *v, stats_ranks_cmp_row);
+	if (n)
+		qsort(v, n, sizeof *v, stats_ranks_cmp_row);
 	free(info);
 	free(keys);
 	free(owner);
