@@ -201,43 +201,50 @@ static int stats_ranks_ignored(const struct store *st, const struct store_range 
 	       strncmp(name, "autograd::", 10) == 0 || !name[0];
 }
 
-struct name_count {
+struct name_time {
 	uint32_t name_id;
-	uint64_t count, total;
+	uint64_t ns;
 };
 
-/* The default step range of a main thread: see stats_ranks_compute. 0 when it has no candidate. */
+static int stats_ranks_cmp_name(const void *a, const void *b)
+{
+	const struct name_time *x = a, *y = b;
+	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
+}
+
+/*
+ * The default step range of a main thread: see stats_ranks_compute. 0 when it has no candidate.
+ * Sorted by name rather than counted in a list, so a row of many distinct names stays n log n.
+ */
 static uint32_t stats_ranks_pick_step(const struct store *st, size_t p, size_t lane)
 {
 	const struct store_range *r;
 	size_t n = store_lane_row_all(st, p, lane, 0, &r);
-	struct name_count *c = NULL;
-	size_t nc = 0, cap = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (stats_ranks_ignored(st, &r[i]))
-			continue;
-		size_t k = 0;
-		while (k < nc && c[k].name_id != r[i].name_id)
-			k++;
-		if (k == nc) {
-			xgrow((void **)&c, &cap, nc + 1, sizeof *c);
-			c[nc++] = (struct name_count){r[i].name_id, 0, 0};
-		}
-		c[k].count++;
-		c[k].total += r[i].end_ns - r[i].start_ns;
-	}
+	struct name_time *v = n ? xcalloc(n, sizeof *v) : NULL;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!stats_ranks_ignored(st, &r[i]))
+			v[m++] = (struct name_time){r[i].name_id, r[i].end_ns - r[i].start_ns};
+	if (m)
+		qsort(v, m, sizeof *v, stats_ranks_cmp_name);
 	uint32_t best = 0;
 	uint64_t best_count = 0, best_total = 0;
-	for (size_t k = 0; k < nc; k++) {
-		if (c[k].count > best_count || (c[k].count == best_count && c[k].total > best_total) ||
-		    (c[k].count == best_count && c[k].total == best_total &&
-		     strcmp(store_string(st, c[k].name_id), store_string(st, best)) < 0)) {
-			best = c[k].name_id;
-			best_count = c[k].count;
-			best_total = c[k].total;
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		uint64_t total = 0;
+		while (j < m && v[j].name_id == v[i].name_id)
+			total += v[j++].ns;
+		uint64_t count = j - i;
+		if (count > best_count || (count == best_count && total > best_total) ||
+		    (count == best_count && total == best_total &&
+		     strcmp(store_string(st, v[i].name_id), store_string(st, best)) < 0)) {
+			best = v[i].name_id;
+			best_count = count;
+			best_total = total;
 		}
+		i = j;
 	}
-	free(c);
+	free(v);
 	return best;
 }
 
