@@ -97,6 +97,8 @@ struct cli_args {
 	int detached;                 /* run --detached */
 	enum stats_format stats_format;
 	unsigned stats_mask; /* stats --report sections */
+	const char
+	    *step_range; /* stats --step-range: the ranks section's step range, NULL = found per rank */
 	enum diff_format diff_format;
 	double from_s, to_s;                       /* export --from/--to (to < 0: the end) */
 	const struct export_format *export_format; /* export --format, NULL = the default */

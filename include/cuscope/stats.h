@@ -18,7 +18,7 @@ int stats_format_parse(const char *text, enum stats_format *out);
 /*
  * Writes every section in the given format: nvtx, threads, processes, losses, then the GPU ones
  * (kernels, memcpy, memset, sync, gpus, streams, api), the CPU ones (hot, osrt, counters) and the
- * collector's own cost (cost); 0 or -errno.
+ * collector's own cost (cost) and the straggler table (ranks); 0 or -errno.
  */
 int stats_write(FILE *out, const struct store *store, enum stats_format format);
 
@@ -33,5 +33,8 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void);
 /* Like stats_write, but only the sections in mask (JSON then holds only those). */
 int stats_write_sections(FILE *out, const struct store *store, enum stats_format format, unsigned mask);
+/* Like stats_write_sections; step_range names the ranks section's step range (NULL: found per rank). */
+int stats_write_sections_steps(FILE *out, const struct store *store, enum stats_format format, unsigned mask,
+                               const char *step_range);
 
 #endif

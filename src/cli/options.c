@@ -372,6 +372,17 @@ static int cli_opt_stats_report(struct cli_args *a, const char *verb, const char
 	return -1;
 }
 
+static int cli_opt_step_range(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	if (arg[0]) {
+		a->step_range = arg;
+		return 0;
+	}
+	log_error("stats: --step-range needs the name of an NVTX range");
+	return -1;
+}
+
 static int cli_opt_diff_format(struct cli_args *a, const char *verb, const char *arg)
 {
 	(void)verb;
@@ -445,6 +456,7 @@ static const struct cli_option cli_options[] = {
     {"overhead-budget", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_overhead_budget},
     {"format", 'f', required_argument, CLI_STATS, cli_opt_stats_format},
     {"report", 'r', required_argument, CLI_STATS, cli_opt_stats_report},
+    {"step-range", 0, required_argument, CLI_STATS, cli_opt_step_range},
     {"format", 'f', required_argument, CLI_DIFF, cli_opt_diff_format},
     {"format", 'f', required_argument, CLI_EXPORT, cli_opt_export_format},
     {"from", 0, required_argument, CLI_EXPORT, cli_opt_from},

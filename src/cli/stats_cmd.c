@@ -18,7 +18,8 @@ int cli_stats(int argc, char **argv)
 	struct store *store = store_new();
 	rc = cli_load_captures(argc - args.first, argv + args.first, store);
 	if (rc == 0) {
-		stats_write_sections(stdout, store, args.stats_format, args.stats_mask);
+		stats_write_sections_steps(stdout, store, args.stats_format, args.stats_mask,
+		                           args.step_range);
 		rc = output_finish(stdout);
 	}
 	store_free(store);

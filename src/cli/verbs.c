@@ -81,18 +81,22 @@ static const struct cli_verb_entry verbs[] = {
      "  --window SECONDS   initial visible span (default: the whole capture)\n"
      "  -h, --help         this help\n"},
     {CLI_STATS, "stats", cli_stats, "print summary statistics of a capture file",
-     "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] FILE...\n"
+     "usage: cuscope stats [--format=table|csv|json] [--report=SECTIONS] [--step-range NAME] FILE...\n"
      "\n"
      "Prints summary sections: nvtx (per range name, domain and style: count, total, min, p50, p99,\n"
      "max in ns), threads, processes, losses (every loss counter by cause), kernels (per name and\n"
      "device), memcpy, memset, sync, gpus, streams and api (CUDA calls), hot (sampled functions by\n"
      "self samples), hot-inclusive (by inclusive samples; Python functions only on Python threads,\n"
-     "as FILE:QUALNAME), osrt, counters, cost. Table and CSV print each under a heading; JSON is one\n"
+     "as FILE:QUALNAME), osrt, counters, cost, ranks (per rank: steps, p50/p99 step time, NCCL,\n"
+     "compute and GPU idle time in steps, most compute first: the straggler). Table and CSV print\n"
+     "each under a heading; JSON is one\n"
      "object with a member per section. Several captures are summed on one time axis (aligned by\n"
      "their CLOCK_REALTIME anchors); processes then have their host and capture (0 = the first).\n"
      "\n"
      "  -f, --format F        table (default), csv or json\n"
      "  -r, --report LIST     only these sections, a comma list (default: all), e.g. nvtx,kernels,api\n"
+     "  --step-range NAME     the ranks section's step range (default: per rank, the most frequent\n"
+     "                        top-level range of its main thread, not NCCL nor aten::/autograd::)\n"
      "  -h, --help            this help\n"},
     {CLI_EXPORT, "export", cli_export, "write a capture as Chrome Trace JSON (Perfetto, chrome://tracing)",
      "usage: cuscope export [-o OUT] [--from SECONDS] [--to SECONDS] [--format F] FILE...\n"

@@ -5,6 +5,7 @@
 #include "cuscope/hashmap.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
+#include "cuscope/stats_ranks.h"
 #include "cuscope/store.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
@@ -601,6 +602,26 @@ static void section_counters(const struct store *st, struct table *t)
 	stats_cpu_counters(st, cpu_row, t);
 }
 
+/* ---- ranks: the straggler table ---- */
+
+static const struct column rank_cols[] = {
+    {"host", CELL_STR},       {"rank", CELL_INT},        {"pid", CELL_INT},         {"gpu", CELL_STR},
+    {"steps", CELL_INT},      {"step_p50_ns", CELL_INT}, {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT},
+    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT},
+};
+
+/* Rows in the order stats_ranks_compute sorts them: the straggler (most compute time) first. */
+static void section_ranks(const struct store *st, struct table *t, const char *step_range)
+{
+	struct stats_rank_row *v;
+	size_t n = stats_ranks_compute(st, step_range, &v);
+	for (size_t i = 0; i < n; i++)
+		stats_table_row(t, v[i].host, (int64_t)v[i].rank, (int64_t)v[i].pid, v[i].gpu,
+		                (int64_t)v[i].steps, (int64_t)v[i].step_p50_ns, (int64_t)v[i].step_p99_ns,
+		                (int64_t)v[i].nccl_ns, (int64_t)v[i].compute_ns, (int64_t)v[i].gpu_idle_ns);
+	free(v);
+}
+
 /* ---- cost: the collector's own cost per process and source ---- */
 
 static const struct column cost_cols[] = {
@@ -630,6 +651,8 @@ struct section {
 	const struct column *cols;
 	size_t col_count;
 	void (*build)(const struct store *st, struct table *t);
+	/* Instead of build, for a section that takes the step range (stats --step-range). */
+	void (*build_steps)(const struct store *st, struct table *t, const char *step_range);
 };
 
 #define COLS(a) a, sizeof a / sizeof a[0]
@@ -650,6 +673,7 @@ static const struct section sections[] = {
     {"osrt", COLS(osrt_cols), section_osrt},
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
+    {"ranks", COLS(rank_cols), NULL, section_ranks},
 };
 
 int stats_format_parse(const char *text, enum stats_format *out)
@@ -696,7 +720,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost";
+	       "hot-inclusive, osrt, counters, cost, ranks";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
@@ -706,6 +730,12 @@ int stats_write(FILE *out, const struct store *st, enum stats_format format)
 
 int stats_write_sections(FILE *out, const struct store *st, enum stats_format format, unsigned mask)
 {
+	return stats_write_sections_steps(out, st, format, mask, NULL);
+}
+
+int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_format format, unsigned mask,
+                               const char *step_range)
+{
 	if (format == STATS_FORMAT_JSON)
 		fputc('{', out);
 	int first = 1;
@@ -713,7 +743,10 @@ int stats_write_sections(FILE *out, const struct store *st, enum stats_format fo
 		if (!(mask & 1u << s))
 			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
-		sections[s].build(st, &t);
+		if (sections[s].build_steps)
+			sections[s].build_steps(st, &t, step_range);
+		else
+			sections[s].build(st, &t);
 		stats_table_write(out, &t, format, first);
 		first = 0;
 		stats_table_fini(&t);

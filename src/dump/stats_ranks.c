@@ -1,0 +1,447 @@
+/*
+ * The "ranks" stats section: per rank, its step times and where they went (NCCL kernels, the rest,
+ * an idle GPU), sorted so the straggler comes first. In synchronous data-parallel training every
+ * rank's step ends together, so the rank the others wait for has the most compute time and the
+ * least NCCL time.
+ */
+#include "cuscope/stats_ranks.h"
+#include "cuscope/store.h"
+#include "cuscope/u64.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct interval {
+	uint64_t start, end;
+};
+
+struct intervals {
+	struct interval *v;
+	size_t n, cap;
+};
+
+static void stats_ranks_push(struct intervals *s, uint64_t start, uint64_t end)
+{
+	if (end <= start)
+		return;
+	xgrow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v);
+	s->v[s->n++] = (struct interval){start, end};
+}
+
+static int stats_ranks_cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorts and merges overlapping intervals (kernels of several streams overlap). */
+static void stats_ranks_merge(struct intervals *s)
+{
+	if (s->n < 2)
+		return;
+	qsort(s->v, s->n, sizeof *s->v, stats_ranks_cmp_interval);
+	size_t w = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->v[i].start <= s->v[w].end) {
+			if (s->v[i].end > s->v[w].end)
+				s->v[w].end = s->v[i].end;
+		} else {
+			s->v[++w] = s->v[i];
+		}
+	}
+	s->n = w + 1;
+}
+
+/* Time covered by both merged, sorted interval sets. */
+static uint64_t stats_ranks_overlap(const struct intervals *a, const struct intervals *b)
+{
+	uint64_t sum = 0;
+	size_t i = 0, j = 0;
+	while (i < a->n && j < b->n) {
+		uint64_t lo = a->v[i].start > b->v[j].start ? a->v[i].start : b->v[j].start;
+		uint64_t hi = a->v[i].end < b->v[j].end ? a->v[i].end : b->v[j].end;
+		if (hi > lo)
+			sum += hi - lo;
+		if (a->v[i].end < b->v[j].end)
+			i++;
+		else
+			j++;
+	}
+	return sum;
+}
+
+/* Processes sorted by (capture, pid), to find a parent. */
+struct proc_key {
+	uint32_t capture;
+	pid_t pid;
+	size_t index;
+};
+
+static int stats_ranks_cmp_key(const void *a, const void *b)
+{
+	const struct proc_key *x = a, *y = b;
+	if (x->capture != y->capture)
+		return x->capture < y->capture ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Store index of the process pid of a capture (its first one when the pid was reused), or SIZE_MAX. */
+static size_t stats_ranks_find(const struct proc_key *keys, size_t n, uint32_t capture, pid_t pid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (keys[mid].capture < capture || (keys[mid].capture == capture && keys[mid].pid < pid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && keys[lo].capture == capture && keys[lo].pid == pid ? keys[lo].index : SIZE_MAX;
+}
+
+/*
+ * A process's candidate main thread: the thread lane that launched the most kernels (joined through
+ * their API calls; *kernels = how many), else the first thread lane with ranges (*kernels = 0);
+ * SIZE_MAX when it has neither.
+ */
+static size_t stats_ranks_main_lane(const struct store *st, size_t p, uint64_t *kernels)
+{
+	struct store_process_info pi;
+	store_process_get(st, p, &pi);
+	size_t first = SIZE_MAX, best = SIZE_MAX;
+	uint64_t best_count = 0;
+	pid_t *tids = NULL;
+	uint64_t *counts = NULL;
+	size_t nt = 0, cap_t = 0, cap_c = 0;
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		struct store_lane_info li;
+		store_lane_get(st, p, l, &li);
+		if (li.kind == STORE_LANE_THREAD && li.row_count && first == SIZE_MAX)
+			first = l;
+		if (li.kind != STORE_LANE_GPU_STREAM || !li.kernels)
+			continue;
+		for (size_t row = 0; row < li.gpu_row_count; row++) {
+			const struct store_gpu_op *ops;
+			size_t n = store_lane_gpu_all(st, p, l, row, &ops);
+			for (size_t i = 0; i < n; i++) {
+				struct store_gpu_launch launch;
+				if (ops[i].kind != WIRE_GPU_KERNEL ||
+				    store_gpu_op_get_launch(st, p, &ops[i], &launch) != 0)
+					continue;
+				size_t k = 0;
+				while (k < nt && tids[k] != launch.tid)
+					k++;
+				if (k == nt) {
+					xgrow((void **)&tids, &cap_t, nt + 1, sizeof *tids);
+					xgrow((void **)&counts, &cap_c, nt + 1, sizeof *counts);
+					tids[nt] = launch.tid;
+					counts[nt++] = 0;
+				}
+				counts[k]++;
+			}
+		}
+	}
+	for (size_t k = 0; k < nt; k++) {
+		size_t lane = store_thread_lane_find(st, p, tids[k]);
+		if (lane != SIZE_MAX &&
+		    (counts[k] > best_count || (counts[k] == best_count && lane < best))) {
+			best = lane;
+			best_count = counts[k];
+		}
+	}
+	free(tids);
+	free(counts);
+	*kernels = best_count;
+	return best != SIZE_MAX ? best : first;
+}
+
+/*
+ * The rank's main thread over its processes (owner[q] == root): the thread that launched the most
+ * kernels, else the first thread with ranges of the rank's own process, else of the first of its
+ * other processes that has one (a launcher shell with the rank, `srun sh -c 'python ...'`, runs no
+ * steps itself). Sets *process; SIZE_MAX when none has one.
+ */
+static size_t stats_ranks_main_thread(const struct store *st, const size_t *owner, size_t np, size_t root,
+                                      size_t *process)
+{
+	size_t best = SIZE_MAX, fallback = SIZE_MAX, fallback_p = root;
+	uint64_t best_kernels = 0;
+	for (size_t k = 0; k <= np; k++) {
+		size_t q = k == 0 ? root : k - 1; /* the root first */
+		if (owner[q] != root || (k > 0 && q == root))
+			continue;
+		uint64_t kernels;
+		size_t lane = stats_ranks_main_lane(st, q, &kernels);
+		if (lane == SIZE_MAX)
+			continue;
+		if (kernels > best_kernels) {
+			best = lane;
+			best_kernels = kernels;
+			*process = q;
+		} else if (fallback == SIZE_MAX) {
+			fallback = lane;
+			fallback_p = q;
+		}
+	}
+	if (best != SIZE_MAX)
+		return best;
+	*process = fallback_p;
+	return fallback;
+}
+
+static int stats_ranks_ignored(const struct store *st, const struct store_range *r)
+{
+	const char *name = store_string(st, r->name_id);
+	return strcmp(store_string(st, r->domain_id), "NCCL") == 0 || strncmp(name, "aten::", 6) == 0 ||
+	       strncmp(name, "autograd::", 10) == 0 || !name[0];
+}
+
+struct name_time {
+	uint32_t name_id;
+	uint64_t ns;
+};
+
+static int stats_ranks_cmp_name(const void *a, const void *b)
+{
+	const struct name_time *x = a, *y = b;
+	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
+}
+
+/*
+ * The default step range of a main thread: see stats_ranks_compute. 0 when it has no candidate.
+ * Sorted by name rather than counted in a list, so a row of many distinct names stays n log n.
+ */
+static uint32_t stats_ranks_pick_step(const struct store *st, size_t p, size_t lane)
+{
+	const struct store_range *r;
+	size_t n = store_lane_row_all(st, p, lane, 0, &r);
+	struct name_time *v = n ? xcalloc(n, sizeof *v) : NULL;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!stats_ranks_ignored(st, &r[i]))
+			v[m++] = (struct name_time){r[i].name_id, r[i].end_ns - r[i].start_ns};
+	if (m)
+		qsort(v, m, sizeof *v, stats_ranks_cmp_name);
+	uint32_t best = 0;
+	uint64_t best_count = 0, best_total = 0;
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		uint64_t total = 0;
+		while (j < m && v[j].name_id == v[i].name_id)
+			total += v[j++].ns;
+		uint64_t count = j - i;
+		if (count > best_count || (count == best_count && total > best_total) ||
+		    (count == best_count && total == best_total &&
+		     strcmp(store_string(st, v[i].name_id), store_string(st, best)) < 0)) {
+			best = v[i].name_id;
+			best_count = count;
+			best_total = total;
+		}
+		i = j;
+	}
+	free(v);
+	return best;
+}
+
+/*
+ * The step ranges of a main thread into steps (sorted, not overlapping): the chosen name on the
+ * shallowest row that has it (an explicit --step-range may name a nested range).
+ */
+static uint32_t stats_ranks_steps(const struct store *st, size_t p, size_t lane, const char *step_range,
+                                  struct intervals *steps)
+{
+	struct store_lane_info li;
+	store_lane_get(st, p, lane, &li);
+	uint32_t name = step_range ? 0 : stats_ranks_pick_step(st, p, lane);
+	if (!step_range && !name)
+		return 0;
+	for (size_t row = 0; row < li.row_count && !steps->n; row++) {
+		const struct store_range *r;
+		size_t n = store_lane_row_all(st, p, lane, row, &r);
+		for (size_t i = 0; i < n; i++) {
+			if (step_range ? strcmp(store_string(st, r[i].name_id), step_range) != 0
+			               : r[i].name_id != name)
+				continue;
+			stats_ranks_push(steps, r[i].start_ns, r[i].end_ns);
+			name = r[i].name_id;
+		}
+	}
+	return steps->n ? name : 0;
+}
+
+/* A GPU's name for the table: its UUID, or "GPU<ordinal>" when the process did not describe it. */
+static void stats_ranks_gpu_text(const struct store *st, size_t p, uint32_t device, char *buf, size_t size)
+{
+	struct store_gpu_device_info di;
+	if (store_gpu_device_find(st, p, device, &di) == 0 && di.uuid[0])
+		snprintf(buf, size, "%s", di.uuid);
+	else
+		snprintf(buf, size, "GPU%u", device);
+}
+
+static int stats_ranks_is_nccl(const struct store *st, uint32_t name_id)
+{
+	return strncmp(store_short_name(st, name_id), "nccl", 4) == 0;
+}
+
+/* Kernels of process p into all (those on the GPU named gpu) and nccl (its NCCL kernels, when not NULL). */
+static void stats_ranks_kernels(const struct store *st, size_t p, const char *gpu, struct intervals *all,
+                                struct intervals *nccl)
+{
+	struct store_process_info pi;
+	store_process_get(st, p, &pi);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		struct store_lane_info li;
+		store_lane_get(st, p, l, &li);
+		if (li.kind != STORE_LANE_GPU_STREAM || !li.kernels)
+			continue;
+		char text[48];
+		stats_ranks_gpu_text(st, p, li.device, text, sizeof text);
+		int on_gpu = gpu && gpu[0] && strcmp(text, gpu) == 0;
+		if (!on_gpu && !nccl)
+			continue;
+		for (size_t row = 0; row < li.gpu_row_count; row++) {
+			const struct store_gpu_op *ops;
+			size_t n = store_lane_gpu_all(st, p, l, row, &ops);
+			for (size_t i = 0; i < n; i++) {
+				if (ops[i].kind != WIRE_GPU_KERNEL)
+					continue;
+				if (on_gpu)
+					stats_ranks_push(all, ops[i].start_ns, ops[i].end_ns);
+				if (nccl && stats_ranks_is_nccl(st, ops[i].name_id))
+					stats_ranks_push(nccl, ops[i].start_ns, ops[i].end_ns);
+			}
+		}
+	}
+}
+
+/* The GPU the processes of one rank (owner[q] == root) ran the most kernels on, "" when none. */
+static void stats_ranks_pick_gpu(const struct store *st, const size_t *owner, size_t np, size_t root,
+                                 char *gpu, size_t size)
+{
+	uint64_t best = 0;
+	gpu[0] = '\0';
+	for (size_t q = 0; q < np; q++) {
+		if (owner[q] != root)
+			continue;
+		struct store_process_info pi;
+		store_process_get(st, q, &pi);
+		for (size_t l = 0; l < pi.lane_count; l++) {
+			struct store_lane_info li;
+			store_lane_get(st, q, l, &li);
+			if (li.kind != STORE_LANE_GPU_STREAM || li.kernels <= best)
+				continue;
+			best = li.kernels;
+			stats_ranks_gpu_text(st, q, li.device, gpu, size);
+		}
+	}
+}
+
+static int stats_ranks_cmp_row(const void *a, const void *b)
+{
+	const struct stats_rank_row *x = a, *y = b;
+	if (x->compute_ns != y->compute_ns)
+		return x->compute_ns > y->compute_ns ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->capture != y->capture)
+		return x->capture < y->capture ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t stats_ranks_compute(const struct store *st, const char *step_range, struct stats_rank_row **out)
+{
+	size_t np = store_process_count(st);
+	*out = NULL;
+	if (!np)
+		return 0;
+	struct store_process_info *info = xcalloc(np, sizeof *info);
+	struct proc_key *keys = xcalloc(np, sizeof *keys);
+	size_t *owner = xcalloc(np, sizeof *owner);
+	for (size_t p = 0; p < np; p++) {
+		store_process_get(st, p, &info[p]);
+		keys[p] = (struct proc_key){info[p].capture, info[p].pid, p};
+	}
+	qsort(keys, np, sizeof *keys, stats_ranks_cmp_key);
+	/*
+	 * A process whose parent has the same rank (a DataLoader or compile worker, an exec'd child)
+	 * belongs to the parent's rank: walk up to the first process whose parent has another rank. The
+	 * walk is bounded by the process count, so a cycle of reused pids cannot loop.
+	 */
+	size_t rows = 0;
+	for (size_t p = 0; p < np; p++) {
+		owner[p] = SIZE_MAX;
+		if (info[p].rank < 0)
+			continue;
+		size_t q = p;
+		for (size_t hops = 0; hops < np; hops++) {
+			size_t parent = stats_ranks_find(keys, np, info[q].capture, info[q].ppid);
+			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank)
+				break;
+			q = parent;
+		}
+		owner[p] = q;
+		rows += q == p;
+	}
+	struct stats_rank_row *v = rows ? xcalloc(rows, sizeof *v) : NULL;
+	size_t n = 0;
+	for (size_t p = 0; p < np && rows; p++) {
+		if (owner[p] != p)
+			continue;
+		struct stats_rank_row *row = &v[n++];
+		row->host = info[p].host;
+		row->rank = info[p].rank;
+		row->pid = info[p].pid;
+		row->capture = info[p].capture;
+		row->process = p;
+		stats_ranks_pick_gpu(st, owner, np, p, row->gpu, sizeof row->gpu);
+
+		struct intervals steps = {0}, all = {0}, nccl = {0};
+		size_t mp = p;
+		size_t lane = stats_ranks_main_thread(st, owner, np, p, &mp);
+		if (lane != SIZE_MAX)
+			row->step_name = stats_ranks_steps(st, mp, lane, step_range, &steps);
+		row->steps = steps.n;
+		if (steps.n) {
+			uint64_t *d = xcalloc(steps.n, sizeof *d);
+			for (size_t i = 0; i < steps.n; i++) {
+				d[i] = steps.v[i].end - steps.v[i].start;
+				row->step_total_ns += d[i];
+			}
+			u64_sort(d, steps.n);
+			row->step_p50_ns = u64_percentile(d, steps.n, 0.50);
+			row->step_p99_ns = u64_percentile(d, steps.n, 0.99);
+			free(d);
+			stats_ranks_merge(&steps);
+			/* The rank's own kernels (its NCCL time), and every kernel on its GPU (idle time). */
+			for (size_t q = 0; q < np; q++) {
+				int mine = owner[q] == p;
+				int same_gpu = info[q].capture == info[p].capture && row->gpu[0] &&
+				               strncmp(row->gpu, "GPU-", 4) == 0;
+				if (mine || same_gpu)
+					stats_ranks_kernels(st, q, row->gpu, &all, mine ? &nccl : NULL);
+			}
+			stats_ranks_merge(&all);
+			stats_ranks_merge(&nccl);
+			row->nccl_ns = stats_ranks_overlap(&nccl, &steps);
+			row->compute_ns = row->step_total_ns - row->nccl_ns;
+			if (row->gpu[0])
+				row->gpu_idle_ns = row->step_total_ns - stats_ranks_overlap(&all, &steps);
+		}
+		free(steps.v);
+		free(all.v);
+		free(nccl.v);
+	}
+	if (n)
+		qsort(v, n, sizeof *v, stats_ranks_cmp_row);
+	free(info);
+	free(keys);
+	free(owner);
+	*out = v;
+	return n;
+}
