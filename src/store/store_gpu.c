@@ -225,13 +225,24 @@ static size_t corr_hash(uint32_t corr)
 /* The slot of corr in t: its entry, else the first empty slot of its probe window, else (a run of
  * colliding ids) the window's first slot, whose older call is forgotten. Entries are never
  * removed, so a window never loses an entry to a later empty slot. */
+struct corr_probe {
+	const struct corr_table *t;
+	uint32_t corr;
+};
+
+static enum hashmap_look corr_probe_look(const void *ctx, size_t slot)
+{
+	const struct corr_probe *p = ctx;
+	uint32_t id = p->t->v[slot].correlation_id;
+	return id == p->corr ? HASHMAP_MATCH : id ? HASHMAP_OTHER : HASHMAP_EMPTY;
+}
+
 static struct corr_entry *corr_table_slot(const struct corr_table *t, uint32_t corr)
 {
-	size_t mask = t->cap - 1, first = corr_hash(corr) & mask;
-	for (size_t n = 0, i = first; n < CORR_PROBE_MAX && n <= mask; n++, i = (i + 1) & mask)
-		if (t->v[i].correlation_id == corr || !t->v[i].correlation_id)
-			return &t->v[i];
-	return &t->v[first];
+	struct corr_probe p = {t, corr};
+	int matched;
+	size_t slot = hashmap_probe(t->cap, corr_hash(corr), CORR_PROBE_MAX, corr_probe_look, &p, &matched);
+	return &t->v[slot != SIZE_MAX ? slot : corr_hash(corr) & (t->cap - 1)];
 }
 
 static struct corr_entry *corr_table_find(const struct corr_table *t, uint32_t corr)
