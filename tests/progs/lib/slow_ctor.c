@@ -1,7 +1,8 @@
 /*
  * Test library (fork_loader_lock): its constructor runs inside dlopen, which holds the dynamic
  * loader's lock meanwhile; it creates $SLOW_CTOR_FLAG (so the loader knows it is inside) and spins
- * for $SLOW_CTOR_MS (default 1500) without calling anything a collector wraps.
+ * for $SLOW_CTOR_MS (default 1500) without calling anything a collector wraps. The flag is created
+ * new (O_EXCL, O_NOFOLLOW): a name planted in /tmp by another user is never written through.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ __attribute__((constructor)) static void slow_ctor(void)
 	long ms = ms_text ? atol(ms_text) : 1500;
 	if (flag) {
 		/* The raw system calls: a collector's open/close wrappers are not in the way. */
-		long fd = syscall(SYS_openat, AT_FDCWD, flag, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		long fd = syscall(SYS_openat, AT_FDCWD, flag, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			syscall(SYS_close, fd);
 	}
