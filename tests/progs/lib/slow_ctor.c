@@ -17,7 +17,8 @@ __attribute__((constructor)) static void slow_ctor(void)
 	long ms = ms_text ? atol(ms_text) : 1500;
 	if (flag) {
 		/* The raw system calls: a collector's open/close wrappers are not in the way. */
-		long fd = syscall(SYS_openat, AT_FDCWD, flag, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		long fd = syscall(SYS_openat, AT_FDCWD, flag,
+		                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			syscall(SYS_close, fd);
 	}
