@@ -51,11 +51,45 @@ static struct {
 	int buffers_zeroed_by_us;      /* CUPTI takes our buffers as zeroed (see cupti_start) */
 	_Atomic int detach_requested;  /* finalize at the next API exit (cuptiFinalize's rule) */
 	_Atomic uint64_t flush_cpu_ns; /* CPU time of flush threads so far (the GPU cost entry) */
+	int native_clock;              /* records carry CUPTI's own clock, converted at decoding */
+	uint64_t native_minus_mono;    /* CUPTI's clock - CLOCK_MONOTONIC, taken at each drain */
 } cu;
 
 static uint64_t CUPTIAPI cupti_timestamp(void)
 {
 	return clock_mono_ns();
+}
+
+/*
+ * CUPTI's own clock is CLOCK_REALTIME ns (DESIGN.md). A timestamp callback would put every record
+ * in CLOCK_MONOTONIC, but CUPTI calls it on the program's thread for each start and end of each
+ * record (an indirect call and a clock read each, measured ~16 points of the launch loop's cost on
+ * the GPU host). So records keep CUPTI's clock and are moved to MONOTONIC here, on our thread, by
+ * the difference of the two clocks taken before each drain. The two run at one rate (NTP slews
+ * both), so the difference only changes when the wall clock is stepped; records written before a
+ * step and drained after it are off by the step.
+ */
+static void cupti_clock_sample(void)
+{
+	if (!cu.native_clock)
+		return;
+	uint64_t best_gap = UINT64_MAX;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		uint64_t native = 0;
+		uint64_t before = clock_mono_ns();
+		int ok = cu.fn.get_timestamp(&native) == CUPTI_SUCCESS;
+		uint64_t after = clock_mono_ns();
+		if (ok && after - before < best_gap) {
+			best_gap = after - before;
+			cu.native_minus_mono = native - (before + (after - before) / 2);
+		}
+	}
+}
+
+/* A record's timestamp in CLOCK_MONOTONIC ns; 0 (not known) stays 0. */
+static uint64_t cupti_mono(uint64_t t)
+{
+	return t && cu.native_clock ? t - cu.native_minus_mono : t;
 }
 
 /* Buffer bookkeeping lives in a header in front of the data so completion can find it. */
@@ -255,6 +289,7 @@ static int cupti_resolve(char *why, size_t why_size)
 	    {(void **)&cu.fn.enable_driver_api, "cuptiActivityEnableDriverApi", 1},
 	    {(void **)&cu.fn.register_callbacks, "cuptiActivityRegisterCallbacks", 0},
 	    {(void **)&cu.fn.register_timestamp, "cuptiActivityRegisterTimestampCallback", 1},
+	    {(void **)&cu.fn.get_timestamp, "cuptiGetTimestamp", 1},
 	    {(void **)&cu.fn.flush_all, "cuptiActivityFlushAll", 0},
 	    {(void **)&cu.fn.next_record, "cuptiActivityGetNextRecord", 0},
 	    {(void **)&cu.fn.dropped_records, "cuptiActivityGetNumDroppedRecords", 0},
@@ -381,8 +416,12 @@ int cupti_start(void)
 	/* API records must name OS thread ids (gettid), like every other lane, not pthread_t values. */
 	if (cu.fn.set_thread_id_type && !getenv("CUSCOPE_CUPTI_PTHREAD_IDS"))
 		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC. */
-	if (cu.fn.register_timestamp && !getenv("CUSCOPE_CUPTI_NATIVE_CLOCK"))
+	/* One clock for every source: CUPTI timestamps become CLOCK_MONOTONIC, converted as records
+	 * are decoded (cupti_clock_sample), or where libcupti cannot tell its clock, by a timestamp
+	 * callback. CUSCOPE_CUPTI_MONO_CLOCK=1 asks for the callback (a benchmark knob). */
+	cu.native_clock = cu.fn.get_timestamp && !getenv("CUSCOPE_CUPTI_MONO_CLOCK");
+	cupti_clock_sample();
+	if (!cu.native_clock && cu.fn.register_timestamp)
 		cu.fn.register_timestamp(cupti_timestamp);
 	/* Otherwise CUPTI zeroes each buffer we hand it on the program's thread that asked for it:
 	 * 4 MiB every flush period on every thread that launches. Ours come zeroed instead: fresh
@@ -535,8 +574,8 @@ static void cupti_decode(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const void *)record;
 		ev.kind = WIRE_GPU_KERNEL;
-		ev.start_ns = k->start;
-		ev.end_ns = k->end;
+		ev.start_ns = cupti_mono(k->start);
+		ev.end_ns = cupti_mono(k->end);
 		ev.correlation_id = k->correlationId;
 		ev.name_id = k->name ? sender_intern(k->name, strlen(k->name)) : 0;
 		ev.device = k->deviceId;
@@ -558,8 +597,8 @@ static void cupti_decode(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		const CUpti_ActivityMemcpy6 *m = (const void *)record;
 		ev.kind = WIRE_GPU_MEMCPY;
-		ev.start_ns = m->start;
-		ev.end_ns = m->end;
+		ev.start_ns = cupti_mono(m->start);
+		ev.end_ns = cupti_mono(m->end);
 		ev.bytes = m->bytes;
 		ev.correlation_id = m->correlationId;
 		ev.device = m->deviceId;
@@ -575,8 +614,8 @@ static void cupti_decode(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = (const void *)record;
 		ev.kind = WIRE_GPU_MEMSET;
-		ev.start_ns = m->start;
-		ev.end_ns = m->end;
+		ev.start_ns = cupti_mono(m->start);
+		ev.end_ns = cupti_mono(m->end);
 		ev.bytes = m->bytes;
 		ev.correlation_id = m->correlationId;
 		ev.device = m->deviceId;
@@ -590,8 +629,8 @@ static void cupti_decode(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
 		const CUpti_ActivitySynchronization2 *s = (const void *)record;
 		ev.kind = WIRE_GPU_SYNC;
-		ev.start_ns = s->start;
-		ev.end_ns = s->end;
+		ev.start_ns = cupti_mono(s->start);
+		ev.end_ns = cupti_mono(s->end);
 		ev.correlation_id = s->correlationId;
 		ev.context = s->contextId;
 		ev.stream = s->streamId;
@@ -603,8 +642,8 @@ static void cupti_decode(const CUpti_Activity *record)
 		const CUpti_ActivityAPI *a = (const void *)record;
 		int runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
 		ev.kind = runtime ? WIRE_GPU_API_RUNTIME : WIRE_GPU_API_DRIVER;
-		ev.start_ns = a->start;
-		ev.end_ns = a->end;
+		ev.start_ns = cupti_mono(a->start);
+		ev.end_ns = cupti_mono(a->end);
 		ev.correlation_id = a->correlationId;
 		ev.tid = a->threadId;
 		ev.subkind = (uint16_t)a->cbid;
@@ -635,8 +674,8 @@ static void cupti_decode(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
 		const CUpti_ActivityOverhead3 *o = (const void *)record;
 		ev.kind = WIRE_GPU_OVERHEAD;
-		ev.start_ns = o->start;
-		ev.end_ns = o->end;
+		ev.start_ns = cupti_mono(o->start);
+		ev.end_ns = cupti_mono(o->end);
 		ev.correlation_id = o->correlationId;
 		ev.subkind = (uint16_t)o->overheadKind;
 		if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
@@ -677,6 +716,8 @@ size_t cupti_drain(void)
 		list = next;
 	}
 	size_t records = 0;
+	if (fifo)
+		cupti_clock_sample();
 	while (fifo) {
 		struct cupti_buffer *b = fifo;
 		fifo = b->next;

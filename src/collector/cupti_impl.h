@@ -23,6 +23,7 @@ struct cupti_fns {
 	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
 	                                  CUpti_BuffersCallbackCompleteFunc);
 	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+	CUptiResult (*get_timestamp)(uint64_t *);
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*dropped_records)(CUcontext, uint32_t, size_t *);

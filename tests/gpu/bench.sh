@@ -14,7 +14,7 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-clk: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# cu-f100, cu-mono: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # (--torch's cost: cu-torch = the defaults with --torch, nsys-torch = nsys --pytorch=autograd-nvtx),
@@ -135,7 +135,7 @@ run_one()
 	cu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
-	cu-clk) pre=(env CUSCOPE_CUPTI_NATIVE_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-mono) pre=(env CUSCOPE_CUPTI_MONO_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
 	cu-torch) pre=("${rec[@]}" --torch --) ;;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CK(x)                                                                                     \
@@ -63,6 +64,9 @@ int main(void)
 	int dev = 0;
 
 	CK(cudaSetDevice(dev));
+	// The span of the work on CLOCK_MONOTONIC, for the clock check (tests/gpu/clock_check.py).
+	struct timespec span_start, span_end;
+	clock_gettime(CLOCK_MONOTONIC, &span_start);
 	CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
 	CK(cudaEventCreate(&ev));
@@ -115,6 +119,9 @@ int main(void)
 	for (int i = 1; i < N_DEVICE_SYNC; i++)
 		CK(cudaDeviceSynchronize()); // device syncs 2..N
 
+	clock_gettime(CLOCK_MONOTONIC, &span_end);
+	printf("SPAN_NS %lld %lld\n", span_start.tv_sec * 1000000000ll + span_start.tv_nsec,
+	       span_end.tv_sec * 1000000000ll + span_end.tv_nsec);
 	printf("pid %d\n", (int)getpid());
 	printf("TRUTH {\"device\": %d,"
 	       " \"kernels\": {\"kernelA\": %d, \"cs_test::kernelB\": %d},"

@@ -224,6 +224,28 @@ check_counts()
 	verdict counts counts "$T/counts.json" "$T/counts.out"
 }
 
+# CUPTI's records on the collector's clock: cuda_counts' calls and operations lie within the span
+# the program measured on CLOCK_MONOTONIC, and none starts before its launching call
+# (tests/gpu/clock_check.py). Reuses the counts capture when that check ran.
+check_clock()
+{
+	local rc=0 name=counts
+	if [ ! -f "$T/counts.cap" ]; then
+		need_bin clock cuda_counts || return
+		name=clock
+		rec clock 60 "$G/cuda_counts"
+		record_ok clock || return
+	fi
+	timeout -k 5 120 "$CUSCOPE" export -o "$T/clock.trace.json" "$T/$name.cap" 2>"$T/clock.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result clock FAIL "cuscope export of the capture exited $rc: $(tail_of "$T/clock.export.err")"
+		return
+	fi
+	local CHECK="$PY $ROOT/tests/gpu/clock_check.py"
+	verdict clock "$T/clock.trace.json" "$T/$name.out"
+	rm -f "$T/clock.trace.json"
+}
+
 check_graph()
 {
 	need_bin graph cuda_graph || return
@@ -661,7 +683,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
+	for c in doctor counts clock graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

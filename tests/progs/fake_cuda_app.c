@@ -87,6 +87,9 @@ int main(int argc, char **argv)
 	/* The main thread's cost of a launch with its cheap calls (what tracing adds shows here). */
 	long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
 	printf("main_ns_per_launch %lld\n", launches ? ns / launches : 0);
+	/* Where the main thread's first launches lie on CLOCK_MONOTONIC, for the clock checks. */
+	printf("main_span_ns %lld %lld\n", t0.tv_sec * 1000000000ll + t0.tv_nsec,
+	       t1.tv_sec * 1000000000ll + t1.tv_nsec);
 
 	struct worker workers[64];
 	if (concurrent && threads)

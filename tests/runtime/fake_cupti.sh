@@ -40,12 +40,15 @@ fc_record()
 # made LAUNCHES cudaLaunchKernel calls, one cudaMemcpyAsync and one cudaStreamSynchronize, all
 # recorded on its own lane and nothing else (no cudaGetDevice); every kernel and copy is linked by a
 # flow to the call that launched it, on the thread that made it; the stand-in dropped nothing, got
-# zeroed buffers, system thread ids and our clock; no event lost in the capture.
+# zeroed buffers and system thread ids; the records' CUPTI clock (CLOCK_REALTIME in the stand-in,
+# as in libcupti) was moved to CLOCK_MONOTONIC: the main thread's first LAUNCHES calls and their
+# ops lie within the span it printed (with FC_WANT_TIMESTAMP_CALLBACK=1, CUSCOPE_CUPTI_MONO_CLOCK's
+# path: our timestamp callback was registered instead); no event lost in the capture.
 fc_check()
 {
 	local name=$1 launches=$2 min_worker=${3:-0}
 	"$PYTHON" - "$T/$name.json" "$T/$name.out" "$T/$name.stats.json" "$launches" "$min_worker" \
-		<<'PY' >"$T/$name.check" 2>&1 || fail "$name: $(tail -n 1 "$T/$name.check")"
+		"${FC_WANT_TIMESTAMP_CALLBACK:-0}" <<'PY' >"$T/$name.check" 2>&1 || fail "$name: $(tail -n 1 "$T/$name.check")"
 import collections, json, sys
 
 def fail(msg):
@@ -55,19 +58,22 @@ def fail(msg):
 trace = json.load(open(sys.argv[1]))["traceEvents"]
 out = open(sys.argv[2]).read().splitlines()
 stats = json.load(open(sys.argv[3]))
-launches, min_worker = int(sys.argv[4]), int(sys.argv[5])
+launches, min_worker, want_callback = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 
 tids = {}
 report = None
+span = None
 for line in out:
     f = line.split()
     if len(f) == 3 and f[0] == "tid":
         tids[f[1]] = int(f[2])
+    elif len(f) == 3 and f[0] == "main_span_ns":
+        span = (int(f[1]), int(f[2]))
     elif f and f[0] == "fake_cupti":
         report = dict(zip(f[1::2], map(int, f[2::2])))
 if not tids or report is None:
     fail("program output lacks tid lines or the report: %r" % out[:5])
-for key, want in (("dropped", 0), ("dirty_bytes", 0), ("zeroed", 1), ("system_tids", 1), ("timestamp", 1)):
+for key, want in (("dropped", 0), ("dirty_bytes", 0), ("zeroed", 1), ("system_tids", 1), ("timestamp", want_callback)):
     if report.get(key) != want:
         fail("stand-in libcupti: %s = %r, want %r (%r)" % (key, report.get(key), want, report))
 if report["worker_buffers"] < min_worker:
@@ -125,6 +131,23 @@ for s in starts:
     f = fin_by_id.get(s["id"])
     if f is None or f["tid"] != op["tid"] or abs(f["ts"] - op["ts"]) > 0.002:
         fail("flow %d does not end at its op: %r vs %r" % (corr, f, op))
+
+# One clock: the main thread's first LAUNCHES launches and their kernels, in CLOCK_MONOTONIC ns,
+# lie within the span the program measured around them (the stand-in's kernels run at most a few
+# ms behind their calls); a record left in CUPTI's wall clock would be ~56 years off.
+if span is None:
+    fail("program output lacks main_span_ns")
+base = json.load(open(sys.argv[1]))["otherData"]["time_base_ns"]
+slack = 50000
+def mono(e):
+    return base + round(e["ts"] * 1000)
+main_tid = tids["main"]
+main_launches = sorted(mono(e) for e in api if e["tid"] == main_tid and e["name"].startswith("cudaLaunch"))[:launches]
+if len(main_launches) < launches or main_launches[0] < span[0] - slack or main_launches[-1] > span[1] + slack:
+    fail("main's launches at %r..%r ns, outside the span %r it measured" % (main_launches[:1], main_launches[-1:], span))
+main_kernels = sorted(mono(e) for e in ops if e["name"] == "fake_kernel_main")[:launches]
+if main_kernels[0] < span[0] - slack or main_kernels[-1] > span[1] + 20000000:
+    fail("main's kernels at %r..%r ns, outside the span %r" % (main_kernels[0], main_kernels[-1], span))
 
 # Losses of events (a sample the sampler skipped on a busy machine is not one).
 for r in stats.get("losses", []):

@@ -7,7 +7,8 @@
 # clock to ticks inside it: recorded by callback, that call was once dropped (as ring_full). The
 # program's first call, cudaFree(0), injects the collector while under way (as the CUDA driver
 # does): its exit callback comes without an entry, and it was once recorded as starting at boot.
-# Then the same program armed (run --detached) and attached twice for a second while it launches:
+# Records carry CUPTI's clock, moved to CLOCK_MONOTONIC as they are decoded; once more with the
+# timestamp callback instead (CUSCOPE_CUPTI_MONO_CLOCK=1). Then the same program armed (run --detached) and attached twice for a second while it launches:
 # the late start, the detach (CUPTI finalized at the next call's exit) and a new start.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -20,4 +21,6 @@ for mode in callback activity; do
 	fc_check "$mode" 3000
 	fc_attach "$mode" "$mode-attach"
 done
+CUSCOPE_CUPTI_MONO_CLOCK=1 fc_record activity mono-clock 3000 8 0
+FC_WANT_TIMESTAMP_CALLBACK=1 fc_check mono-clock 3000
 exit 0

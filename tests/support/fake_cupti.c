@@ -248,6 +248,14 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCa
 	return CUPTI_SUCCESS;
 }
 
+FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp)
+{
+	if (!timestamp)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*timestamp = fake_now();
+	return CUPTI_SUCCESS;
+}
+
 FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
 {
 	fc.system_tids = type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM;
