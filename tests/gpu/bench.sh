@@ -15,6 +15,8 @@
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
 # cu-f100, cu-mono: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
+# CUSCOPE_POST, e.g. the commits before and after a redesign, side by side in one run),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # (--torch's cost: cu-torch = the defaults with --torch, nsys-torch = nsys --pytorch=autograd-nvtx),
@@ -65,6 +67,8 @@ for c in "${CONFIGS[@]}"; do
 	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	none) cfgs+=(none) ;;
 	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
+	cu-pre) if [ -x "${CUSCOPE_PRE:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_PRE (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
+	cu-post) if [ -x "${CUSCOPE_POST:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_POST (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
 	cu-*) if [ -x "$CUSCOPE" ]; then cfgs+=("$c"); else echo "$c: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	*) echo "unknown config $c ignored" | tee -a "$T/notes" ;;
 	esac
@@ -138,6 +142,8 @@ run_one()
 	cu-mono) pre=(env CUSCOPE_CUPTI_MONO_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
+	cu-pre) pre=("$CUSCOPE_PRE" record -o "$T/b.cuscope" --) ;;
+	cu-post) pre=("$CUSCOPE_POST" record -o "$T/b.cuscope" --) ;;
 	cu-torch) pre=("${rec[@]}" --torch --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
 	nsys-torch) pre=("$NSYS" profile "--trace=cuda,nvtx" --pytorch=autograd-nvtx -o "$T/nsys-out" --force-overwrite true) ;;
