@@ -399,19 +399,28 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		row->pid = info[p].pid;
 		row->capture = info[p].capture;
 		row->process = p;
+		row->main_process = p;
+		row->main_lane = SIZE_MAX;
 		stats_ranks_pick_gpu(st, owner, np, p, row->gpu, sizeof row->gpu);
 
 		struct intervals steps = {0}, all = {0}, nccl = {0};
 		size_t mp = p;
 		size_t lane = stats_ranks_main_thread(st, owner, np, p, &mp);
-		if (lane != SIZE_MAX)
+		if (lane != SIZE_MAX) {
 			row->step_name = stats_ranks_steps(st, mp, lane, step_range, &steps);
+			row->main_process = mp;
+			row->main_lane = lane;
+		}
 		row->steps = steps.n;
 		if (steps.n) {
 			uint64_t *d = xcalloc(steps.n, sizeof *d);
 			for (size_t i = 0; i < steps.n; i++) {
 				d[i] = steps.v[i].end - steps.v[i].start;
 				row->step_total_ns += d[i];
+				if (d[i] > row->slow_end_ns - row->slow_start_ns) {
+					row->slow_start_ns = steps.v[i].start;
+					row->slow_end_ns = steps.v[i].end;
+				}
 			}
 			u64_sort(d, steps.n);
 			row->step_p50_ns = u64_percentile(d, steps.n, 0.50);
