@@ -27,8 +27,8 @@ void ui_draw_ranks(struct ui *ui, int y0, int h)
 	rankspane_header(rp, line, sizeof line);
 	int x = ui_put(ui, y0, 0, COLS, ha | A_BOLD, line);
 	ui_put(ui, y0, x, COLS - x, ha,
-	       ui->ranks.focus ? "   Ranks by compute time (Enter: slowest step, Tab: next, R hides)"
-	                       : "   Ranks by compute time (Tab: focus, R hides)");
+	       ui->ranks.focus ? "   Ranks by compute time (Enter: go, R: hide)"
+	                       : "   Ranks by compute time (Tab: focus)");
 	if (rows < 1)
 		return;
 	if (!rp->count) {
