@@ -59,7 +59,11 @@ tm_wait 'rank 1: slowest step 4[0-9.]+ms' 5 "Enter says which step it went to"
 first_lane | grep -qE "^rank 1 +rank_steps $pid1 " || fail "Enter: rank 1 ($pid1) is not on the first lane line: $(tm_screen | oneline)"
 axis1=$(tm_screen | sed -n 2p)
 [ "$axis1" != "$axis0" ] || fail "Enter did not move the time window: $axis1"
-echo "$axis1" | grep -qE '(^| )[0-9]+ +ms *$|ms$' || fail "Enter: the window is not around a ~40 ms step: $axis1"
+# The window: the slowest step and an eighth of it either side (1.25 x its length).
+d=$(tm_screen | sed -nE 's/.*rank 1: slowest step ([0-9.]+)ms.*/\1/p' | head -n 1)
+w=$(tm_screen | sed -n 1p | sed -nE 's/.*window ([0-9.]+)ms.*/\1/p')
+awk -v d="$d" -v w="$w" 'BEGIN { e = w - 1.25 * d; exit !(d > 0 && e < 0.3 && e > -0.3) }' ||
+	fail "Enter: window ${w}ms, want 1.25 x the ${d}ms step: $(tm_screen | sed -n 1p)"
 
 # Down + Enter: the next rank; Up + Enter: rank 1 again.
 tm_keys Down Enter
