@@ -4,7 +4,7 @@
  * "step" range with a nested "forward" and "backward", 20 kernels with their cudaLaunchKernel calls
  * and one NCCL all-reduce kernel. Prints the events held and the time of REPEAT recomputations
  * (min and median), plus the straggler found (rank RANKS-1 has longer compute kernels).
- *   ranks_bench [EVENTS=2000000] [RANKS=8] [REPEAT=5]
+ *   make build/tests/bench/ranks_bench && build/tests/bench/ranks_bench [EVENTS=2000000] [RANKS=8] [REPEAT=5]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
 
-#define US 1000ull
+#define US      1000ull
 #define KERNELS 20 /* compute kernels per step */
 /* Events per step: 3 ranges (6), KERNELS kernels with their API calls, one NCCL kernel + call. */
 #define STEP_EVENTS (6 + 2 * KERNELS + 2)
@@ -60,9 +60,14 @@ static void process(struct store *st, int source, int pid, int32_t rank)
 	memcpy(buf, &h, sizeof h);
 	memcpy(buf + sizeof h, "prog\0", 5);
 	feed(st, source, WIRE_FRAME_HELLO, buf, sizeof h + 5);
-	static const char *const names[S_COUNT] = {
-	    NULL,          "step", "forward", "backward", "gemm_kernel",
-	    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", "cudaLaunchKernel", "NVIDIA H200"};
+	static const char *const names[S_COUNT] = {NULL,
+	                                           "step",
+	                                           "forward",
+	                                           "backward",
+	                                           "gemm_kernel",
+	                                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+	                                           "cudaLaunchKernel",
+	                                           "NVIDIA H200"};
 	for (uint32_t id = 1; id < S_COUNT; id++)
 		string(st, source, id, names[id]);
 	struct wire_gpu_device d;
