@@ -99,7 +99,7 @@ static int ui_key_updown(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	long d = key == KEY_UP ? -1 : 1;
-	if (ui->ranks.focus && ui->ranks.shown) {
+	if (ui->ranks.focus && ui->panes.ranks_h > 1) {
 		int h = ui->panes.ranks_h - 1;
 		rankspane_select(&ui->ranks.model, d, h > 0 ? (size_t)h : 1);
 		return UI_ACTION_NONE;
@@ -161,7 +161,7 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 		ui->overlay = UI_OVERLAY_NONE;
 		return UI_ACTION_NONE;
 	}
-	if (ui->ranks.focus && ui->ranks.shown) {
+	if (ui->ranks.focus && ui->panes.ranks_h > 1) {
 		ui_ranks_jump(ui);
 		return UI_ACTION_NONE;
 	}
@@ -463,6 +463,14 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 			size_t i = ui->lanes.layout.top + (size_t)cell.line;
 			if (i < ui->lanes.layout.count)
 				ui->lanes.layout.selected = i;
+		}
+		/* A click on a rank's row selects it and gives the pane the focus (Enter jumps). */
+		if (cell.area == PANES_RANKS && cell.line > 0 &&
+		    ui->ranks.model.top + (size_t)(cell.line - 1) < ui->ranks.model.count) {
+			ui->ranks.model.sel = ui->ranks.model.top + (size_t)(cell.line - 1);
+			ui->ranks.focus = 1;
+			ui->nvtx.focus = 0;
+			return UI_ACTION_NONE;
 		}
 		if (col >= 0 && col < ui->view.vp.cols)
 			ui->view.cursor_col = col;

@@ -3,7 +3,7 @@
 # (rank_steps 40 vs 10, as in t227). The help lists R; R shows the pane with rank 1 first and marked
 # as the straggler; Enter on it puts rank 1's process header on the first lane line and the window
 # on its slowest step (about 40 ms wide, not the whole capture); Down + Enter goes to the next rank,
-# Up + Enter back; Tab moves the focus off and back; R hides the pane; a capture without ranks says
+# Up + Enter back; Tab moves the focus off and back; a click picks a row; R hides the pane; a capture without ranks says
 # so in one line. The jumps run on a 16-line terminal, so that the lanes do not all fit: a header
 # goes on top only where the rows below it fill the lanes (rank 1's own process may be the last).
 # shellcheck source=tests/lib.sh
@@ -38,7 +38,7 @@ tm_screen >"$T/pane.txt"
 head=$(grep -nE 'rank +pid +steps +step p50 +step p99 +NCCL +compute +GPU idle' "$T/pane.txt" | cut -d: -f1)
 [ -n "$head" ] || fail "no ranks heading: $(tail -n 8 "$T/pane.txt" | oneline)"
 rows=$(sed -n "$((head + 1)),$((head + 3))p" "$T/pane.txt")
-echo "$rows" | sed -n 1p | grep -qE '^ +1 +[0-9]+ +4 +4[0-9.]+ms +[0-9.]+ms +- +1[67][0-9.]+ms +- +< straggler' ||
+echo "$rows" | sed -n 1p | grep -qE '^ +1 +[0-9]+ +4 +4[0-9.]+ms +[0-9.]+ms +- +(1[6-9][0-9]|2[0-9][0-9])ms +- +< straggler' ||
 	fail "want rank 1 (4 steps of ~40 ms, ~160 ms compute) first, marked: $(echo "$rows" | oneline)"
 [ "$(echo "$rows" | sed -n 2,3p | grep -cE '^ +[02] +[0-9]+ +4 +[0-9.]+ms')" = 2 ] ||
 	fail "want ranks 0 and 2 after rank 1: $(echo "$rows" | oneline)"
@@ -55,7 +55,7 @@ axis0=$(tm_screen | sed -n 2p)
 
 # Enter: rank 1's lanes on top, its slowest step in view.
 tm_keys Enter
-tm_wait 'rank 1: slowest step 4[0-9.]+ms' 5 "Enter says which step it went to"
+tm_wait 'rank 1: slowest step [0-9.]+ms' 5 "Enter says which step it went to"
 first_lane | grep -qE "^rank 1 +rank_steps $pid1 " || fail "Enter: rank 1 ($pid1) is not on the first lane line: $(tm_screen | oneline)"
 axis1=$(tm_screen | sed -n 2p)
 [ "$axis1" != "$axis0" ] || fail "Enter did not move the time window: $axis1"
@@ -70,7 +70,7 @@ tm_keys Down Enter
 tm_wait "rank $rank2: slowest step [0-9.]+ms" 5 "Down + Enter goes to the next rank"
 first_lane | grep -qE "^rank $rank2 +rank_steps $pid2 " || fail "Down + Enter: rank $rank2 ($pid2) not on the first lane line: $(tm_screen | oneline)"
 tm_keys Up Enter
-tm_wait 'rank 1: slowest step 4[0-9.]+ms' 5 "Up + Enter goes back to rank 1"
+tm_wait 'rank 1: slowest step [0-9.]+ms' 5 "Up + Enter goes back to rank 1"
 first_lane | grep -qE "^rank 1 +rank_steps $pid1 " || fail "Up + Enter: rank 1 not on the first lane line: $(tm_screen | oneline)"
 
 # Tab takes the focus off the pane (through the NVTX panel when shown), Tab gives it back.
@@ -86,6 +86,17 @@ tab_to()
 }
 tab_to 'Ranks by compute time \(Tab: focus' || fail "Tab did not take the focus off the ranks pane"
 tab_to 'Ranks by compute time \(Enter' || fail "Tab did not give the focus back to the ranks pane"
+
+# A click on the third rank's row selects it (X10 report: button, column + 33, line + 33).
+rank3=$(echo "$rows" | sed -n 3p | awk '{print $1}')
+head=$(tm_screen | grep -nE 'rank +pid +steps' | cut -d: -f1)
+[ -n "$head" ] || fail "no ranks heading on the 16-line screen: $(tm_screen | oneline)"
+y=$(printf "\\x%x" $((head + 2 + 33)))
+tm_keys -l "$(printf '\e[M +')$(printf "$y")"
+tm_keys -l "$(printf '\e[M#+')$(printf "$y")"
+sleep 0.3
+tm_keys Enter
+tm_wait "rank $rank3: slowest step [0-9.]+ms" 5 "a click on the third row, then Enter"
 
 tm_keys R
 sleep 0.4
