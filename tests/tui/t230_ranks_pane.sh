@@ -92,8 +92,8 @@ rank3=$(echo "$rows" | sed -n 3p | awk '{print $1}')
 head=$(tm_screen | grep -nE 'rank +pid +steps' | cut -d: -f1)
 [ -n "$head" ] || fail "no ranks heading on the 16-line screen: $(tm_screen | oneline)"
 y=$(printf "\\x%x" $((head + 2 + 33)))
-tm_keys -l "$(printf '\e[M +')$(printf "$y")"
-tm_keys -l "$(printf '\e[M#+')$(printf "$y")"
+tm_keys -l "$(printf '\e[M +%b' "$y")"
+tm_keys -l "$(printf '\e[M#+%b' "$y")"
 sleep 0.3
 tm_keys Enter
 tm_wait "rank $rank3: slowest step [0-9.]+ms" 5 "a click on the third row, then Enter"
