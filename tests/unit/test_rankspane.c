@@ -272,11 +272,86 @@ static void test_from_store(void **state)
 	store_free(st);
 }
 
+/* A CUDA runtime call on thread tid; with a kernel (kernel_name != 0) that it launched on stream 7. */
+static void api(struct store *st, int source, uint32_t tid, uint64_t t, uint32_t api_name,
+                uint32_t kernel_name)
+{
+	static uint32_t corr = 1;
+	struct wire_gpu_event e[2];
+	memset(e, 0, sizeof e);
+	e[0].kind = WIRE_GPU_API_RUNTIME;
+	e[0].start_ns = t;
+	e[0].end_ns = t + 1000;
+	e[0].tid = tid;
+	e[0].name_id = api_name;
+	e[0].correlation_id = corr;
+	e[1].kind = WIRE_GPU_KERNEL;
+	e[1].start_ns = t + 2000;
+	e[1].end_ns = t + 5000;
+	e[1].stream = 7;
+	e[1].context = 1;
+	e[1].name_id = kernel_name;
+	e[1].correlation_id = corr++;
+	e[1].grid[0] = e[1].block[0] = 1;
+	feed(st, source, WIRE_FRAME_GPU, e, (kernel_name ? 2 : 1) * sizeof e[0]);
+}
+
+static void string(struct store *st, int source, uint32_t id, const char *text)
+{
+	unsigned char buf[sizeof(struct wire_string) + 64];
+	struct wire_string s = {id, (uint32_t)strlen(text)};
+	memcpy(buf, &s, sizeof s);
+	memcpy(buf + sizeof s, text, s.length);
+	feed(st, source, WIRE_FRAME_STRING, buf, sizeof s + s.length);
+}
+
+/*
+ * The main thread (whose steps count, where Enter unfolds) is the one that made the most kernel
+ * launch calls, not the one with the most CUDA API calls: thread 301 synchronises 20 times, thread
+ * 302 launches 3 kernels and runs the 2 steps.
+ */
+static void test_main_thread(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	process(st, 0, 300, 0);
+	string(st, 0, 2, "cudaStreamSynchronize");
+	string(st, 0, 3, "cudaLaunchKernel");
+	string(st, 0, 4, "gemm_kernel");
+	string(st, 0, 5, "a");
+	struct wire_event e[2];
+	memset(e, 0, sizeof e);
+	e[0] = (struct wire_event){.kind = WIRE_EV_NVTX_PUSH, .time_ns = 900 * MS, .tid = 301, .name_id = 5};
+	e[1] = (struct wire_event){.kind = WIRE_EV_NVTX_POP, .time_ns = 901 * MS, .tid = 301};
+	feed(st, 0, WIRE_FRAME_EVENTS, e, sizeof e);
+	for (uint64_t i = 0; i < 20; i++)
+		api(st, 0, 301, 950 * MS + i * 100000, 2, 0);
+	step(st, 0, 302, 1000 * MS, 1010 * MS);
+	step(st, 0, 302, 1020 * MS, 1040 * MS);
+	for (uint64_t i = 0; i < 3; i++)
+		api(st, 0, 302, 1001 * MS + i * 100000, 3, 4);
+	struct rankspane rp;
+	rankspane_init(&rp);
+	rankspane_update(&rp, st, store_generation(st), 1);
+	assert_int_equal(rp.count, 1);
+	assert_int_equal(rp.rows[0].steps, 2);
+	struct rankspane_jump j;
+	assert_int_equal(rankspane_jump(&rp, &j), 1);
+	struct store_lane_info li;
+	store_lane_get(st, j.main_process, j.main_lane, &li);
+	assert_int_equal(li.tid, 302);
+	assert_int_equal(j.step_start_ns, 1020 * MS);
+	assert_int_equal(j.step_end_ns, 1040 * MS);
+	rankspane_fini(&rp);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_row_text), cmocka_unit_test(test_selection),  cmocka_unit_test(test_jump),
-	    cmocka_unit_test(test_due),      cmocka_unit_test(test_from_store),
+	    cmocka_unit_test(test_row_text),   cmocka_unit_test(test_selection),
+	    cmocka_unit_test(test_jump),       cmocka_unit_test(test_due),
+	    cmocka_unit_test(test_from_store), cmocka_unit_test(test_main_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
