@@ -120,11 +120,14 @@ static const struct cli_verb_entry verbs[] = {
      "  -h, --help            this help\n"},
     {CLI_DIFF, "diff", cli_diff, "compare NVTX ranges and kernels of two captures",
      "usage: cuscope diff [--format=table|json] A B\n"
+     "       cuscope diff [--format=table|json] A... -- B...\n"
      "\n"
      "For each NVTX range (name, domain, style) and kernel (name, device) in either capture: count,\n"
      "p50 and total duration in A and in B and the change (absolute and percent), sorted by impact\n"
      "on total time (|total B - total A|, largest first). Rows found on one side only are listed\n"
      "(JSON member \"in\": \"a\", \"b\" or \"both\"; percent null where A has nothing).\n"
+     "Two sets (A... -- B..., e.g. every rank's capture of two runs): each set is read onto one\n"
+     "time axis as stats reads many files, and its rows are summed over its captures.\n"
      "\n"
      "  -f, --format F   table (default) or json\n"
      "  -h, --help       this help\n"},
