@@ -6,10 +6,12 @@
  * through two FIFOs), so the k-th kernels of both end together, as the k-th collective of a
  * communicator does on every rank.
  *
- * usage: fake_nccl_ranks COLLECTIVES MY_FIFO PEER_FIFO [KERNEL_NAME]
+ * usage: fake_nccl_ranks COLLECTIVES MY_FIFO PEER_FIFO [KERNEL_NAME [EXTRA]]
  *   MY_FIFO is read, PEER_FIFO written (the peer swaps them). KERNEL_NAME defaults to
- *   ncclDevKernel_AllReduce_Sum_f32_RING_LL. Prints "rank RANK pid PID" (RANK from the environment)
- *   and the stand-in's report line. Gives up after 120 s (a peer that never came).
+ *   ncclDevKernel_AllReduce_Sum_f32_RING_LL. EXTRA more kernels of that name follow without a
+ *   barrier (a rank whose capture holds more collectives than its peer's). Prints "rank RANK pid
+ *   PID" (RANK from the environment) and the stand-in's report line. Gives up after 120 s (a peer
+ *   that never came).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,11 +39,13 @@ static int barrier(int mine, int peer)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: fake_nccl_ranks COLLECTIVES MY_FIFO PEER_FIFO [KERNEL_NAME]\n");
+		fprintf(stderr,
+		        "usage: fake_nccl_ranks COLLECTIVES MY_FIFO PEER_FIFO [KERNEL_NAME [EXTRA]]\n");
 		return 2;
 	}
 	int collectives = atoi(argv[1]);
 	const char *kernel = argc > 4 ? argv[4] : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+	int extra = argc > 5 ? atoi(argv[5]) : 0;
 	alarm(120);
 	/* O_RDWR: opening a FIFO so never waits for the other end. */
 	int mine = open(argv[2], O_RDWR | O_CLOEXEC);
@@ -72,6 +76,11 @@ int main(int argc, char **argv)
 		}
 		launch(kernel);
 		/* The compute between collectives; lets the collector's threads run on a busy machine. */
+		struct timespec pause = {0, 2000000};
+		nanosleep(&pause, NULL);
+	}
+	for (int k = 0; k < extra; k++) {
+		launch(kernel);
 		struct timespec pause = {0, 2000000};
 		nanosleep(&pause, NULL);
 	}
