@@ -32,7 +32,8 @@ struct clock_align_fit {
 /*
  * Fits ref[k] ~ t[k] + move(t[k]) over k < min(n_ref, n), both lists in end-time order. Robust: a
  * first line through the medians of the two halves, pairs off it by more than max(6 MADs,
- * CLOCK_ALIGN_FLOOR_NS) dropped, then least squares over the rest. 0, or -EDOM with fewer than
+ * CLOCK_ALIGN_FLOOR_NS) dropped, then least squares over the rest (a drift within 3 standard
+ * errors of 0 is taken as 0). 0, or -EDOM with fewer than
  * CLOCK_ALIGN_MIN_PAIRS pairs (*out then holds only pairs and unmatched).
  */
 int clock_align_fit(const uint64_t *ref, size_t n_ref, const uint64_t *t, size_t n,

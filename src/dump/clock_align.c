@@ -86,10 +86,21 @@ int clock_align_fit(const uint64_t *ref, size_t n_ref, const uint64_t *t, size_t
 			sxx += (x[k] - mx) * (x[k] - mx);
 			sxd += (x[k] - mx) * (d[k] - md);
 		}
-	double lsq = sxx > 0 ? sxd / sxx : 0;
-	if (fabs(lsq) <= CLOCK_ALIGN_DRIFT_MAX) {
+	double lsq = sxx > 0 ? sxd / sxx : 0, ss = 0;
+	for (size_t k = 0; k < m; k++)
+		if (in[k]) {
+			double e = d[k] - md - lsq * (x[k] - mx);
+			ss += e * e;
+		}
+	/* A drift within 3 standard errors of 0 is the ends' jitter over a short span, not the clocks:
+	 * taken as 0, so that times away from the collectives are not moved by noise. */
+	double se = used > 2 && sxx > 0 ? sqrt(ss / (double)(used - 2) / sxx) : INFINITY;
+	if (fabs(lsq) <= CLOCK_ALIGN_DRIFT_MAX && fabs(lsq) >= 3 * se) {
 		drift = lsq;
 		offset = md - drift * mx;
+	} else {
+		drift = 0;
+		offset = md;
 	}
 	out->outliers = m - used;
 	out->drift = drift;
