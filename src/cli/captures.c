@@ -41,6 +41,12 @@ struct capture_clock {
 	struct store_capture_clock shown;
 };
 
+/* a - b, wrapping (a crafted anchor or kernel time wraps rather than overflows). */
+static int64_t captures_sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 /* Reads path alone for its anchor, start and NCCL kernel ends; 0 or CLI_EXIT_USAGE after one line. */
 static int captures_scan(const char *path, struct capture_clock *clk)
 {
@@ -169,13 +175,13 @@ int cli_load_captures(int count, char **paths, struct store *store)
 		struct capture_read_options opts = {.source_base = base};
 		struct store_capture_clock *s = &clk[i].shown;
 		if (clk[i].fitted) {
-			opts.shift_ns = clk[i].fit.offset_ns - low;
+			opts.shift_ns = captures_sub(clk[i].fit.offset_ns, low);
 			opts.drift = clk[i].fit.drift;
 			opts.drift_origin_ns = clk[i].fit.origin_ns;
 			s->offset_ns = opts.shift_ns;
-			s->correction_ns = opts.shift_ns - (clk[i].anchor_move - low);
+			s->correction_ns = captures_sub(opts.shift_ns, captures_sub(clk[i].anchor_move, low));
 		} else if (clk[i].anchored) {
-			opts.shift_ns = clk[i].anchor_move - low;
+			opts.shift_ns = captures_sub(clk[i].anchor_move, low);
 			s->offset_ns = opts.shift_ns;
 		}
 		uint32_t c = store_capture_begin(store);

@@ -111,7 +111,7 @@ int clock_align_fit(const uint64_t *ref, size_t n_ref, const uint64_t *t, size_t
 	for (size_t k = 0; k < m; k++)
 		if (in[k]) {
 			int64_t e = (int64_t)(ref[k] - (t[k] + (uint64_t)clock_align_move(out, t[k])));
-			res[r++] = (uint64_t)(e < 0 ? -e : e);
+			res[r++] = e < 0 ? -(uint64_t)e : (uint64_t)e;
 		}
 	u64_sort(res, used);
 	out->residual_p50_ns = u64_percentile(res, used, 0.5);
@@ -128,7 +128,9 @@ int64_t clock_align_move(const struct clock_align_fit *fit, uint64_t t)
 {
 	if (!fit)
 		return 0;
-	return fit->offset_ns + (int64_t)llround(fit->drift * (double)(int64_t)(t - fit->origin_ns));
+	/* Unsigned: times of a crafted capture wrap rather than overflow. */
+	return (int64_t)((uint64_t)fit->offset_ns +
+	                 (uint64_t)llround(fit->drift * (double)(int64_t)(t - fit->origin_ns)));
 }
 
 void clock_align_residual(const uint64_t *ref, size_t n_ref, const uint64_t *t, size_t n, uint64_t *p50,
