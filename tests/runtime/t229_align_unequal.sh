@@ -4,7 +4,8 @@
 # off, CUSCOPE_TEST_REALTIME_SHIFT_NS, test only), and a third capture of a program without NCCL
 # kernels (anchor planted -1.7 s). `stats A B C`: B aligned by collectives on the common prefix (200
 # matched, 10 unmatched), C by its anchor; at most one warning line per capture; `export A B C` puts
-# the k-th kernels of A and B together within 100 us of their true gap (median over the 200).
+# the k-th kernels of A and B together within 100 us of their true gap (median over the 200). The
+# sanitized CLI (when built) reads them the same way with no report.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/runtime/fake_cupti.sh
@@ -91,4 +92,22 @@ if abs(med - true_med) > 100:
 print("median gap %.1f us, true %.1f us" % (med, true_med))
 PY
 echo "$(tail -n 1 "$T/check")"
+
+if [ -x "$CUSCOPE_ASAN" ]; then
+	export ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	timeout 120 "$CUSCOPE_ASAN" stats --format=json --report=clock_alignment "${caps[@]}" >"$T/san.stats" \
+		2>"$T/san.stats.err" || fail "sanitized stats A B C exited $?: $(head -c 300 "$T/san.stats.err")"
+	timeout 120 "$CUSCOPE_ASAN" export -o "$T/san.json" "${caps[@]}" 2>"$T/san.export.err" ||
+		fail "sanitized export A B C exited $?: $(head -c 300 "$T/san.export.err")"
+	no_sanitizer_report "$T/san.stats.err" "$T/san.export.err"
+	"$PYTHON" - "$T/abc.stats" "$T/san.stats" <<'PY' || fail "sanitized stats differ"
+import json, sys
+a, b = (json.load(open(p))["clock_alignment"] for p in sys.argv[1:3])
+if a != b:
+    print("clock_alignment %r, sanitized %r" % (a, b))
+    sys.exit(1)
+PY
+else
+	echo "note: $CUSCOPE_ASAN not built: the sanitized read was not run"
+fi
 exit 0
