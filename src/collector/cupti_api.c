@@ -1,10 +1,10 @@
 /*
  * Which CUDA API calls get a record, and how. Launch records link each kernel to the thread that
  * launched it (the gap explanation needs them); copies, memsets, synchronisation, graph launches
- * and allocation show what a thread waited on. By default they are CUPTI callbacks that write a
- * 32-byte record to the calling thread's ring, like an NVTX range; CUSCOPE_CUDA_API=activity asks
- * CUPTI for activity records of the same calls instead (see README.md "Overhead (GPU side)" for
- * what each costs).
+ * and allocation show what a thread waited on. By default they are CUPTI activity records, thinned
+ * to those calls with the per-API enables; CUSCOPE_CUDA_API=callback records the same calls by CUPTI
+ * callback instead, a 32-byte record written to the calling thread's ring like an NVTX range (see
+ * README.md "Overhead (GPU side)" for what each costs; the other modes are measurements).
  */
 #include "collector.h"
 #include "cupti_impl.h"
@@ -18,7 +18,7 @@
 #define CUPTI_NAME_CACHE 4096
 
 static const struct cupti_fns *api_fn;
-enum { API_ACTIVITY, API_CALLBACK, API_CALLBACK_DRIVER_ONLY };
+enum { API_ACTIVITY, API_CALLBACK, API_CALLBACK_DRIVER_ONLY, API_CALLBACK_RUNTIME_ONLY };
 static int api_by_callback; /* one of the above */
 /* Inside a recorded runtime call on this thread: the driver calls it makes are not recorded again. */
 static __thread int api_in_runtime_call __attribute__((tls_model("initial-exec")));
@@ -117,6 +117,10 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, cupti_api_wanted,
 	               enable_as_callback, subscriber);
+	/* Without driver callbacks, CUPTI has no callback to make inside each runtime launch (the
+	 * benchmark's question); kernels launched through the driver alone are then not linked. */
+	if (api_by_callback == API_CALLBACK_RUNTIME_ONLY)
+		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, cupti_api_driver_wanted,
 	               enable_as_callback, subscriber);
 }
@@ -138,8 +142,8 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 		cupti_api_enable_callbacks(fn, subscriber);
 		return;
 	}
-	if (mode && strcmp(mode, "callback") == 0) {
-		api_by_callback = API_CALLBACK;
+	if (mode && (strcmp(mode, "callback") == 0 || strcmp(mode, "callback-runtime") == 0)) {
+		api_by_callback = strcmp(mode, "callback") == 0 ? API_CALLBACK : API_CALLBACK_RUNTIME_ONLY;
 		cupti_api_enable_callbacks(fn, subscriber);
 		return;
 	}

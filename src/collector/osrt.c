@@ -37,15 +37,27 @@
 /* One call in this many (per thread) times the wrapper itself: a prime, so that a thread that
  * alternates a few calls (write, read, ...) has each of them timed. */
 #define OSRT_COST_EVERY 61u
+/* A thread's blocking-call stacks are taken while unwinding them has cost that thread under
+ * 1/OSRT_STACK_SHARE of its time (a token bucket: OSRT_STACK_BURST_NS to start with and at most);
+ * past that a call is still recorded, without its stack. A data-loader thread that blocks over the
+ * threshold thousands of times a second would otherwise spend ~20 % of its time unwinding
+ * (measured: ~7 µs a stack, tests/bench "loader"). */
+#define OSRT_STACK_SHARE    100u
+#define OSRT_STACK_BURST_NS 1000000u
 
 /* Set by the sender (start-up, overhead budget), read by every wrapper. */
 static _Atomic uint64_t osrt_threshold_ns = 100000;
 static _Atomic int osrt_enabled;
-static _Atomic uint64_t osrt_added_ns; /* estimated time the wrappers added to the program */
-static _Atomic uint64_t osrt_records;  /* calls recorded (over the threshold) */
+static _Atomic uint64_t osrt_added_ns;       /* estimated time the wrappers added to the program */
+static _Atomic uint64_t osrt_records;        /* calls recorded (over the threshold) */
+static _Atomic uint64_t osrt_stacks_skipped; /* calls recorded without their stack */
+static int osrt_skip_noticed;                /* sender thread only */
 /* This thread's wrapped calls, for 1-in-N timing. initial-exec: a global-dynamic access would
  * call __tls_get_addr on every wrapped call. */
 static __thread __attribute__((tls_model("initial-exec"))) unsigned osrt_calls;
+/* This thread's stack budget (ns of unwinding it may still spend) and when it was last refilled. */
+static __thread __attribute__((tls_model("initial-exec"))) int64_t osrt_stack_tokens_ns;
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t osrt_stack_refill_ns;
 
 void osrt_init(uint64_t threshold_ns, int enabled)
 {
@@ -60,6 +72,15 @@ void osrt_set_threshold(uint64_t threshold_ns, int enabled)
 
 void osrt_cost(struct wire_cost *cost)
 {
+	uint64_t skipped = atomic_load_explicit(&osrt_stacks_skipped, memory_order_relaxed);
+	if (skipped && !osrt_skip_noticed) {
+		osrt_skip_noticed = 1;
+		collector_notice(WIRE_NOTICE_INFO,
+		                 "blocking calls: a thread blocked so often that unwinding every call would "
+		                 "cost it over %u%% of its time; its calls past that are recorded without a "
+		                 "stack",
+		                 100u / OSRT_STACK_SHARE);
+	}
 	cost->added_ns = atomic_load_explicit(&osrt_added_ns, memory_order_relaxed);
 	cost->events = atomic_load_explicit(&osrt_records, memory_order_relaxed);
 	cost->level = atomic_load_explicit(&osrt_enabled, memory_order_relaxed)
@@ -88,16 +109,38 @@ static inline int osrt_on(void)
 	return atomic_load_explicit(&osrt_enabled, memory_order_relaxed);
 }
 
-/* Records one blocking call that took [start, end) with the caller's stack. */
+/* 1 when this thread's stack budget allows a stack now (see OSRT_STACK_SHARE). */
+static int osrt_stack_allowed(uint64_t now)
+{
+	if (!osrt_stack_refill_ns) {
+		osrt_stack_tokens_ns = OSRT_STACK_BURST_NS;
+	} else {
+		osrt_stack_tokens_ns += (int64_t)((now - osrt_stack_refill_ns) / OSRT_STACK_SHARE);
+		if (osrt_stack_tokens_ns > (int64_t)OSRT_STACK_BURST_NS)
+			osrt_stack_tokens_ns = OSRT_STACK_BURST_NS;
+	}
+	osrt_stack_refill_ns = now;
+	return osrt_stack_tokens_ns > 0;
+}
+
+/* Records one blocking call that took [start, end) with the caller's stack (budget allowing). */
 static void osrt_record(const struct collector_string *name, uint64_t start, uint64_t end)
 {
 	uint64_t pcs[OSRT_STACK_DEPTH];
-	/* libunwind itself may read/write (address validation): those calls must not be traced. */
-	int was = collector_thread_enter();
-	/* Skip this function and the wrapper: the stack starts at the program's call. */
-	int depth = sampler_backtrace(pcs, OSRT_STACK_DEPTH);
-	collector_thread_leave(was);
-	int skip = depth > 2 ? 2 : 0;
+	int depth = 0, skip = 0;
+	if (osrt_stack_allowed(end)) {
+		/* libunwind itself may read/write (address validation): those calls must not be traced. */
+		int was = collector_thread_enter();
+		/* Skip this function and the wrapper: the stack starts at the program's call. */
+		depth = sampler_backtrace(pcs, OSRT_STACK_DEPTH);
+		collector_thread_leave(was);
+		skip = depth > 2 ? 2 : 0;
+		osrt_stack_tokens_ns -= (int64_t)(clock_mono_ns() - end);
+	} else {
+		atomic_fetch_add_explicit(&osrt_stacks_skipped, 1, memory_order_relaxed);
+	}
+	if (depth < 0)
+		depth = skip = 0;
 	collector_emit_stack(WIRE_EV_OSRT, start, end, name, pcs + skip, (size_t)(depth - skip));
 	atomic_fetch_add_explicit(&osrt_records, 1, memory_order_relaxed);
 	/* The stack and the record, all of it added to the program's call. */

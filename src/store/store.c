@@ -122,6 +122,7 @@ void store_free(struct store *st)
 	free(st->short_name);
 	store_cpu_fini(st);
 	free(st->sources);
+	free(st->capture_clocks);
 	free(st->procs);
 	hashmap_fini(&st->pid_map);
 	free(st);

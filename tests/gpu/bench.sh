@@ -13,7 +13,7 @@
 # usage: tests/gpu/bench.sh
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
-# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
+# ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-cbrt, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
 # cu-f100, cu-mono: the per-source breakdown described in README.md "Overhead (GPU side)"),
 # (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
 # CUSCOPE_POST, e.g. the commits before and after a redesign, side by side in one run),
@@ -131,6 +131,7 @@ run_one()
 	cu-osrt) pre=("${rec[@]}" --counters none --) ;;
 	cu-rtl) pre=(env CUSCOPE_CUDA_API=runtime-launch "${rec[@]}" "${lite[@]}" --) ;;
 	cu-cb) pre=(env CUSCOPE_CUDA_API=callback "${rec[@]}" "${lite[@]}" --) ;;
+	cu-cbrt) pre=(env CUSCOPE_CUDA_API=callback-runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-drv) pre=(env CUSCOPE_CUDA_API=driver "${rec[@]}" "${lite[@]}" --) ;;
 	cu-act) pre=(env CUSCOPE_CUDA_API=activity "${rec[@]}" "${lite[@]}" --) ;;
 	cu-ptid) pre=(env CUSCOPE_CUPTI_PTHREAD_IDS=1 "${rec[@]}" "${lite[@]}" --) ;;

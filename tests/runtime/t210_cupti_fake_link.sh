@@ -16,7 +16,7 @@
 . "$(dirname "$0")/fake_cupti.sh"
 need_fake_cupti
 
-for mode in callback activity; do
+for mode in callback callback-runtime activity; do
 	fc_record "$mode" "$mode" 3000 8 0
 	fc_check "$mode" 3000
 	fc_attach "$mode" "$mode-attach"
