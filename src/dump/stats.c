@@ -607,7 +607,7 @@ static void section_counters(const struct store *st, struct table *t)
 static const struct column rank_cols[] = {
     {"host", CELL_STR},       {"rank", CELL_INT},        {"pid", CELL_INT},         {"gpu", CELL_STR},
     {"steps", CELL_INT},      {"step_p50_ns", CELL_INT}, {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT},
-    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT},   {"restart", CELL_INT},
+    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT},
 };
 
 /* Rows in the order stats_ranks_compute sorts them: the straggler (most compute time) first. */
