@@ -396,6 +396,10 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 			               : ui_attr(ui, THEME_FOLD) | (seg->count >= 8 ? A_BOLD : 0);
 			if (op->kind == WIRE_GPU_MEMCPY)
 				a = ui_attr(ui, THEME_COPY);
+			/* NCCL kernels read as waiting for the other ranks, even zoomed out. */
+			else if (op->kind == WIRE_GPU_KERNEL &&
+			         rankgroup_is_nccl_kernel(store_short_name(ui->store, op->name_id)))
+				a = ui_attr(ui, THEME_COMM);
 			ui_put(ui, y, ui_gutter() + seg->col0, 1, a, ui->cells.g->fold);
 		} else {
 			ui_draw_op(ui, y, seg, &ops[seg->first]);
