@@ -2,8 +2,8 @@
  * Lane groups of a job (model/rankgroup.c and its users): which process is a launcher and how many
  * ranks it started (torchrun's agent, srun's step under a shell, nested launchers, pids of another
  * capture, reused pids), group labels ("rank N (restart K)", "launcher: N ranks"), NCCL kernels as
- * communication, a restarted worker as its own row of the ranks pane, and a layout whose launcher
- * starts folded once, without overriding what the user chose.
+ * communication (and the theme's comm slot), a restarted worker as its own row of the ranks pane, and a
+ * layout whose launcher starts folded once, without overriding what the user chose.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include "cuscope/rankgroup.h"
 #include "cuscope/rankspane.h"
 #include "cuscope/store.h"
+#include "cuscope/theme.h"
 #include "cuscope/wire.h"
 
 /*
@@ -105,6 +106,39 @@ static void test_nccl_kernels(void **state)
 	assert_false(rankgroup_is_nccl_kernel("ncc"));
 	assert_false(rankgroup_is_nccl_kernel(""));
 	assert_false(rankgroup_is_nccl_kernel(NULL));
+}
+
+/*
+ * The comm slot: a theme file names it "comm"; every built-in theme names it, unlike each of its
+ * range colours (kernels by name); a theme without it gets the dark theme's (orange 208).
+ */
+static void test_theme_comm(void **state)
+{
+	(void)state;
+	assert_string_equal(theme_slot_name(THEME_COMM), "comm");
+	for (size_t i = 0; theme_builtin_names[i]; i++) {
+		struct theme t;
+		memset(&t, 0, sizeof t);
+		t.slot[THEME_COMM] = (struct theme_style){-2, -2, 0};
+		assert_int_equal(theme_parse(&t, theme_builtin_text(theme_builtin_names[i]), NULL, 0), 0);
+		const struct theme_style *c = &t.slot[THEME_COMM];
+		if (c->fg == -2 && c->bg == -2)
+			fail_msg("theme %s does not name comm", theme_builtin_names[i]);
+		for (int r = 0; r < THEME_RANGES; r++) {
+			const struct theme_style *g = &t.slot[THEME_RANGE0 + r];
+			if (g->fg == c->fg && g->bg == c->bg && g->attr == c->attr)
+				fail_msg("theme %s: comm looks like range%d", theme_builtin_names[i], r);
+		}
+	}
+	struct theme t;
+	theme_default(&t);
+	assert_int_equal(t.slot[THEME_COMM].bg, 208);
+	assert_int_equal(theme_parse(&t, "name = mine\nrange0 = red on blue\n", NULL, 0), 0);
+	assert_int_equal(t.slot[THEME_COMM].bg, 208);
+	assert_int_equal(theme_parse(&t, "comm = white on magenta bold\n", NULL, 0), 0);
+	assert_int_equal(t.slot[THEME_COMM].fg, 7);
+	assert_int_equal(t.slot[THEME_COMM].bg, 5);
+	assert_int_equal(t.slot[THEME_COMM].attr, THEME_BOLD);
 }
 
 /* A restarted worker's rows say so, and the rank column widens for it in the heading too. */
@@ -242,6 +276,7 @@ int main(void)
 	    cmocka_unit_test(test_launchers_captures_cycles),
 	    cmocka_unit_test(test_labels),
 	    cmocka_unit_test(test_nccl_kernels),
+	    cmocka_unit_test(test_theme_comm),
 	    cmocka_unit_test(test_pane_restart),
 	    cmocka_unit_test(test_layout_launcher_folds_once),
 	    cmocka_unit_test(test_layout_user_choice_first),
