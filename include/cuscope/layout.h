@@ -90,7 +90,8 @@ struct layout {
 	size_t fold_count, fold_cap;
 	struct layout_process *procs; /* what rows are built from */
 	size_t proc_count, proc_cap;
-	int frozen; /* rebuilds reuse procs: the view is paused */
+	int frozen;          /* rebuilds reuse procs: the view is paused */
+	int launchers_stale; /* a process came or changed since launcher_ranks were worked out */
 };
 
 void layout_init(struct layout *layout);

@@ -299,6 +299,8 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 	xgrow((void **)&layout->procs, &layout->proc_cap, np, sizeof *layout->procs);
 	for (size_t p = layout->proc_count; p < np; p++)
 		memset(&layout->procs[p], 0, sizeof layout->procs[p]);
+	if (np != layout->proc_count)
+		layout->launchers_stale = 1;
 	layout->proc_count = np;
 	for (size_t p = 0; p < np; p++) {
 		struct layout_process *lp = &layout->procs[p];
@@ -308,6 +310,9 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 			lp->lane_count = 0;
 			lp->fold_decided = 0;
 		}
+		if (lp->pid != pi.pid || lp->ppid != pi.ppid || lp->capture != pi.capture ||
+		    lp->rank != pi.rank)
+			layout->launchers_stale = 1;
 		lp->pid = pi.pid;
 		lp->ppid = pi.ppid;
 		lp->capture = pi.capture;
@@ -346,6 +351,10 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
  */
 static void layout_fold_launchers(struct layout *layout)
 {
+	/* Only a new process or a changed rank changes the answer: not redone per frame. */
+	if (!layout->launchers_stale)
+		return;
+	layout->launchers_stale = 0;
 	size_t n = layout->proc_count;
 	struct rankgroup_proc *rp = xcalloc(n ? n : 1, sizeof *rp);
 	size_t *ranks = xcalloc(n ? n : 1, sizeof *ranks);
