@@ -18,13 +18,26 @@ tm_screen_has '^rank 0  long_running [0-9]+' || fail "no rank 0 header: $(tm_scr
 tm_wait 'lr-main' 10 "the ranks' lanes stay open"
 tm_screen_has '^▾sh [0-9]+ ' && fail "the folded launcher shows its own lanes: $(tm_screen | head -n 10 | tr '\n' '|')"
 
-# The launcher is the first row: Up to it, f unfolds it (its own lanes come back).
-for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30; do tm_keys Up; done
+# click_launcher: a click on the launcher's header line (in the gutter: no pan) selects it. Its
+# line is looked up: the order of the processes is the order their collectors connected in.
+click_launcher()
+{
+	local y at
+	y=$(tm_screen | grep -nE 'launcher: 2 ranks  sh [0-9]+ ' | head -n 1 | cut -d: -f1)
+	[ -n "$y" ] || fail "no launcher header to click: $(tm_screen | head -n 10 | tr '\n' '|')"
+	at=$(printf '%b%b' "\\$(printf %03o 35)" "\\$(printf %03o $((32 + y)))")
+	tm_keys -l "$(printf '\033[M ')$at"
+	tm_keys -l "$(printf '\033[M#')$at"
+}
+
+# f on the launcher unfolds it (its own lanes come back).
+click_launcher
 tm_keys f
 tm_wait '^launcher: 2 ranks  sh [0-9]+ ' 5 "f unfolds the launcher"
 tm_wait '^▾sh [0-9]+ ' 5 "the unfolded launcher's own thread lane"
 sleep 2 # rebuilds while the ranks run: it stays open
 tm_screen_has '^▸launcher' && fail "the launcher folded again by itself: $(tm_screen | head -n 10 | tr '\n' '|')"
+click_launcher
 tm_keys f
 tm_wait '^▸launcher: 2 ranks  sh [0-9]+ ' 5 "f folds the launcher again"
 tm_wait 'EXITED \(code 0\)' 20 "status after the job ends"
