@@ -3,8 +3,8 @@
 # the stand-in libcupti, rank 0 NCCL-named ones (ncclDevKernel_AllReduce_Sum_f32_RING_LL), rank 1
 # gemm_kernel. In `view` with a theme that paints every range/kernel slot green and `comm` magenta,
 # rank 0's stream row has magenta cells and rank 1's none (checked through tmux capture-pane -e);
-# the theme's comm key is known (no warning). The cells are drawn zoomed out (kernels folded into
-# cells, as the whole capture shows at first).
+# the theme's comm key is known (no warning). Both as zoomed-out cells (kernels folded into cells, as
+# the whole capture shows at first) and as a box (find zooms onto the first NCCL kernel).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/runtime/fake_cupti.sh
@@ -69,6 +69,14 @@ tm_screen_has 'unknown key|ignored' && fail "the theme's comm key was not known:
 got=$(magenta_rows)
 [ "$got" = "0:yes 1:no" ] || fail "zoomed out: want rank 0's stream row magenta (comm) and rank 1's not, got '$got'; screen: $(tm_screen | head -n 30 | tr -s ' ' | tr '\n' '|')"
 
+# Find zooms onto the first NCCL kernel: a box wide enough for its name, magenta too.
+tm_keys / n c c l D e v Enter
+tm_wait '^ +GPU[0-9]+ (s[0-9]+|default) +│.*ncclDevKernel' 5 "find: the NCCL kernel's box with its name"
+got=$(magenta_rows)
+case $got in
+"0:yes"*) ;;
+*) fail "zoomed in: want rank 0's kernel box magenta (comm), got '$got'; screen: $(tm_screen | head -n 30 | tr -s ' ' | tr '\n' '|')" ;;
+esac
 tm_keys q
 tm_wait_exit 0 10
 exit 0
