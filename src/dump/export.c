@@ -266,6 +266,9 @@ static void ev_nvtx_args(struct exporter *x, size_t lane, const struct store_ran
 				snprintf(buf, sizeof buf, "\"%g\"", d);
 			else if (snprintf(buf, sizeof buf, "%.15g", d) > 0 && strtod(buf, NULL) != d)
 				snprintf(buf, sizeof buf, "%.17g", d);
+			/* A whole number still reads as a float ("1.0", not the integer 1). */
+			if (isfinite(d) && !strpbrk(buf, ".e"))
+				strcat(buf, ".0");
 			out_s(x->o, buf);
 		} else {
 			out_u64(x->o, a[i].value);
