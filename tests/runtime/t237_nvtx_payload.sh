@@ -57,4 +57,15 @@ first = [e for e in events if e.get("pid") == pid and e.get("name") == "ncclComm
 if list(first["args"]) != ["domain", "style", "newcomm", "nranks", "myrank", "cudaDev"]:
     fail("args order %r" % list(first["args"]))
 PY
+
+# Perfetto: the same fields as debug annotations, typed (tests/runtime/perfetto_check.py compares
+# every slice's args with the JSON's), where a Python with the Perfetto protos is at hand (t162).
+PFPY=$BUILD/venv/bin/python
+if [ -x "$PFPY" ] && "$PFPY" -c 'from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace' 2>/dev/null; then
+	timeout 60 "$CUSCOPE" export --format=perfetto -o "$T/trace.pftrace" "$T/cap" 2>"$T/pf.err" ||
+		fail "perfetto export failed: $(head -c 300 "$T/pf.err")"
+	"$PFPY" "$ROOT/tests/runtime/perfetto_check.py" "$T/trace.pftrace" "$T/trace.json" "$T/pf.sum" \
+		>"$T/pf.check" || fail "perfetto: $(cat "$T/pf.check")"
+	grep -q '"scale"' "$T/trace.json" || fail "JSON export lacks the payload's fields"
+fi
 exit 0
