@@ -1,7 +1,6 @@
 /* NVTX extended payloads: registered schemas and enums, and payloads decoded into named values. */
 #include "nvtxpayload.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +18,7 @@ struct nvtxpayload_field {
 };
 
 struct nvtxpayload_schema {
+	_Atomic int ready; /* set (release) once the rest is written; never changes after */
 	const void *domain;
 	uint64_t id;
 	uint64_t size;    /* bytes a payload must hold: the static size, else the fields' end */
@@ -28,18 +28,21 @@ struct nvtxpayload_schema {
 };
 
 struct nvtxpayload_enum {
+	_Atomic int ready;
 	const void *domain;
 	uint64_t id;
 	uint64_t size; /* bytes of a value */
 };
 
-/* Readers (any thread, no lock) see entries [0, count): an entry is written whole before count
- * moves past it (release), and never changes after. */
+/*
+ * No lock, so that no thread ever waits here (not even a forked child whose parent was registering):
+ * a registration takes the next slot (count, which may pass the table's size: those are not kept),
+ * fills it and then sets its ready flag; readers look at the ready slots below count.
+ */
 static struct nvtxpayload_schema nvtxpayload_schemas[NVTXPAYLOAD_SCHEMAS_MAX];
 static _Atomic uint32_t nvtxpayload_schema_count;
 static struct nvtxpayload_enum nvtxpayload_enums[NVTXPAYLOAD_ENUMS_MAX];
 static _Atomic uint32_t nvtxpayload_enum_count;
-static pthread_mutex_t nvtxpayload_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t nvtxpayload_next_dynamic = NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START;
 static _Atomic uint64_t nvtxpayload_lost;
 
@@ -95,9 +98,12 @@ static int nvtxpayload_basic_type(uint64_t type, uint8_t *size, uint8_t *kind)
 /* The size of a registered enum of domain (0 when there is none). */
 static uint64_t nvtxpayload_enum_size(const void *domain, uint64_t id)
 {
-	uint32_t n = atomic_load_explicit(&nvtxpayload_enum_count, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&nvtxpayload_enum_count, memory_order_relaxed);
+	if (n > NVTXPAYLOAD_ENUMS_MAX)
+		n = NVTXPAYLOAD_ENUMS_MAX;
 	for (uint32_t i = 0; i < n; i++)
-		if (nvtxpayload_enums[i].domain == domain && nvtxpayload_enums[i].id == id)
+		if (atomic_load_explicit(&nvtxpayload_enums[i].ready, memory_order_acquire) &&
+		    nvtxpayload_enums[i].domain == domain && nvtxpayload_enums[i].id == id)
 			return nvtxpayload_enums[i].size;
 	return 0;
 }
@@ -105,9 +111,12 @@ static uint64_t nvtxpayload_enum_size(const void *domain, uint64_t id)
 /* The schema registered as (domain, id), NULL when none. */
 static const struct nvtxpayload_schema *nvtxpayload_find(const void *domain, uint64_t id)
 {
-	uint32_t n = atomic_load_explicit(&nvtxpayload_schema_count, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&nvtxpayload_schema_count, memory_order_relaxed);
+	if (n > NVTXPAYLOAD_SCHEMAS_MAX)
+		n = NVTXPAYLOAD_SCHEMAS_MAX;
 	for (uint32_t i = 0; i < n; i++)
-		if (nvtxpayload_schemas[i].id == id && nvtxpayload_schemas[i].domain == domain)
+		if (atomic_load_explicit(&nvtxpayload_schemas[i].ready, memory_order_acquire) &&
+		    nvtxpayload_schemas[i].id == id && nvtxpayload_schemas[i].domain == domain)
 			return &nvtxpayload_schemas[i];
 	return NULL;
 }
@@ -156,6 +165,8 @@ static void nvtxpayload_fill(struct nvtxpayload_schema *s, const void *domain,
 			snprintf(f->name_text, sizeof f->name_text, "field %zu", i);
 		f->name.text = f->name_text;
 		f->name.length = (uint32_t)strlen(f->name_text);
+		f->name.id = 0; /* interned by the sender on first use */
+		f->name.generation = 0;
 		f->offset = offset;
 		f->size = size;
 		f->type = kind;
@@ -180,25 +191,28 @@ uint64_t nvtxpayload_schema_register(const void *domain, const void *attr_in)
 	else
 		id = atomic_fetch_add(&nvtxpayload_next_dynamic, 1);
 	size_t n = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries : 0;
-	pthread_mutex_lock(&nvtxpayload_lock);
-	uint32_t count = atomic_load_explicit(&nvtxpayload_schema_count, memory_order_relaxed);
-	/* Only static and dynamic structs: unions and schemas of other kinds are left undecoded. */
-	int kind_ok =
-	    attr->type == NVTX_PAYLOAD_SCHEMA_TYPE_STATIC || attr->type == NVTX_PAYLOAD_SCHEMA_TYPE_DYNAMIC;
-	if (kind_ok && count < NVTXPAYLOAD_SCHEMAS_MAX && !nvtxpayload_find(domain, id)) {
-		struct nvtxpayload_schema *s = &nvtxpayload_schemas[count];
-		memset(s, 0, sizeof *s);
-		s->domain = domain;
-		s->id = id;
-		nvtxpayload_fill(s, domain, attr->entries, n);
-		/* A dynamic schema's payloads vary in size: only its fields' end is required. */
-		if (attr->type == NVTX_PAYLOAD_SCHEMA_TYPE_STATIC &&
-		    (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE) &&
-		    attr->payloadStaticSize > s->size)
-			s->size = attr->payloadStaticSize;
-		atomic_store_explicit(&nvtxpayload_schema_count, count + 1, memory_order_release);
-	}
-	pthread_mutex_unlock(&nvtxpayload_lock);
+	/* Only static and dynamic structs: unions and schemas of other kinds are left undecoded. A
+	 * schema registered again keeps its first layout. */
+	if ((attr->type != NVTX_PAYLOAD_SCHEMA_TYPE_STATIC &&
+	     attr->type != NVTX_PAYLOAD_SCHEMA_TYPE_DYNAMIC) ||
+	    nvtxpayload_find(domain, id))
+		return id;
+	uint32_t slot = atomic_fetch_add(&nvtxpayload_schema_count, 1);
+	if (slot >= NVTXPAYLOAD_SCHEMAS_MAX)
+		return id; /* the table is full: its payloads count as undecoded */
+	struct nvtxpayload_schema *s = &nvtxpayload_schemas[slot];
+	s->domain = domain;
+	s->id = id;
+	s->size = 0;
+	s->fields = 0;
+	s->skipped = 0;
+	nvtxpayload_fill(s, domain, attr->entries, n);
+	/* A dynamic schema's payloads vary in size: only its fields' end is required. */
+	if (attr->type == NVTX_PAYLOAD_SCHEMA_TYPE_STATIC &&
+	    (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE) &&
+	    attr->payloadStaticSize > s->size)
+		s->size = attr->payloadStaticSize;
+	atomic_store_explicit(&s->ready, 1, memory_order_release);
 	return id;
 }
 
@@ -216,13 +230,16 @@ uint64_t nvtxpayload_enum_register(const void *domain, const void *attr_in)
 		id = atomic_fetch_add(&nvtxpayload_next_dynamic, 1);
 	uint64_t size =
 	    (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : sizeof(int);
-	pthread_mutex_lock(&nvtxpayload_lock);
-	uint32_t count = atomic_load_explicit(&nvtxpayload_enum_count, memory_order_relaxed);
-	if (count < NVTXPAYLOAD_ENUMS_MAX && !nvtxpayload_enum_size(domain, id)) {
-		nvtxpayload_enums[count] = (struct nvtxpayload_enum){domain, id, size};
-		atomic_store_explicit(&nvtxpayload_enum_count, count + 1, memory_order_release);
+	if (nvtxpayload_enum_size(domain, id))
+		return id;
+	uint32_t slot = atomic_fetch_add(&nvtxpayload_enum_count, 1);
+	if (slot < NVTXPAYLOAD_ENUMS_MAX) {
+		struct nvtxpayload_enum *e = &nvtxpayload_enums[slot];
+		e->domain = domain;
+		e->id = id;
+		e->size = size;
+		atomic_store_explicit(&e->ready, 1, memory_order_release);
 	}
-	pthread_mutex_unlock(&nvtxpayload_lock);
 	return id;
 }
 
@@ -315,10 +332,12 @@ uint64_t nvtxpayload_undecoded(void)
 
 void nvtxpayload_reset(void)
 {
-	pthread_mutex_lock(&nvtxpayload_lock);
+	for (size_t i = 0; i < NVTXPAYLOAD_SCHEMAS_MAX; i++)
+		atomic_store(&nvtxpayload_schemas[i].ready, 0);
+	for (size_t i = 0; i < NVTXPAYLOAD_ENUMS_MAX; i++)
+		atomic_store(&nvtxpayload_enums[i].ready, 0);
 	atomic_store(&nvtxpayload_schema_count, 0);
 	atomic_store(&nvtxpayload_enum_count, 0);
 	atomic_store(&nvtxpayload_lost, 0);
 	atomic_store(&nvtxpayload_next_dynamic, NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START);
-	pthread_mutex_unlock(&nvtxpayload_lock);
 }

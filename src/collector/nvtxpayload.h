@@ -2,8 +2,8 @@
  * NVTX extended payloads (private to the collector): the schemas a program registers through the
  * NVTX payload extension (nvtxPayloadSchemaRegister, nvtxPayloadEnumRegister; NCCL registers one
  * per API call) and the decoding of a push's, start's or mark's NVTX_PAYLOAD_TYPE_EXT payload into
- * (field name, value) pairs. Pure: fixed tables, no allocation, no ring; registration takes a lock,
- * decoding never does (it runs on the program's threads inside an NVTX call).
+ * (field name, value) pairs. Pure: fixed tables, no allocation, no ring, no lock (both run on the
+ * program's threads inside NVTX calls).
  */
 #ifndef CUSCOPE_COLLECTOR_NVTXPAYLOAD_H
 #define CUSCOPE_COLLECTOR_NVTXPAYLOAD_H
@@ -51,7 +51,7 @@ size_t nvtxpayload_decode(const void *domain, const void *data, uint32_t count, 
                           size_t max);
 /* Payloads and fields not decoded since the process started. */
 uint64_t nvtxpayload_undecoded(void);
-/* Forgets every schema and enum (unit tests; a forked child keeps its parent's). */
+/* Forgets every schema and enum (unit tests only: not safe while other threads decode). */
 void nvtxpayload_reset(void);
 
 #endif
