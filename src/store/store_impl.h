@@ -55,11 +55,11 @@ struct lane {
 	struct cpu_lane *cpu;
 	/* NVTX payload fields (store_args.c), thread lanes: the range this thread began last, which
 	 * the WIRE_EV_NVTX_ARG events right after it belong to */
-	int arg_open;        /* a push, start or mark came last (no pop or end since) */
-	uint32_t arg_entry;  /* its entry in the side table + 1, 0 before its first field */
-	uint32_t arg_lane;   /* the lane holding the range (this one, or the async lane 0) */
-	uint32_t arg_name;   /* its global name id */
-	uint64_t arg_start;  /* its start, CLOCK_MONOTONIC */
+	int arg_open;       /* a push, start or mark came last (no pop or end since) */
+	uint32_t arg_entry; /* its entry in the side table + 1, 0 before its first field */
+	uint32_t arg_lane;  /* the lane holding the range (this one, or the async lane 0) */
+	uint32_t arg_name;  /* its global name id */
+	uint64_t arg_start; /* its start, CLOCK_MONOTONIC */
 };
 
 struct pending_end {
