@@ -533,7 +533,6 @@ static void inspect_details_gap(const struct inspect_view *v, struct inspect_tex
 		inspect_details_activity(v, out, process, most, g->start_ns, g->end_ns, why2);
 }
 
-/* Fills the details overlay for an event. */
 /* The fields of a range's NVTX extended payload on one line: "args      comm=7 bytes=4096". */
 static void inspect_details_args(const struct inspect_view *v, struct inspect_text *out,
                                  const struct inspect_hit *hit)
@@ -565,6 +564,7 @@ static void inspect_details_args(const struct inspect_view *v, struct inspect_te
 	INSPECT_LINE("args      %s", line);
 }
 
+/* Fills the details overlay for an event. */
 void inspect_details(const struct inspect_view *v, struct inspect_text *out, const struct inspect_hit *hit)
 {
 	char t0[48], dur[32], where[128];
