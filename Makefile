@@ -177,6 +177,11 @@ $(BUILD)/tests/bench/ui_bench: tests/bench/ui_bench.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(NCURSES_CFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
 
+# The ranks pane's recomputation cost (stats_ranks_compute on a store of 2 M events over 8 ranks).
+$(BUILD)/tests/bench/ranks_bench: tests/bench/ranks_bench.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
+
 deps:
 	$(Q)./tests/install-deps.sh
 

@@ -165,7 +165,10 @@ struct capture_read_result {
 
 /* How capture_read_with reads a file (all zero: as capture_read). */
 struct capture_read_options {
-	int64_t shift_ns;  /* added to every CLOCK_MONOTONIC time of the file (one axis for many) */
+	int64_t shift_ns; /* added to every CLOCK_MONOTONIC time of the file (one axis for many) */
+	/* A clock running at another rate: a time t also moves by drift * (t - drift_origin_ns). */
+	double drift;
+	uint64_t drift_origin_ns;
 	int source_base;   /* store source of the file's first process stream (after earlier files') */
 	int stop_at_hello; /* stop after the first chunk that announced a process (to read its anchor) */
 };

@@ -12,17 +12,19 @@
 
 /* What decides the layout: the terminal and which panes are wanted. */
 struct panes_input {
-	int lines, cols;  /* terminal size */
-	size_t devices;   /* GPU (process, device) pairs for the utilisation header */
-	int log_shown;    /* the target's output log (l) */
-	int nvtx_shown;   /* the NVTX panel (h) is on and has statistics */
-	size_t nvtx_rows; /* its statistics rows */
-	int hot_shown;    /* the hot-functions pane (H) */
+	int lines, cols;   /* terminal size */
+	size_t devices;    /* GPU (process, device) pairs for the utilisation header */
+	int log_shown;     /* the target's output log (l) */
+	int nvtx_shown;    /* the NVTX panel (h) is on and has statistics */
+	size_t nvtx_rows;  /* its statistics rows */
+	int hot_shown;     /* the hot-functions pane (H) */
+	int ranks_shown;   /* the ranks pane (R) */
+	size_t ranks_rows; /* its rows (0: it says so in one line) */
 };
 
 /*
- * Lines of each pane, top to bottom: status line 0, GPU header, time axis, lanes, hot functions,
- * NVTX panel, log, and the message / prompt line last. A pane with height 0 is not drawn; the
+ * Lines of each pane, top to bottom: status line 0, GPU header, time axis, lanes, ranks, hot
+ * functions, NVTX panel, log, and the message / prompt line last. A pane with height 0 is not drawn; the
  * optional panes give way so that the lanes keep at least 4 lines where the terminal allows.
  */
 struct panes {
@@ -32,7 +34,8 @@ struct panes {
 	int header_y, header_h;
 	int axis_y, axis_h; /* axis_h 0 when no lane line fits below it */
 	int lanes_y, lanes_h;
-	int hot_y, hot_h; /* drawn when hot_h > 1 (a header and a row) */
+	int ranks_y, ranks_h; /* a heading and at least one line, or 0 */
+	int hot_y, hot_h;     /* drawn when hot_h > 1 (a header and a row) */
 	int nvtx_y, nvtx_h;
 	int log_y, log_h;
 	int bottom_y; /* -1 on a one-line terminal */
@@ -44,6 +47,7 @@ enum panes_area {
 	PANES_HEADER,
 	PANES_AXIS,
 	PANES_LANES,
+	PANES_RANKS,
 	PANES_HOT,
 	PANES_NVTX,
 	PANES_LOG,

@@ -1,7 +1,8 @@
 /*
  * The straggler table: one row per rank (a ranked process with the processes under it that carry the
  * same rank folded in), with its step times and how much of them went to NCCL kernels, to the rest
- * (compute) and to an idle GPU. Used by `stats` (section "ranks") and its unit test.
+ * (compute) and to an idle GPU. Used by `stats` (section "ranks"), the viewer's ranks pane (R) and
+ * their unit tests.
  */
 #ifndef CUSCOPE_STATS_RANKS_H
 #define CUSCOPE_STATS_RANKS_H
@@ -25,6 +26,9 @@ struct stats_rank_row {
 	uint64_t nccl_ns;     /* step time with an NCCL kernel (name starts "nccl") of the rank running */
 	uint64_t compute_ns;  /* step_total_ns - nccl_ns */
 	uint64_t gpu_idle_ns; /* step time with no kernel on its GPU; 0 without GPU data */
+	size_t main_process;  /* store process and lane of the thread its steps were taken from */
+	size_t main_lane;     /* SIZE_MAX when it has no thread with ranges */
+	uint64_t slow_start_ns, slow_end_ns; /* its slowest step (the first of equals); 0 without steps */
 };
 
 /*

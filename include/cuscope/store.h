@@ -156,6 +156,23 @@ uint32_t store_capture_begin(struct store *store);
 /* Captures begun: 0 for a live store or one read without store_capture_begin. */
 uint32_t store_capture_count(const struct store *store);
 
+/* How one capture was put on the common time axis (cli_load_captures), for stats. */
+struct store_capture_clock {
+	const char *method;      /* "reference", "collectives", "anchor" or "none": static text */
+	int64_t offset_ns;       /* the move of its times (at its median matched collective) */
+	int64_t correction_ns;   /* of which beyond its clock anchor's */
+	int64_t drift_ppb;       /* its clock's rate against the reference's, parts per billion */
+	uint64_t matched;        /* collectives matched with the reference capture's */
+	uint64_t unmatched;      /* collectives beyond the common prefix (the counts differ) */
+	uint64_t outliers;       /* matched but left out of the fit */
+	int64_t residual_p50_ns; /* |reference's end - its end| after the move, -1 with none matched */
+	int64_t residual_max_ns;
+};
+/* Keeps capture's alignment (a copy; method must be static). */
+void store_capture_set_clock(struct store *store, uint32_t capture, const struct store_capture_clock *clock);
+/* capture's alignment: 0, or -ENOENT when none was kept. */
+int store_capture_get_clock(const struct store *store, uint32_t capture, struct store_capture_clock *out);
+
 /* Records the exit status of a process the caller launched (the collector cannot know it). */
 void store_process_set_exit(struct store *store, pid_t pid, int exit_code);
 /*

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,63 +192,67 @@ static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
 	}
 }
 
-/* Adds delta to the CLOCK_MONOTONIC time at p (0 stays 0: "none"). */
-static void reader_shift_at(uint8_t *p, int64_t delta)
+/* Moves the CLOCK_MONOTONIC time at p by opts' shift (0 stays 0: "none"). */
+static void reader_shift_at(uint8_t *p, const struct capture_read_options *opts)
 {
 	uint64_t t;
 	memcpy(&t, p, sizeof t);
 	if (t) {
-		t += (uint64_t)delta;
+		uint64_t delta = (uint64_t)opts->shift_ns;
+		if (opts->drift != 0) /* the caller keeps the sum >= 0 over the file's span */
+			delta +=
+			    (uint64_t)llround(opts->drift * (double)(int64_t)(t - opts->drift_origin_ns));
+		t += delta;
 		memcpy(p, &t, sizeof t);
 	}
 }
 
-/* Moves every CLOCK_MONOTONIC time of a frame (today's layout, checked) by delta, in place. */
-static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, int64_t delta)
+/* Moves every CLOCK_MONOTONIC time of a frame (today's layout, checked) as o says, in place. */
+static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struct capture_read_options *o)
 {
 	switch (type) {
 	case WIRE_FRAME_HELLO:
-		reader_shift_at(p + offsetof(struct wire_hello, start_mono_ns), delta);
-		reader_shift_at(p + offsetof(struct wire_hello, anchor_mono_ns), delta);
+		reader_shift_at(p + offsetof(struct wire_hello, start_mono_ns), o);
+		reader_shift_at(p + offsetof(struct wire_hello, anchor_mono_ns), o);
 		break;
 	case WIRE_FRAME_EVENTS:
 		for (size_t off = 0; length - off >= sizeof(struct wire_event);
 		     off += sizeof(struct wire_event)) {
 			uint16_t kind;
 			memcpy(&kind, p + off + offsetof(struct wire_event, kind), sizeof kind);
-			reader_shift_at(p + off + offsetof(struct wire_event, time_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_event, time_ns), o);
 			if (kind == WIRE_EV_OSRT || kind == WIRE_EV_GC) /* value is the end time */
-				reader_shift_at(p + off + offsetof(struct wire_event, value), delta);
+				reader_shift_at(p + off + offsetof(struct wire_event, value), o);
 		}
 		break;
 	case WIRE_FRAME_GPU:
 		for (size_t off = 0; length - off >= sizeof(struct wire_gpu_event);
 		     off += sizeof(struct wire_gpu_event)) {
-			reader_shift_at(p + off + offsetof(struct wire_gpu_event, start_ns), delta);
-			reader_shift_at(p + off + offsetof(struct wire_gpu_event, end_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_gpu_event, start_ns), o);
+			reader_shift_at(p + off + offsetof(struct wire_gpu_event, end_ns), o);
 		}
 		break;
 	case WIRE_FRAME_STACKS:
 		for (size_t off = 0; off <= length && length - off >= sizeof(struct wire_stack);) {
 			struct wire_stack st;
 			memcpy(&st, p + off, sizeof st);
-			reader_shift_at(p + off + offsetof(struct wire_stack, time_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_stack, time_ns), o);
 			off += sizeof st + (size_t)st.depth * 4u;
 		}
 		break;
 	case WIRE_FRAME_COUNTERS:
 		for (size_t off = 0; length - off >= sizeof(struct wire_counter);
 		     off += sizeof(struct wire_counter))
-			reader_shift_at(p + off + offsetof(struct wire_counter, time_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_counter, time_ns), o);
 		break;
 	case WIRE_FRAME_COST:
 		for (size_t off = 0; length - off >= sizeof(struct wire_cost);
 		     off += sizeof(struct wire_cost))
-			reader_shift_at(p + off + offsetof(struct wire_cost, time_ns), delta);
+			reader_shift_at(p + off + offsetof(struct wire_cost, time_ns), o);
 		break;
 	case WIRE_FRAME_BYE:
 		if (length >= sizeof(struct wire_bye))
-			reader_shift_at(p + offsetof(struct wire_bye, time_ns), delta);
+			reader_shift_at(p + offsetof(struct wire_bye, time_ns), o);
 		break;
 	default: /* no times: strings, losses, devices, notices, exits */
 		break;
@@ -296,14 +301,14 @@ static int reader_ingest(struct reader *r, struct store *store, size_t dense, ui
 				else
 					frame_len = fh.length;
 			}
-			if (r->opts->shift_ns && frame_len) {
+			if ((r->opts->shift_ns || r->opts->drift != 0) && frame_len) {
 				/* Checked first, so the shift reads only fields the frame holds. */
 				int bad = wire_frame_check(fh.type, frame, frame_len, cause);
 				if (bad)
 					return bad;
 				xgrow((void **)&r->shifted, &r->shifted_cap, frame_len, 1);
 				memcpy(r->shifted, frame, frame_len);
-				reader_shift(fh.type, r->shifted, frame_len, r->opts->shift_ns);
+				reader_shift(fh.type, r->shifted, frame_len, r->opts);
 				frame = r->shifted;
 			}
 			int rc = store_feed(store, r->opts->source_base + (int)dense, fh.type, frame,

@@ -646,6 +646,39 @@ static void section_cost(const struct store *st, struct table *t)
 	}
 }
 
+/* ---- clock_alignment: how several captures were put on one time axis ---- */
+
+static const struct column align_cols[] = {
+    {"capture", CELL_INT},         {"host", CELL_STR},
+    {"method", CELL_STR},          {"offset_ns", CELL_INT},
+    {"correction_ns", CELL_INT},   {"drift_ppb", CELL_INT},
+    {"matched", CELL_INT},         {"unmatched", CELL_INT},
+    {"outliers", CELL_INT},        {"residual_p50_ns", CELL_INT},
+    {"residual_max_ns", CELL_INT},
+};
+
+/* One row per capture (cli_load_captures kept its alignment); host from its first process. */
+static void section_clock_alignment(const struct store *st, struct table *t)
+{
+	for (uint32_t c = 0; c < store_capture_count(st); c++) {
+		struct store_capture_clock k;
+		if (store_capture_get_clock(st, c, &k) != 0)
+			continue;
+		const char *host = "";
+		for (size_t p = 0; p < store_process_count(st); p++) {
+			struct store_process_info pi;
+			store_process_get(st, p, &pi);
+			if (pi.capture == c) {
+				host = pi.host;
+				break;
+			}
+		}
+		stats_table_row(t, (int64_t)c, host, k.method, k.offset_ns, k.correction_ns, k.drift_ppb,
+		                (int64_t)k.matched, (int64_t)k.unmatched, (int64_t)k.outliers,
+		                k.residual_p50_ns, k.residual_max_ns);
+	}
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -653,6 +686,7 @@ struct section {
 	void (*build)(const struct store *st, struct table *t);
 	/* Instead of build, for a section that takes the step range (stats --step-range). */
 	void (*build_steps)(const struct store *st, struct table *t, const char *step_range);
+	int several; /* written only for several captures read together (one prints as it did) */
 };
 
 #define COLS(a) a, sizeof a / sizeof a[0]
@@ -674,6 +708,7 @@ static const struct section sections[] = {
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
+    {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
 };
 
 int stats_format_parse(const char *text, enum stats_format *out)
@@ -720,7 +755,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, ranks";
+	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
@@ -740,7 +775,7 @@ int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_for
 		fputc('{', out);
 	int first = 1;
 	for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
-		if (!(mask & 1u << s))
+		if (!(mask & 1u << s) || (sections[s].several && store_capture_count(st) < 2))
 			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
 		if (sections[s].build_steps)

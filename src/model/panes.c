@@ -54,14 +54,26 @@ void panes_compute(const struct panes_input *in, struct panes *out)
 		if (lines - 3 - hdr_h - log_h - panel_h - hot_h < 4)
 			hot_h = 0;
 	}
+	/* The ranks pane: a heading and its rows (one line saying there are none), at most a quarter of
+	 * the screen (2 lines at least), giving way to the lanes like the others. */
+	int ranks_h = 0;
+	if (in->ranks_shown) {
+		size_t want = (in->ranks_rows ? in->ranks_rows : 1) + 1;
+		int cap = lines / 4 < 2 ? 2 : lines / 4;
+		ranks_h = want < (size_t)cap ? (int)want : cap;
+		if (lines - 3 - hdr_h - log_h - panel_h - hot_h - ranks_h < 4)
+			ranks_h = 0;
+	}
 	out->header_y = 1;
 	out->header_h = hdr_h;
 	out->axis_y = 1 + hdr_h;
 	out->axis_h = lines > out->axis_y + 1;
 	out->lanes_y = out->axis_y + 1;
-	int lanes_h = lines - out->lanes_y - 1 - log_h - panel_h - hot_h;
+	int lanes_h = lines - out->lanes_y - 1 - log_h - panel_h - hot_h - ranks_h;
 	out->lanes_h = lanes_h > 0 ? lanes_h : 0;
-	out->hot_y = out->lanes_y + out->lanes_h;
+	out->ranks_y = out->lanes_y + out->lanes_h;
+	out->ranks_h = ranks_h;
+	out->hot_y = out->ranks_y + ranks_h;
 	out->hot_h = hot_h;
 	out->nvtx_y = out->hot_y + hot_h;
 	out->nvtx_h = panel_h;
@@ -82,8 +94,8 @@ struct panes_cell panes_hit(const struct panes *p, int x, int y)
 	if (x < 0 || y < 0 || x >= p->cols || y >= p->lines)
 		return c;
 	/* In drawing order: later panes cover earlier ones (the bottom line is drawn last). */
-	static const enum panes_area order[] = {PANES_BOTTOM, PANES_LOG,  PANES_NVTX,  PANES_HOT,
-	                                        PANES_LANES,  PANES_AXIS, PANES_HEADER};
+	static const enum panes_area order[] = {PANES_BOTTOM, PANES_LOG,   PANES_NVTX, PANES_HOT,
+	                                        PANES_RANKS,  PANES_LANES, PANES_AXIS, PANES_HEADER};
 	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
 		int y0 = 0, h = 0;
 		switch (order[i]) {
@@ -98,6 +110,9 @@ struct panes_cell panes_hit(const struct panes *p, int x, int y)
 			break;
 		case PANES_HOT:
 			y0 = p->hot_y, h = p->hot_h > 1 ? p->hot_h : 0;
+			break;
+		case PANES_RANKS:
+			y0 = p->ranks_y, h = p->ranks_h;
 			break;
 		case PANES_LANES:
 			y0 = p->lanes_y, h = p->lanes_h;

@@ -123,6 +123,7 @@ void store_free(struct store *st)
 	store_cpu_fini(st);
 	store_args_free(st);
 	free(st->sources);
+	free(st->capture_clocks);
 	free(st->procs);
 	hashmap_fini(&st->pid_map);
 	free(st);

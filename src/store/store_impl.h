@@ -131,6 +131,8 @@ struct store {
 	size_t proc_count, proc_cap;
 	struct hashmap pid_map; /* the newest process of each (capture, pid): index + 1 */
 	uint32_t capture_count; /* captures begun (store_capture_begin); processes join the last */
+	struct store_capture_clock *capture_clocks; /* by capture (store_capture_set_clock) */
+	size_t capture_clock_cap;
 	struct source *sources;
 	size_t source_cap;
 	/* global strings */

@@ -444,6 +444,26 @@ uint32_t store_capture_count(const struct store *st)
 	return st->capture_count;
 }
 
+void store_capture_set_clock(struct store *st, uint32_t capture, const struct store_capture_clock *clock)
+{
+	size_t old = st->capture_clock_cap;
+	if (capture >= old) {
+		xgrow((void **)&st->capture_clocks, &st->capture_clock_cap, (size_t)capture + 1,
+		      sizeof *st->capture_clocks);
+		memset(st->capture_clocks + old, 0,
+		       (st->capture_clock_cap - old) * sizeof *st->capture_clocks);
+	}
+	st->capture_clocks[capture] = *clock;
+}
+
+int store_capture_get_clock(const struct store *st, uint32_t capture, struct store_capture_clock *out)
+{
+	if (capture >= st->capture_clock_cap || !st->capture_clocks[capture].method)
+		return -ENOENT;
+	*out = st->capture_clocks[capture];
+	return 0;
+}
+
 void store_source_closed(struct store *st, int source)
 {
 	if (source < 0 || (size_t)source >= st->source_cap)

@@ -99,6 +99,11 @@ static int ui_key_updown(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	long d = key == KEY_UP ? -1 : 1;
+	if (ui->ranks.focus && ui->panes.ranks_h > 1) {
+		int h = ui->panes.ranks_h - 1;
+		rankspane_select(&ui->ranks.model, d, h > 0 ? (size_t)h : 1);
+		return UI_ACTION_NONE;
+	}
 	if (ui->nvtx.focus && ui_panel_shown(ui)) {
 		long s = (long)ui->nvtx.sel + d;
 		if (s >= 0 && (size_t)s < ui->nvtx.stats.count)
@@ -154,6 +159,10 @@ static int ui_key_enter(struct ui *ui, const struct ui_status *status, int key)
 {
 	if (ui->overlay == UI_OVERLAY_DETAILS) {
 		ui->overlay = UI_OVERLAY_NONE;
+		return UI_ACTION_NONE;
+	}
+	if (ui->ranks.focus && ui->panes.ranks_h > 1) {
+		ui_ranks_jump(ui);
 		return UI_ACTION_NONE;
 	}
 	if (ui->nvtx.focus && ui_panel_shown(ui)) {
@@ -282,6 +291,21 @@ static int ui_key_panel(struct ui *ui, const struct ui_status *status, int key)
 	ui->nvtx.hidden = !ui->nvtx.hidden;
 	if (ui->nvtx.hidden)
 		ui->nvtx.focus = 0;
+	else if (ui->nvtx.focus)
+		ui->ranks.focus = 0;
+	return UI_ACTION_NONE;
+}
+
+/* R: shows the ranks pane with the focus on it (Up/Down, Enter), or hides it. */
+static int ui_key_ranks(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)status;
+	(void)key;
+	ui->ranks.shown = !ui->ranks.shown;
+	ui->ranks.focus = ui->ranks.shown;
+	if (ui->ranks.focus)
+		ui->nvtx.focus = 0;
+	ui_ranks_update(ui);
 	return UI_ACTION_NONE;
 }
 
@@ -305,7 +329,17 @@ static int ui_key_focus(struct ui *ui, const struct ui_status *status, int key)
 {
 	(void)status;
 	(void)key;
-	ui->nvtx.focus = ui_panel_shown(ui) ? !ui->nvtx.focus : 0;
+	/* Tab moves the focus on: the NVTX panel, the ranks pane, the lanes (skipping hidden panes). */
+	int nvtx = ui_panel_shown(ui), ranks = ui->ranks.shown;
+	if (ui->nvtx.focus && nvtx) {
+		ui->nvtx.focus = 0;
+		ui->ranks.focus = ranks;
+	} else if (ui->ranks.focus && ranks) {
+		ui->ranks.focus = 0;
+	} else {
+		ui->nvtx.focus = nvtx;
+		ui->ranks.focus = !nvtx && ranks;
+	}
 	return UI_ACTION_NONE;
 }
 
@@ -331,8 +365,8 @@ static int ui_key_escape(struct ui *ui, const struct ui_status *status, int key)
 	(void)key;
 	if (ui->overlay)
 		ui->overlay = UI_OVERLAY_NONE;
-	else if (ui->nvtx.focus)
-		ui->nvtx.focus = 0;
+	else if (ui->nvtx.focus || ui->ranks.focus)
+		ui->nvtx.focus = ui->ranks.focus = 0;
 	else
 		ui->log.shown = 0;
 	return UI_ACTION_NONE;
@@ -386,12 +420,13 @@ static const struct ui_key ui_keys[] = {
     {'d', "d", "dump the visible window or the whole capture to a file", ui_key_dump},
     {'t', "t", "next colour theme", ui_key_theme},
     {'h', "h", "show / hide the NVTX panel", ui_key_panel},
+    {'R', "R", "show / hide the ranks pane: straggler first (Enter: its lanes, slowest step)", ui_key_ranks},
     {'H', "H", "show / hide hot functions of the selected thread in view", ui_key_hot},
     {'i', "i", "hot functions by self / inclusive samples (Python functions on Python threads)",
      ui_key_hot_order},
     {']', "] [", "next / previous GPU idle gap (Enter on it: what the CPU did)", ui_key_gap},
     {'[', NULL, NULL, ui_key_gap},
-    {'\t', "Tab", "focus the NVTX panel (Enter: slowest instance)", ui_key_focus},
+    {'\t', "Tab", "focus the NVTX panel, then the ranks pane (Enter: slowest instance)", ui_key_focus},
     {'l', "l", "show / hide the target's output log", ui_key_log},
     {'?', "?", "show / hide this help", ui_key_help},
     {27, "Esc", "close overlays, prompts and panes", ui_key_escape},
@@ -428,6 +463,14 @@ static int ui_key_mouse(struct ui *ui, const struct ui_status *status, int key)
 			size_t i = ui->lanes.layout.top + (size_t)cell.line;
 			if (i < ui->lanes.layout.count)
 				ui->lanes.layout.selected = i;
+		}
+		/* A click on a rank's row selects it and gives the pane the focus (Enter jumps). */
+		if (cell.area == PANES_RANKS && cell.line > 0 &&
+		    ui->ranks.model.top + (size_t)(cell.line - 1) < ui->ranks.model.count) {
+			ui->ranks.model.sel = ui->ranks.model.top + (size_t)(cell.line - 1);
+			ui->ranks.focus = 1;
+			ui->nvtx.focus = 0;
+			return UI_ACTION_NONE;
 		}
 		if (col >= 0 && col < ui->view.vp.cols)
 			ui->view.cursor_col = col;

@@ -145,9 +145,10 @@ void ui_draw_bottom(struct ui *ui, int y)
 		return;
 	}
 	char hint[256];
-	snprintf(hint, sizeof hint,
-	         " space pause  +/- zoom  %s pan  %s lanes  Enter details  / find  h nvtx  H hot  ] gap  "
-	         "? help  q quit",
-	         ui->cells.g->leftright, ui->cells.g->updown);
+	snprintf(
+	    hint, sizeof hint,
+	    " space pause  +/- zoom  %s pan  %s lanes  Enter details  / find  h nvtx  H hot  R ranks  ] gap  "
+	    "? help  q quit",
+	    ui->cells.g->leftright, ui->cells.g->updown);
 	ui_put(ui, y, 0, COLS, ui_attr(ui, THEME_NORMAL) | A_DIM, hint);
 }

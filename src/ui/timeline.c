@@ -540,7 +540,7 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 	}
 	ui_put(ui, y, 0, gx - 1, la, label);
 	ui_put(ui, y, gx - 1, 1, ui_attr(ui, THEME_AXIS), ui->cells.g->vline);
-	if (selected && !ui->nvtx.focus) {
+	if (selected && !ui->nvtx.focus && !ui->ranks.focus) {
 		/* The time cursor on the selected lane: its cell in reverse video. */
 		ui_cursor_cell(ui, y);
 	}

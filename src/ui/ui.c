@@ -58,6 +58,7 @@ static void ui_signature(struct ui *ui, const struct ui_status *st, struct ui_fr
 			snprintf(sig->log_note, sizeof sig->log_note, "%s", st->log_note);
 	}
 	sig->memory_from = store_memory_from_ns(ui->store);
+	sig->ranks_at = ui->ranks.model.computed_at_ns;
 	sig->notices = store_notice_total(ui->store);
 	sig->lines = LINES;
 	sig->cols = COLS;
@@ -90,6 +91,7 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	ui_rebuild_layout(ui, 0);
 	if (!ui->view.paused)
 		nvtx_stats_update(&ui->nvtx.stats, ui->store);
+	ui_ranks_update(ui);
 	if (!ui->gpu.nvml_tried && store_gpu_event_count(ui->store)) {
 		ui->gpu.nvml_tried = 1;
 		ui->gpu.nvml = nvml_open();
@@ -109,7 +111,9 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	                          .log_shown = ui->log.shown,
 	                          .nvtx_shown = ui_panel_shown(ui),
 	                          .nvtx_rows = ui->nvtx.stats.count,
-	                          .hot_shown = ui->hot.shown};
+	                          .hot_shown = ui->hot.shown,
+	                          .ranks_shown = ui->ranks.shown,
+	                          .ranks_rows = ui->ranks.model.count};
 	panes_compute(&pin, &ui->panes);
 	const struct panes *pn = &ui->panes;
 	int hdr_h = pn->header_h, lanes_y = pn->lanes_y, lanes_h = pn->lanes_h;
@@ -141,6 +145,8 @@ void ui_draw(struct ui *ui, const struct ui_status *status, int force)
 	if (ui->lanes.layout.count == 0 && lanes_h > 0)
 		ui_put(ui, lanes_y, ui_gutter() + 1, ui->view.vp.cols - 1, ui_attr(ui, THEME_NORMAL) | A_DIM,
 		       status && status->live ? "waiting for the target's first events..." : "no events");
+	if (pn->ranks_h > 0)
+		ui_draw_ranks(ui, pn->ranks_y, pn->ranks_h);
 	if (pn->hot_h > 1)
 		ui_draw_hot(ui, pn->hot_y, pn->hot_h);
 	if (pn->nvtx_h > 0)
@@ -226,6 +232,7 @@ struct ui *ui_new_on(struct store *store, const struct ui_options *options, FILE
 	layout_init(&ui->lanes.layout);
 	inspect_find_init(&ui->find);
 	nvtx_stats_init(&ui->nvtx.stats);
+	rankspane_init(&ui->ranks.model);
 	viewport_set(&ui->view.vp, 0, ui_window_ns(ui), ui_timeline_cols());
 	ui_current = ui;
 	log_set_sink(ui_log_sink);
@@ -258,6 +265,7 @@ void ui_free(struct ui *ui)
 		delscreen(ui->cells.screen);
 	layout_fini(&ui->lanes.layout);
 	nvtx_stats_fini(&ui->nvtx.stats);
+	rankspane_fini(&ui->ranks.model);
 	nvml_close(ui->gpu.nvml);
 	for (size_t i = 0; i < UI_MAX_DEVICES; i++)
 		free(ui->gpu.devices[i].rows);

@@ -17,6 +17,7 @@
 #include "cuscope/layout.h"
 #include "cuscope/nvtxstats.h"
 #include "cuscope/panes.h"
+#include "cuscope/rankspane.h"
 #include "cuscope/store.h"
 #include "cuscope/theme.h"
 #include "cuscope/util.h"
@@ -89,6 +90,7 @@ struct ui_frame_sig {
 	long long log_size, log_mtime;
 	unsigned nvml_sum;
 	uint64_t memory_from;
+	uint64_t ranks_at; /* when the ranks pane's rows were computed: new rows redraw */
 	char log_note[96];
 };
 
@@ -170,6 +172,13 @@ struct ui_nvtx_pane {
 	size_t sel, top;
 };
 
+/* ranks.c: the ranks pane (R): per rank step times, NCCL, compute and GPU idle, the straggler first. */
+struct ui_ranks_pane {
+	struct rankspane model; /* rows (recomputed at most once a second), selection */
+	int shown;              /* R */
+	int focus;              /* R or Tab: Up/Down move the selection, Enter jumps */
+};
+
 /* panes.c: the hot-functions pane (H). */
 struct ui_hot_pane {
 	int shown;
@@ -231,6 +240,7 @@ struct ui {
 	struct inspect_hit last_hit; /* its last match */
 	struct ui_nvtx_pane nvtx;
 	struct ui_hot_pane hot;
+	struct ui_ranks_pane ranks;
 	struct ui_log_pane log;
 	struct ui_gpu_header gpu;
 	struct ui_cost_rows cost;
@@ -358,6 +368,14 @@ void ui_draw_box_lines(struct ui *ui, const char *title, const char *const *line
                        int want_w);
 /* The details overlay (ui->details, filled by model/inspect). */
 void ui_draw_details(struct ui *ui);
+
+/* ---- ranks.c ---- */
+/* Recomputes the ranks pane's rows when shown and due (never per frame; not while paused). */
+void ui_ranks_update(struct ui *ui);
+/* The ranks pane: a heading, then one line per rank (the straggler first), or why there are none. */
+void ui_draw_ranks(struct ui *ui, int y0, int h);
+/* Enter on the ranks pane: the selected rank's lanes on top, unfolded, its slowest step in view. */
+void ui_ranks_jump(struct ui *ui);
 
 /* ---- status.c ---- */
 void ui_draw_status(struct ui *ui, const struct ui_status *st);

@@ -1,11 +1,12 @@
 /*
- * A stand-in libcupti for CPU-only tests of the collector's CUPTI code (tests/runtime/t210-t214):
- * the entry points cupti.c resolves, with the semantics the collector relies on, and a fake CUDA
- * runtime (fake_cuda_launch) that plays what the real one does around each call: API enter and
- * exit callbacks with a per-call correlationData slot and a correlation id, an API activity record
- * when that call's activity is enabled, and the kernel's CONCURRENT_KERNEL record with the same
- * correlation id, delivered through the buffer callbacks. Full buffers are handed back on a thread
- * of this library (as CUPTI's own worker thread does), flushed ones on the flushing thread.
+ * A stand-in libcupti for CPU-only tests of the collector's CUPTI code (tests/runtime/t210-t214;
+ * t228 launches NCCL-named kernels through fake_cuda_launch_kernel): the entry points cupti.c
+ * resolves, with the semantics the collector relies on, and a fake CUDA runtime (fake_cuda_launch)
+ * that plays what the real one does around each call: API enter and exit callbacks with a per-call
+ * correlationData slot and a correlation id, an API activity record when that call's activity is
+ * enabled, and the kernel's CONCURRENT_KERNEL record with the same correlation id, delivered
+ * through the buffer callbacks. Full buffers are handed back on a thread of this library (as
+ * CUPTI's own worker thread does), flushed ones on the flushing thread.
  *
  * The test program loads it (as a CUDA program loads libcudart) and the collector loads it again
  * through CUSCOPE_CUPTI_PATH; the program's first call (fake_cuda_init: cudaFree(0)) injects the
@@ -617,31 +618,32 @@ static void fake_runtime_call(CUpti_CallbackId cbid, const char *name, const str
 		fake_gpu_op(op, correlation, end);
 }
 
-/* Kernel names by label, kept for the life of the process (CUPTI's names live as long). */
-static const char *fake_kernel_name(const char *label)
+/* Kernel names, kept for the life of the process (CUPTI's names live as long); "fake_kernel" when
+ * the table is full. */
+static const char *fake_intern(const char *name)
 {
-	static struct {
-		char *label, *name;
-	} names[64];
+	static char *names[64];
 	static size_t count;
 	const char *found = "fake_kernel";
 	pthread_mutex_lock(&fc.lock);
 	for (size_t i = 0; i < count; i++)
-		if (strcmp(names[i].label, label) == 0) {
-			found = names[i].name;
+		if (strcmp(names[i], name) == 0) {
+			found = names[i];
 			goto out;
 		}
-	if (count < sizeof names / sizeof names[0]) {
-		char buf[128];
-		snprintf(buf, sizeof buf, "fake_kernel_%s", label);
-		names[count].label = strdup(label);
-		names[count].name = strdup(buf);
-		if (names[count].label && names[count].name)
-			found = names[count++].name;
-	}
+	if (count < sizeof names / sizeof names[0] && (names[count] = strdup(name)) != NULL)
+		found = names[count++];
 out:
 	pthread_mutex_unlock(&fc.lock);
 	return found;
+}
+
+/* The kernel name of a launching thread's label: "fake_kernel_LABEL". */
+static const char *fake_kernel_name(const char *label)
+{
+	char buf[128];
+	snprintf(buf, sizeof buf, "fake_kernel_%s", label);
+	return fake_intern(buf);
 }
 
 /*
@@ -663,6 +665,17 @@ FAKE_EXPORT void fake_cuda_launch(unsigned n, unsigned extra, const char *label)
 	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", &copy);
 	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize",
 	                  NULL);
+}
+
+/*
+ * One cudaLaunchKernel of a kernel called name (as CUPTI reports a kernel's mangled or plain name),
+ * e.g. NCCL's "ncclDevKernel_AllReduce_Sum_f32_RING_LL", for tests of what cuscope does with kernels
+ * by name (matching collectives across captures, t228).
+ */
+FAKE_EXPORT void fake_cuda_launch_kernel(const char *name)
+{
+	struct fake_op kernel = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, fake_intern(name), 0};
+	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", &kernel);
 }
 
 /* cudaFree(0): what programs call first to create CUDA's context. */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,54 @@ static void write_one(const char *path, const char *host, uint64_t mono, uint64_
 	struct wire_bye bye = {.time_ns = mono + 7 * SEC, .exit_code = 0};
 	if (bye_too)
 		assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_BYE, &bye, sizeof bye), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+}
+
+/* A capture of one process (pid 200) on host whose n NCCL kernels end at ends[k] (its clock), each
+ * 1 ms long; its anchor is (mono, real). */
+static void write_nccl(const char *path, const char *host, uint64_t mono, uint64_t real, const uint64_t *ends,
+                       size_t n)
+{
+	int err = 0;
+	const char *cause = NULL;
+	struct capture_writer *w = capture_writer_open(path, &err, &cause);
+	assert_non_null(w);
+	uint8_t buf[sizeof(struct wire_hello) + 16];
+	static const char argv[] = "rank";
+	struct wire_hello h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, WIRE_MAGIC, 8);
+	h.version = WIRE_VERSION;
+	h.hello_size = sizeof h;
+	h.pid = 200;
+	h.ppid = 1;
+	h.start_mono_ns = mono;
+	h.anchor_mono_ns = mono;
+	h.anchor_real_ns = real;
+	strcpy(h.host, host);
+	h.cmdline_len = sizeof argv;
+	memcpy(buf, &h, sizeof h);
+	memcpy(buf + sizeof h, argv, sizeof argv);
+	assert_int_equal(
+	    capture_writer_frame(w, 0, WIRE_FRAME_HELLO, buf, (uint32_t)(sizeof h + sizeof argv)), 0);
+	static const char name[] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+	uint8_t sbuf[sizeof(struct wire_string) + sizeof name];
+	struct wire_string s = {2, sizeof name - 1};
+	memcpy(sbuf, &s, sizeof s);
+	memcpy(sbuf + sizeof s, name, sizeof name - 1);
+	assert_int_equal(
+	    capture_writer_frame(w, 0, WIRE_FRAME_STRING, sbuf, (uint32_t)(sizeof s + sizeof name - 1)), 0);
+	struct wire_gpu_event *k = calloc(n, sizeof *k);
+	for (size_t i = 0; i < n; i++) {
+		k[i].kind = WIRE_GPU_KERNEL;
+		k[i].start_ns = ends[i] - 1000000;
+		k[i].end_ns = ends[i];
+		k[i].stream = 7;
+		k[i].context = 1;
+		k[i].name_id = 2;
+	}
+	assert_int_equal(capture_writer_frame(w, 0, WIRE_FRAME_GPU, k, (uint32_t)(n * sizeof *k)), 0);
+	free(k);
 	assert_int_equal(capture_writer_close(w), 0);
 }
 
@@ -276,6 +325,97 @@ static void test_bad_file_refused_first(void **state)
 	store_free(st);
 }
 
+/* The kernel ends of process p, in the order the store holds them (one stream, one row). */
+static size_t kernel_ends(const struct store *st, size_t p, uint64_t *out, size_t max)
+{
+	struct store_process_info pi;
+	store_process_get(st, p, &pi);
+	for (size_t l = 0; l < pi.lane_count; l++) {
+		struct store_lane_info li;
+		store_lane_get(st, p, l, &li);
+		if (li.kind != STORE_LANE_GPU_STREAM)
+			continue;
+		const struct store_gpu_op *op;
+		size_t n = store_lane_gpu_all(st, p, l, 0, &op);
+		for (size_t i = 0; i < n && i < max; i++)
+			out[i] = op[i].end_ns;
+		return n;
+	}
+	return 0;
+}
+
+/*
+ * Two hosts whose collectives truly end together: b's clock runs 20 ppm slow and its wall clock is
+ * 3 s off, so its anchor misplaces it by 3 s. Matching the collectives moves b's kernels onto a's
+ * (offset and drift), and the store keeps how: b "collectives" with the drift, a the reference.
+ */
+static void test_collectives_offset_and_drift(void **state)
+{
+	struct fixture *fx = *state;
+	enum { N = 400 };
+	uint64_t ta[N], tb[N];
+	for (size_t k = 0; k < N; k++) {
+		ta[k] = 1010 * SEC + k * 10000000ull; /* host a's clock: one collective every 10 ms */
+		tb[k] = 60 * SEC + (uint64_t)llround((double)(ta[k] - 1010 * SEC) * (1 - 20e-6));
+	}
+	/* a: real - mono = 4000 s; b truly 4950 s (its 60 s is a's 1010 s), but its wall clock says 3 s more.
+	 */
+	write_nccl(fx->a, "host-a", 1000 * SEC, 5000 * SEC, ta, N);
+	write_nccl(fx->b, "host-b", 50 * SEC, 5000 * SEC + 3 * SEC, tb, N);
+	struct store *st = store_new();
+	char err[1024];
+	char *paths[] = {fx->a, fx->b};
+	assert_int_equal(load(fx, 2, paths, st, err, sizeof err), 0);
+	assert_string_equal(err, "");
+	uint64_t ea[N], eb[N];
+	assert_int_equal(kernel_ends(st, 0, ea, N), N);
+	assert_int_equal(kernel_ends(st, 1, eb, N), N);
+	for (size_t k = 0; k < N; k++) {
+		int64_t e = (int64_t)(eb[k] - ea[k]);
+		assert_true(e >= -2 && e <= 2);
+	}
+	struct store_capture_clock ca, cb;
+	assert_int_equal(store_capture_get_clock(st, 0, &ca), 0);
+	assert_int_equal(store_capture_get_clock(st, 1, &cb), 0);
+	assert_string_equal(ca.method, "reference");
+	assert_string_equal(cb.method, "collectives");
+	assert_int_equal(cb.matched, N);
+	assert_int_equal(cb.unmatched, 0);
+	assert_int_equal(cb.outliers, 0);
+	assert_true(cb.drift_ppb > 19990 && cb.drift_ppb < 20010); /* 1 / (1 - 20e-6) - 1 */
+	assert_true(cb.residual_max_ns <= 2);
+	/* The anchor put b 3 s late: matching took that back. */
+	assert_true(cb.correction_ns < -3 * (int64_t)SEC + 100000 &&
+	            cb.correction_ns > -3 * (int64_t)SEC - 100000);
+	store_free(st);
+
+	/* b saw 10 collectives fewer: the first N - 10 match, one warning line says so. */
+	write_nccl(fx->b, "host-b", 50 * SEC, 5000 * SEC + 3 * SEC, tb, N - 10);
+	st = store_new();
+	assert_int_equal(load(fx, 2, paths, st, err, sizeof err), 0);
+	assert_non_null(strstr(err, "the first 390 matched"));
+	assert_ptr_equal(strchr(err, '\n') + 1, err + strlen(err));
+	assert_int_equal(store_capture_get_clock(st, 1, &cb), 0);
+	assert_int_equal(cb.unmatched, 10);
+	assert_int_equal(kernel_ends(st, 1, eb, N), N - 10);
+	assert_int_equal(kernel_ends(st, 0, ea, N), N);
+	int64_t last = (int64_t)(eb[N - 11] - ea[N - 11]);
+	assert_true(last >= -2 && last <= 2);
+	store_free(st);
+
+	/* Kernels that are not NCCL's: the anchor stays, no warning, nothing matched. */
+	write_one(fx->b, "host-b", 50 * SEC, 5000 * SEC + SEC / 2, 1);
+	st = store_new();
+	assert_int_equal(load(fx, 2, paths, st, err, sizeof err), 0);
+	assert_int_equal(store_capture_get_clock(st, 1, &cb), 0);
+	assert_string_equal(cb.method, "anchor");
+	assert_int_equal(cb.matched, 0);
+	assert_int_equal(cb.residual_p50_ns, -1);
+	/* a has 400 NCCL kernels, b none: one line says b was left to its anchor. */
+	assert_non_null(strstr(err, "b.cuscope: 0 NCCL kernels to match"));
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +423,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_one_capture_as_before, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_anchor_taken_as_is, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_file_refused_first, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_collectives_offset_and_drift, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,16 @@ static struct panes layout(int lines, int cols, size_t devices, int log, int nvt
 	return p;
 }
 
+/* layout() with the ranks pane shown and ranks rows. */
+static struct panes layout_ranks(int lines, size_t devices, int log, int nvtx, size_t nvtx_rows, int hot,
+                                 size_t ranks)
+{
+	struct panes_input in = {lines, 120, devices, log, nvtx, nvtx_rows, hot, 1, ranks};
+	struct panes p;
+	panes_compute(&in, &p);
+	return p;
+}
+
 static void test_gutter(void **state)
 {
 	(void)state;
@@ -111,27 +121,60 @@ static void test_hot_gives_way(void **state)
 	assert_int_equal(p.log_y, 27);
 }
 
+/* The ranks pane (R): under the lanes, a heading and one line per rank, a quarter at most. */
+static void test_ranks_pane(void **state)
+{
+	(void)state;
+	struct panes p = layout_ranks(40, 1, 0, 0, 0, 0, 3);
+	assert_int_equal(p.ranks_h, 4); /* heading + 3 ranks */
+	assert_int_equal(p.ranks_y, p.lanes_y + p.lanes_h);
+	assert_int_equal(p.lanes_h, 32);
+	assert_int_equal(p.hot_y, p.ranks_y + p.ranks_h);
+	p = layout_ranks(40, 1, 0, 0, 0, 0, 0);
+	assert_int_equal(p.ranks_h, 2); /* no ranks: the heading and the line that says so */
+	p = layout_ranks(40, 1, 0, 0, 0, 0, 64);
+	assert_int_equal(p.ranks_h, 10); /* a quarter of 40 lines */
+	/* Under the hot pane, NVTX panel and log it gives way so that the lanes keep 4 lines. */
+	p = layout_ranks(40, 4, 1, 1, 100, 1, 8);
+	assert_int_equal(p.ranks_h, 0);
+	assert_int_equal(p.lanes_h, 11);
+	p = layout_ranks(40, 1, 0, 1, 3, 1, 8);
+	assert_int_equal(p.ranks_h, 9);
+	assert_int_equal(p.nvtx_y, p.hot_y + p.hot_h);
+	assert_int_equal(panes_hit(&p, 30, p.ranks_y).area, PANES_RANKS);
+	assert_int_equal(panes_hit(&p, 30, p.ranks_y + 8).line, 8);
+	assert_int_equal(panes_hit(&p, 30, p.ranks_y - 1).area, PANES_LANES);
+	assert_int_equal(panes_hit(&p, 30, p.ranks_y + 9).area, PANES_HOT);
+}
+
 /* Every size and every choice of panes: the panes tile the screen in order, without overlap. */
 static void test_tiling(void **state)
 {
 	(void)state;
 	for (int lines = 1; lines <= 70; lines++) {
-		for (int mask = 0; mask < 16; mask++) {
-			struct panes p = layout(lines, 100, (size_t)mask & 3 ? 5 : 0, mask & 1, mask & 2, 7,
-			                        mask & 4 || mask & 8);
+		for (int mask = 0; mask < 32; mask++) {
+			struct panes_input in = {lines,    100,       (size_t)mask & 3 ? 5 : 0,
+			                         mask & 1, mask & 2,  7,
+			                         mask & 4, mask & 16, (size_t)mask & 8 ? 12 : 0};
+			struct panes p;
+			panes_compute(&in, &p);
 			assert_true(p.lanes_h >= 0);
 			assert_int_equal(p.lanes_y, p.axis_y + 1);
 			assert_int_equal(p.axis_y, 1 + p.header_h);
-			assert_int_equal(p.hot_y, p.lanes_y + p.lanes_h);
+			assert_int_equal(p.ranks_y, p.lanes_y + p.lanes_h);
+			assert_int_equal(p.hot_y, p.ranks_y + p.ranks_h);
 			assert_int_equal(p.nvtx_y, p.hot_y + p.hot_h);
 			if (p.log_h)
 				assert_int_equal(p.log_y, p.nvtx_y + p.nvtx_h);
 			if (lines >= 8) {
 				/* Whatever is shown below the lanes, they keep 4 lines where the screen
 				 * allows. */
-				assert_int_equal(p.lanes_y + p.lanes_h + p.hot_h + p.nvtx_h + p.log_h + 1,
+				assert_int_equal(p.lanes_y + p.lanes_h + p.ranks_h + p.hot_h + p.nvtx_h +
+				                     p.log_h + 1,
 				                 lines);
-				assert_true(p.lanes_h >= 4 || (p.hot_h == 0 && p.nvtx_h == 0));
+				assert_true(p.lanes_h >= 4 ||
+				            (p.hot_h == 0 && p.nvtx_h == 0 && p.ranks_h == 0));
+				assert_true(p.ranks_h == 0 || p.ranks_h >= 2);
 			}
 			for (int y = 0; y < lines; y++) {
 				struct panes_cell c = panes_hit(&p, 50, y);
@@ -186,6 +229,7 @@ int main(void)
 	    cmocka_unit_test(test_lanes_only), cmocka_unit_test(test_log_pane),
 	    cmocka_unit_test(test_nvtx_panel), cmocka_unit_test(test_hot_gives_way),
 	    cmocka_unit_test(test_tiling),     cmocka_unit_test(test_hit),
+	    cmocka_unit_test(test_ranks_pane),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,12 @@ static void stats_ranks_merge(struct intervals *s)
 {
 	if (s->n < 2)
 		return;
-	qsort(s->v, s->n, sizeof *s->v, stats_ranks_cmp_interval);
+	/* Often sorted already (one stream, one row of steps): then no sort. */
+	size_t i0 = 1;
+	while (i0 < s->n && s->v[i0 - 1].start <= s->v[i0].start)
+		i0++;
+	if (i0 < s->n)
+		qsort(s->v, s->n, sizeof *s->v, stats_ranks_cmp_interval);
 	size_t w = 0;
 	for (size_t i = 1; i < s->n; i++) {
 		if (s->v[i].start <= s->v[w].end) {
@@ -105,57 +110,87 @@ static size_t stats_ranks_find(const struct proc_key *keys, size_t n, uint32_t c
 }
 
 /*
- * A process's candidate main thread: the thread lane that launched the most kernels (joined through
- * their API calls; *kernels = how many), else the first thread lane with ranges (*kernels = 0);
- * SIZE_MAX when it has neither.
+ * Whether string ids have a property (a launch API, an NCCL kernel), each name looked at once per
+ * computation rather than once per event: an open-addressed table of ids; when it is full, names are
+ * looked at directly.
  */
-static size_t stats_ranks_main_lane(const struct store *st, size_t p, uint64_t *kernels)
+#define NAME_FLAGS_SLOTS 1024
+
+struct name_flags {
+	uint32_t id[NAME_FLAGS_SLOTS]; /* 0: empty */
+	uint8_t flag[NAME_FLAGS_SLOTS];
+	size_t used;
+	int (*test)(const struct store *st, uint32_t name_id);
+};
+
+static int stats_ranks_flag(struct name_flags *c, const struct store *st, uint32_t id)
+{
+	if (!id)
+		return c->test(st, id);
+	size_t h = (id * 2654435761u) % NAME_FLAGS_SLOTS;
+	for (size_t k = 0; k < NAME_FLAGS_SLOTS; k++) {
+		size_t i = (h + k) % NAME_FLAGS_SLOTS;
+		if (c->id[i] == id)
+			return c->flag[i];
+		if (c->id[i])
+			continue;
+		int f = c->test(st, id);
+		if (c->used + 1 < NAME_FLAGS_SLOTS) { /* keep a free slot: a miss always ends */
+			c->id[i] = id;
+			c->flag[i] = (uint8_t)f;
+			c->used++;
+		}
+		return f;
+	}
+	return c->test(st, id);
+}
+
+/* A CUDA API call that launches kernels: cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch, ... */
+static int stats_ranks_is_launch(const struct store *st, uint32_t name_id)
+{
+	return strstr(store_string(st, name_id), "Launch") != NULL;
+}
+
+static int stats_ranks_is_nccl(const struct store *st, uint32_t name_id)
+{
+	return strncmp(store_short_name(st, name_id), "nccl", 4) == 0;
+}
+
+/*
+ * A process's candidate main thread: the thread lane that made the most kernel launch calls
+ * (*kernels = how many; counted on the thread's own CUDA API rows, not by joining every kernel to
+ * its launch, which cost most of a recomputation), else the first thread lane with ranges
+ * (*kernels = 0); SIZE_MAX when it has neither.
+ */
+static size_t stats_ranks_main_lane(const struct store *st, size_t p, struct name_flags *launch,
+                                    uint64_t *kernels)
 {
 	struct store_process_info pi;
 	store_process_get(st, p, &pi);
 	size_t first = SIZE_MAX, best = SIZE_MAX;
 	uint64_t best_count = 0;
-	pid_t *tids = NULL;
-	uint64_t *counts = NULL;
-	size_t nt = 0, cap_t = 0, cap_c = 0;
 	for (size_t l = 0; l < pi.lane_count; l++) {
 		struct store_lane_info li;
 		store_lane_get(st, p, l, &li);
-		if (li.kind == STORE_LANE_THREAD && li.row_count && first == SIZE_MAX)
-			first = l;
-		if (li.kind != STORE_LANE_GPU_STREAM || !li.kernels)
+		if (li.kind != STORE_LANE_THREAD)
 			continue;
+		if (li.row_count && first == SIZE_MAX)
+			first = l;
+		uint64_t count = 0;
 		for (size_t row = 0; row < li.gpu_row_count; row++) {
 			const struct store_gpu_op *ops;
 			size_t n = store_lane_gpu_all(st, p, l, row, &ops);
-			for (size_t i = 0; i < n; i++) {
-				struct store_gpu_launch launch;
-				if (ops[i].kind != WIRE_GPU_KERNEL ||
-				    store_gpu_op_get_launch(st, p, &ops[i], &launch) != 0)
-					continue;
-				size_t k = 0;
-				while (k < nt && tids[k] != launch.tid)
-					k++;
-				if (k == nt) {
-					xgrow((void **)&tids, &cap_t, nt + 1, sizeof *tids);
-					xgrow((void **)&counts, &cap_c, nt + 1, sizeof *counts);
-					tids[nt] = launch.tid;
-					counts[nt++] = 0;
-				}
-				counts[k]++;
-			}
+			for (size_t i = 0; i < n; i++)
+				if ((ops[i].kind == WIRE_GPU_API_RUNTIME ||
+				     ops[i].kind == WIRE_GPU_API_DRIVER) &&
+				    stats_ranks_flag(launch, st, ops[i].name_id))
+					count++;
+		}
+		if (count > best_count) {
+			best = l;
+			best_count = count;
 		}
 	}
-	for (size_t k = 0; k < nt; k++) {
-		size_t lane = store_thread_lane_find(st, p, tids[k]);
-		if (lane != SIZE_MAX &&
-		    (counts[k] > best_count || (counts[k] == best_count && lane < best))) {
-			best = lane;
-			best_count = counts[k];
-		}
-	}
-	free(tids);
-	free(counts);
 	*kernels = best_count;
 	return best != SIZE_MAX ? best : first;
 }
@@ -167,7 +202,7 @@ static size_t stats_ranks_main_lane(const struct store *st, size_t p, uint64_t *
  * steps itself). Sets *process; SIZE_MAX when none has one.
  */
 static size_t stats_ranks_main_thread(const struct store *st, const size_t *owner, size_t np, size_t root,
-                                      size_t *process)
+                                      struct name_flags *launch, size_t *process)
 {
 	size_t best = SIZE_MAX, fallback = SIZE_MAX, fallback_p = root;
 	uint64_t best_kernels = 0;
@@ -176,7 +211,7 @@ static size_t stats_ranks_main_thread(const struct store *st, const size_t *owne
 		if (owner[q] != root || (k > 0 && q == root))
 			continue;
 		uint64_t kernels;
-		size_t lane = stats_ranks_main_lane(st, q, &kernels);
+		size_t lane = stats_ranks_main_lane(st, q, launch, &kernels);
 		if (lane == SIZE_MAX)
 			continue;
 		if (kernels > best_kernels) {
@@ -284,14 +319,9 @@ static void stats_ranks_gpu_text(const struct store *st, size_t p, uint32_t devi
 		snprintf(buf, size, "GPU%u", device);
 }
 
-static int stats_ranks_is_nccl(const struct store *st, uint32_t name_id)
-{
-	return strncmp(store_short_name(st, name_id), "nccl", 4) == 0;
-}
-
 /* Kernels of process p into all (those on the GPU named gpu) and nccl (its NCCL kernels, when not NULL). */
 static void stats_ranks_kernels(const struct store *st, size_t p, const char *gpu, struct intervals *all,
-                                struct intervals *nccl)
+                                struct intervals *nccl, struct name_flags *is_nccl)
 {
 	struct store_process_info pi;
 	store_process_get(st, p, &pi);
@@ -313,7 +343,7 @@ static void stats_ranks_kernels(const struct store *st, size_t p, const char *gp
 					continue;
 				if (on_gpu)
 					stats_ranks_push(all, ops[i].start_ns, ops[i].end_ns);
-				if (nccl && stats_ranks_is_nccl(st, ops[i].name_id))
+				if (nccl && stats_ranks_flag(is_nccl, st, ops[i].name_id))
 					stats_ranks_push(nccl, ops[i].start_ns, ops[i].end_ns);
 			}
 		}
@@ -390,6 +420,9 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 	}
 	struct stats_rank_row *v = rows ? xcalloc(rows, sizeof *v) : NULL;
 	size_t n = 0;
+	struct name_flags *launch = xcalloc(1, sizeof *launch), *is_nccl = xcalloc(1, sizeof *is_nccl);
+	launch->test = stats_ranks_is_launch;
+	is_nccl->test = stats_ranks_is_nccl;
 	for (size_t p = 0; p < np && rows; p++) {
 		if (owner[p] != p)
 			continue;
@@ -399,19 +432,28 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		row->pid = info[p].pid;
 		row->capture = info[p].capture;
 		row->process = p;
+		row->main_process = p;
+		row->main_lane = SIZE_MAX;
 		stats_ranks_pick_gpu(st, owner, np, p, row->gpu, sizeof row->gpu);
 
 		struct intervals steps = {0}, all = {0}, nccl = {0};
 		size_t mp = p;
-		size_t lane = stats_ranks_main_thread(st, owner, np, p, &mp);
-		if (lane != SIZE_MAX)
+		size_t lane = stats_ranks_main_thread(st, owner, np, p, launch, &mp);
+		if (lane != SIZE_MAX) {
 			row->step_name = stats_ranks_steps(st, mp, lane, step_range, &steps);
+			row->main_process = mp;
+			row->main_lane = lane;
+		}
 		row->steps = steps.n;
 		if (steps.n) {
 			uint64_t *d = xcalloc(steps.n, sizeof *d);
 			for (size_t i = 0; i < steps.n; i++) {
 				d[i] = steps.v[i].end - steps.v[i].start;
 				row->step_total_ns += d[i];
+				if (d[i] > row->slow_end_ns - row->slow_start_ns) {
+					row->slow_start_ns = steps.v[i].start;
+					row->slow_end_ns = steps.v[i].end;
+				}
 			}
 			u64_sort(d, steps.n);
 			row->step_p50_ns = u64_percentile(d, steps.n, 0.50);
@@ -424,7 +466,8 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 				int same_gpu = info[q].capture == info[p].capture && row->gpu[0] &&
 				               strncmp(row->gpu, "GPU-", 4) == 0;
 				if (mine || same_gpu)
-					stats_ranks_kernels(st, q, row->gpu, &all, mine ? &nccl : NULL);
+					stats_ranks_kernels(st, q, row->gpu, &all, mine ? &nccl : NULL,
+					                    is_nccl);
 			}
 			stats_ranks_merge(&all);
 			stats_ranks_merge(&nccl);
@@ -439,6 +482,8 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 	}
 	if (n)
 		qsort(v, n, sizeof *v, stats_ranks_cmp_row);
+	free(launch);
+	free(is_nccl);
 	free(info);
 	free(keys);
 	free(owner);
