@@ -229,6 +229,8 @@ struct store_arg {
 	uint32_t name_id; /* global string: the field's name in its schema */
 	uint32_t type;    /* enum wire_arg_type: how value reads */
 	uint64_t value;
+	uint32_t text_id; /* WIRE_ARG_ENUM: global string, the value's name */
+	uint32_t reserved;
 };
 /*
  * The payload fields of a range or mark r (as a query of lane `lane` returned it, open or not), in

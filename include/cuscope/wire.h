@@ -103,7 +103,8 @@ enum wire_event_kind {
 	WIRE_EV_GC = 19, /* a Python garbage collection: time_ns..value (end ns), name_id = "gc gen N" */
 	/* One field of an NVTX extended payload (NVTX_PAYLOAD_TYPE_EXT) of the push, start or mark
 	 * that the same thread sent just before: name_id = field name, value = the value, flags =
-	 * enum wire_arg_type. At most WIRE_ARGS_MAX follow one range; older viewers ignore them. */
+	 * enum wire_arg_type (WIRE_ARG_ENUM: domain_id = the value's name). At most WIRE_ARGS_MAX
+	 * follow one range; older viewers ignore them. */
 	WIRE_EV_NVTX_ARG = 20,
 	WIRE_EV_KIND_MAX
 };
@@ -125,6 +126,7 @@ enum wire_arg_type {
 	WIRE_ARG_UINT = 0,   /* unsigned integer */
 	WIRE_ARG_INT = 1,    /* signed integer, two's complement in 64 bits */
 	WIRE_ARG_DOUBLE = 2, /* IEEE 754 double, its bit pattern */
+	WIRE_ARG_ENUM = 3,   /* unsigned integer of a registered enum; domain_id = its value's name */
 	WIRE_ARG_TYPE_MAX
 };
 #define WIRE_ARGS_MAX 8 /* fields kept per range; the rest of a payload is counted, not sent */

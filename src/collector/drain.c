@@ -50,6 +50,7 @@ static void drain_convert_record(struct sender *s, const struct ring_record *rec
 			                        .value = arg.value,
 			                        .tid = rec->tid,
 			                        .name_id = frames_intern_ref(s, arg.name),
+			                        .domain_id = frames_intern_ref(s, arg.text),
 			                        .kind = WIRE_EV_NVTX_ARG,
 			                        .flags = (uint16_t)arg.type};
 			frames_push_event(s, &ev);

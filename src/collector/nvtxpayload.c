@@ -12,9 +12,10 @@
 struct nvtxpayload_field {
 	struct collector_string name; /* text points at name_text */
 	char name_text[NVTXPAYLOAD_NAME_MAX + 1];
-	uint64_t offset; /* bytes from the payload's start */
-	uint8_t size;    /* bytes: 1, 2, 4 or 8 */
-	uint8_t type;    /* enum nvtxpayload_type; floats are 4 bytes, doubles 8 */
+	uint64_t offset;                       /* bytes from the payload's start */
+	uint8_t size;                          /* bytes: 1, 2, 4 or 8 */
+	uint8_t type;                          /* enum nvtxpayload_type; floats are 4 bytes, doubles 8 */
+	const struct nvtxpayload_enum *values; /* NVTXPAYLOAD_ENUM: the enum's names */
 };
 
 struct nvtxpayload_schema {
@@ -27,11 +28,19 @@ struct nvtxpayload_schema {
 	struct nvtxpayload_field field[NVTXPAYLOAD_FIELDS_MAX];
 };
 
+struct nvtxpayload_value {
+	uint64_t value;
+	struct collector_string name; /* text points at text */
+	char text[32];
+};
+
 struct nvtxpayload_enum {
 	_Atomic int ready;
 	const void *domain;
 	uint64_t id;
-	uint64_t size; /* bytes of a value */
+	uint64_t size;  /* bytes of a value */
+	uint32_t count; /* named values kept */
+	struct nvtxpayload_value value[NVTXPAYLOAD_VALUES_MAX];
 };
 
 /*
@@ -95,8 +104,8 @@ static int nvtxpayload_basic_type(uint64_t type, uint8_t *size, uint8_t *kind)
 	return 1;
 }
 
-/* The size of a registered enum of domain (0 when there is none). */
-static uint64_t nvtxpayload_enum_size(const void *domain, uint64_t id)
+/* The registered enum (domain, id), NULL when there is none. */
+static const struct nvtxpayload_enum *nvtxpayload_enum_find(const void *domain, uint64_t id)
 {
 	uint32_t n = atomic_load_explicit(&nvtxpayload_enum_count, memory_order_relaxed);
 	if (n > NVTXPAYLOAD_ENUMS_MAX)
@@ -104,8 +113,8 @@ static uint64_t nvtxpayload_enum_size(const void *domain, uint64_t id)
 	for (uint32_t i = 0; i < n; i++)
 		if (atomic_load_explicit(&nvtxpayload_enums[i].ready, memory_order_acquire) &&
 		    nvtxpayload_enums[i].domain == domain && nvtxpayload_enums[i].id == id)
-			return nvtxpayload_enums[i].size;
-	return 0;
+			return &nvtxpayload_enums[i];
+	return NULL;
 }
 
 /* The schema registered as (domain, id), NULL when none. */
@@ -131,12 +140,14 @@ static void nvtxpayload_fill(struct nvtxpayload_schema *s, const void *domain,
 	for (size_t i = 0; i < n; i++) {
 		const nvtxPayloadSchemaEntry_t *e = &entries[i];
 		uint8_t size = 0, kind = 0;
+		const struct nvtxpayload_enum *values = NULL;
 		if (!nvtxpayload_basic_type(e->type, &size, &kind) &&
 		    e->type >= NVTX_PAYLOAD_SCHEMA_ID_STATIC_START) {
-			uint64_t es = nvtxpayload_enum_size(domain, e->type);
+			values = nvtxpayload_enum_find(domain, e->type);
+			uint64_t es = values ? values->size : 0;
 			if (es == 1 || es == 2 || es == 4 || es == 8) {
 				size = (uint8_t)es;
-				kind = NVTXPAYLOAD_UINT;
+				kind = NVTXPAYLOAD_ENUM;
 			}
 		}
 		int plain =
@@ -170,6 +181,7 @@ static void nvtxpayload_fill(struct nvtxpayload_schema *s, const void *domain,
 		f->offset = offset;
 		f->size = size;
 		f->type = kind;
+		f->values = kind == NVTXPAYLOAD_ENUM ? values : NULL;
 		s->fields++;
 		end = offset + size;
 		placed = 1;
@@ -230,7 +242,7 @@ uint64_t nvtxpayload_enum_register(const void *domain, const void *attr_in)
 		id = atomic_fetch_add(&nvtxpayload_next_dynamic, 1);
 	uint64_t size =
 	    (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : sizeof(int);
-	if (nvtxpayload_enum_size(domain, id))
+	if (nvtxpayload_enum_find(domain, id))
 		return id;
 	uint32_t slot = atomic_fetch_add(&nvtxpayload_enum_count, 1);
 	if (slot < NVTXPAYLOAD_ENUMS_MAX) {
@@ -238,6 +250,19 @@ uint64_t nvtxpayload_enum_register(const void *domain, const void *attr_in)
 		e->domain = domain;
 		e->id = id;
 		e->size = size;
+		e->count = 0;
+		size_t n = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) && attr->entries
+		               ? attr->numEntries
+		               : 0;
+		for (size_t i = 0; i < n && e->count < NVTXPAYLOAD_VALUES_MAX; i++) {
+			if (!attr->entries[i].name || attr->entries[i].isFlag)
+				continue; /* bit flags combine: a value is not one name */
+			struct nvtxpayload_value *v = &e->value[e->count++];
+			v->value = attr->entries[i].value;
+			snprintf(v->text, sizeof v->text, "%s", attr->entries[i].name);
+			v->name =
+			    (struct collector_string){.text = v->text, .length = (uint32_t)strlen(v->text)};
+		}
 		atomic_store_explicit(&e->ready, 1, memory_order_release);
 	}
 	return id;
@@ -313,10 +338,20 @@ size_t nvtxpayload_decode(const void *domain, const void *data_in, uint32_t coun
 				lost += s->fields - i;
 				break;
 			}
-			out[n].name = &s->field[i].name;
-			out[n].value = nvtxpayload_read(&s->field[i], data[d].payload);
-			out[n].type = s->field[i].type;
+			const struct nvtxpayload_field *f = &s->field[i];
+			out[n].name = &f->name;
+			out[n].text = NULL;
+			out[n].value = nvtxpayload_read(f, data[d].payload);
+			out[n].type = f->type == NVTXPAYLOAD_ENUM ? NVTXPAYLOAD_UINT : f->type;
 			out[n].reserved = 0;
+			/* An enum's value by its name; a value it does not name stays a number. */
+			for (uint32_t k = 0; f->values && k < f->values->count; k++) {
+				if (f->values->value[k].value == out[n].value) {
+					out[n].text = &f->values->value[k].name;
+					out[n].type = NVTXPAYLOAD_ENUM;
+					break;
+				}
+			}
 			n++;
 		}
 	}

@@ -14,7 +14,8 @@
 #include "collector.h"
 
 #define NVTXPAYLOAD_SCHEMAS_MAX 128 /* schemas kept per process; later ones are not decoded (counted) */
-#define NVTXPAYLOAD_ENUMS_MAX   64  /* enums kept per process */
+#define NVTXPAYLOAD_ENUMS_MAX   32  /* enums kept per process */
+#define NVTXPAYLOAD_VALUES_MAX  32  /* named values kept per enum */
 #define NVTXPAYLOAD_FIELDS_MAX  16  /* decodable fields kept per schema */
 #define NVTXPAYLOAD_NAME_MAX    63  /* bytes of a field name kept */
 #define NVTXPAYLOAD_DATA_MAX    16  /* nvtxPayloadData_t entries read per event */
@@ -24,22 +25,25 @@ enum nvtxpayload_type {
 	NVTXPAYLOAD_UINT = 0,
 	NVTXPAYLOAD_INT = 1,
 	NVTXPAYLOAD_DOUBLE = 2,
+	NVTXPAYLOAD_ENUM = 3, /* an unsigned value of a registered enum, text its name */
 };
 
-/* One decoded field: name is the schema's (lives as long as the process), value per type. */
+/* One decoded field: name (and an enum value's text) are the registration's (they live as long as
+ * the process), value per type. */
 struct nvtxpayload_arg {
 	const struct collector_string *name;
+	const struct collector_string *text; /* NVTXPAYLOAD_ENUM: the value's name; else NULL */
 	uint64_t value;
 	uint32_t type; /* enum nvtxpayload_type */
 	uint32_t reserved;
 };
-_Static_assert(sizeof(struct nvtxpayload_arg) == 24, "nvtxpayload_arg layout");
+_Static_assert(sizeof(struct nvtxpayload_arg) == 32, "nvtxpayload_arg layout");
 
 /* nvtxPayloadSchemaRegister: keeps the schema's decodable fields under (domain, id) and returns the
  * id (a static one as given, else a new dynamic one); 0 for an unusable attribute block. */
 uint64_t nvtxpayload_schema_register(const void *domain, const void *attr);
-/* nvtxPayloadEnumRegister: keeps the enum's size under (domain, id), so that schema entries of
- * that type decode as integers; returns the id, 0 for an unusable attribute block. */
+/* nvtxPayloadEnumRegister: keeps the enum's size and value names under (domain, id), so that
+ * schema entries of that type decode as named values; returns the id, 0 for an unusable block. */
 uint64_t nvtxpayload_enum_register(const void *domain, const void *attr);
 /*
  * Decodes the `count` nvtxPayloadData_t at data (an event attribute's payload.ullValue and

@@ -270,6 +270,8 @@ static void ev_nvtx_args(struct exporter *x, size_t lane, const struct store_ran
 			if (isfinite(d) && !strpbrk(buf, ".e"))
 				strcat(buf, ".0");
 			out_s(x->o, buf);
+		} else if (a[i].type == WIRE_ARG_ENUM) {
+			out_str(x->o, store_string(x->st, a[i].text_id));
 		} else {
 			out_u64(x->o, a[i].value);
 		}

@@ -253,6 +253,9 @@ void pf_event_nvtx(struct pf *x, size_t lane, const struct store_range *r, int s
 			pb_int(&x->te, F_DA_INT, (int64_t)a[i].value);
 		else if (a[i].type == WIRE_ARG_DOUBLE)
 			pb_fixed64(&x->te, F_DA_DOUBLE, a[i].value);
+		else if (a[i].type == WIRE_ARG_ENUM)
+			pb_uint(&x->te, F_DA_STRING_IID,
+			        pf_intern(x, IK_ARG_STRING, store_string(x->st, a[i].text_id)));
 		else
 			pb_uint(&x->te, F_DA_UINT, a[i].value);
 		pb_close(&x->te, m);

@@ -553,6 +553,9 @@ static void inspect_details_args(const struct inspect_view *v, struct inspect_te
 			double d;
 			memcpy(&d, &a[i].value, sizeof d);
 			w = snprintf(line + len, sizeof line - len, "%s%s=%g", i ? " " : "", name, d);
+		} else if (a[i].type == WIRE_ARG_ENUM) {
+			w = snprintf(line + len, sizeof line - len, "%s%s=%s", i ? " " : "", name,
+			             store_string(v->store, a[i].text_id));
 		} else {
 			w = snprintf(line + len, sizeof line - len, "%s%s=%" PRIu64, i ? " " : "", name,
 			             a[i].value);

@@ -99,7 +99,7 @@ static struct args_entry *args_entry_for(struct store *st, struct store_args *a,
 }
 
 void store_args_event(struct store *st, size_t process, struct lane *l, const struct wire_event *ev,
-                      uint32_t name_id)
+                      uint32_t name_id, uint32_t text_id)
 {
 	if (!st->args)
 		st->args = xcalloc(1, sizeof *st->args);
@@ -123,7 +123,11 @@ void store_args_event(struct store *st, size_t process, struct lane *l, const st
 		a->arg_count += e->count;
 	}
 	uint32_t type = ev->flags < WIRE_ARG_TYPE_MAX ? ev->flags : WIRE_ARG_UINT;
-	a->args[a->arg_count++] = (struct store_arg){name_id, type, ev->value};
+	/* An enum value without a name reads as its number. */
+	if (type == WIRE_ARG_ENUM && !text_id)
+		type = WIRE_ARG_UINT;
+	a->args[a->arg_count++] =
+	    (struct store_arg){name_id, type, ev->value, type == WIRE_ARG_ENUM ? text_id : 0, 0};
 	e->count++;
 }
 

@@ -231,9 +231,10 @@ struct stack_count *store_cpu_count_stacks(const struct store_sample *v, size_t 
 /* A push, start or mark on thread lane l: the fields that follow it belong to the range with
  * start_ns and name_id on lane range_lane of the same process. */
 void store_args_range_begun(struct lane *thread_lane, size_t range_lane, uint64_t start_ns, uint32_t name_id);
-/* A WIRE_EV_NVTX_ARG of thread lane l (of process index process); name_id is its global field name. */
+/* A WIRE_EV_NVTX_ARG of thread lane l (of process index process); name_id is its global field name,
+ * text_id that of an enum value's name (its domain_id). */
 void store_args_event(struct store *st, size_t process, struct lane *l, const struct wire_event *ev,
-                      uint32_t name_id);
+                      uint32_t name_id, uint32_t text_id);
 size_t store_args_memory_bytes(const struct store *st);
 void store_args_free(struct store *st);
 

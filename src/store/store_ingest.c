@@ -171,7 +171,7 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	case WIRE_EV_NVTX_ARG:
 		store_args_event(st, (size_t)(pr - st->procs), store_thread_lane(pr, (pid_t)ev->tid, t), ev,
-		                 name);
+		                 name, domain);
 		break;
 	default:
 		/* Kinds from newer collectors (e.g. categories) carry nothing the store shows yet. */

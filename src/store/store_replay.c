@@ -101,6 +101,7 @@ static void replay_threads(struct replay *r, const struct process *pr)
 				                            .value = args[a].value,
 				                            .tid = (uint32_t)l->tid,
 				                            .name_id = replay_local(r, args[a].name_id),
+				                            .domain_id = replay_local(r, args[a].text_id),
 				                            .kind = WIRE_EV_NVTX_ARG,
 				                            .flags = (uint16_t)args[a].type};
 				n += ev[n].name_id != 0;

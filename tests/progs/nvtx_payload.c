@@ -5,11 +5,11 @@
  * offsets; ranges named by registered strings. Prints "pid P" and "done N"; exits 7.
  *
  * Expected ranges (name, style, args; args = the payload's fields, none when not decodable):
- *   ncclAllReduce   PushPop  comm=0x1000+i bytes=4096<<i root=-i op=i scale=0.5*i  (i = 0, 1, 2)
+ *   ncclAllReduce   PushPop  comm=0x1000+i bytes=4096<<i root=-i op=Sum/Prod/Max scale=0.5*i  (i = 0, 1, 2)
  *   ncclCommInitRank PushPop newcomm=77 nranks=8 myrank=3 cudaDev=-1  (dynamic schema)
  *   ncclBroadcast   PushPop  none x3: an unregistered schema id, a NULL payload, a short payload
- *   ncclAllReduce   Mark     comm=9 bytes=1 root=0 op=4 scale=-2.25
- *   ncclGroup       StartEnd comm=5 bytes=6 root=7 op=1 scale=1e+300
+ *   ncclAllReduce   Mark     comm=9 bytes=1 root=0 op=Avg scale=-2.25
+ *   ncclGroup       StartEnd comm=5 bytes=6 root=7 op=7 scale=1e+300  (7: a value the enum does not name)
  */
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
@@ -149,7 +149,7 @@ int main(void)
 	nvtxEventAttributes_t ma = attr_payload(all_reduce, &mdata);
 	nvtxDomainMarkEx(dom, &ma);
 
-	struct coll_params gp = {5, 6, 7, 1, NULL, 1e300};
+	struct coll_params gp = {5, 6, 7, 7, NULL, 1e300};
 	nvtxPayloadData_t gdata = {SCHEMA_COLL, sizeof gp, &gp};
 	nvtxEventAttributes_t ga = attr_payload(group, &gdata);
 	nvtxRangeId_t id = nvtxDomainRangeStartEx(dom, &ga);

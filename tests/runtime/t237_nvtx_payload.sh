@@ -44,11 +44,13 @@ got = sorted((e["name"], e["ph"], json.dumps(fields(e), sort_keys=True))
              for e in events if e.get("pid") == pid and e.get("cat") == "NCCL")
 def coll(comm, nbytes, root, op, scale):
     return {"comm": comm, "bytes": nbytes, "root": root, "op": op, "scale": scale}
-want = ([("ncclAllReduce", "X", coll(0x1000 + i, 4096 << i, -i, i, 0.5 * i)) for i in range(3)] +
+# The reduction op by its name in the registered enum; a value it does not name as a number.
+ops = ["Sum", "Prod", "Max"]
+want = ([("ncclAllReduce", "X", coll(0x1000 + i, 4096 << i, -i, ops[i], 0.5 * i)) for i in range(3)] +
               [("ncclCommInitRank", "X", {"newcomm": 77, "nranks": 8, "myrank": 3, "cudaDev": -1})] +
               [("ncclBroadcast", "X", {})] * 3 +
-              [("ncclAllReduce", "i", coll(9, 1, 0, 4, -2.25))] +
-              [("ncclGroup", "X", coll(5, 6, 7, 1, 1e300))])
+              [("ncclAllReduce", "i", coll(9, 1, 0, "Avg", -2.25))] +
+              [("ncclGroup", "X", coll(5, 6, 7, 7, 1e300))])
 want = sorted((n, ph, json.dumps(a, sort_keys=True)) for n, ph, a in want)
 if got != want:
     fail("NCCL events and their args:\n got  %r\n want %r" % (got, want))

@@ -63,6 +63,8 @@ static struct store *make_store(void)
 	string(st, 4, "bytes");
 	string(st, 5, "root");
 	string(st, 6, "scale");
+	string(st, 7, "op");
+	string(st, 8, "Max");
 	double half = 0.5;
 	uint64_t bits;
 	memcpy(&bits, &half, sizeof bits);
@@ -71,6 +73,7 @@ static struct store *make_store(void)
 	event(st, WIRE_EV_NVTX_ARG, 10 * MS, 4, 0, 4096, WIRE_ARG_UINT);
 	event(st, WIRE_EV_NVTX_ARG, 10 * MS, 5, 0, (uint64_t)-1, WIRE_ARG_INT);
 	event(st, WIRE_EV_NVTX_ARG, 10 * MS, 6, 0, bits, WIRE_ARG_DOUBLE);
+	event(st, WIRE_EV_NVTX_ARG, 10 * MS, 7, 8, 2, WIRE_ARG_ENUM);
 	event(st, WIRE_EV_NVTX_POP, 20 * MS, 0, 2, 0, 0);
 	event(st, WIRE_EV_NVTX_PUSH, 30 * MS, 1, 2, 0, 0); /* no fields */
 	event(st, WIRE_EV_NVTX_POP, 40 * MS, 0, 2, 0, 0);
@@ -96,7 +99,7 @@ static void test_details_args(void **state)
 	inspect_details(&v, &t, &h);
 	assert_string_equal(t.lines[0], "NVTX range  ncclAllReduce");
 	assert_string_equal(t.lines[1], "domain    NCCL");
-	assert_string_equal(t.lines[2], "args      comm=7 bytes=4096 root=-1 scale=0.5");
+	assert_string_equal(t.lines[2], "args      comm=7 bytes=4096 root=-1 scale=0.5 op=Max");
 	assert_string_equal(t.lines[3], "start     0.010000 s");
 	/* A range without fields has no args line. */
 	h.range = r[1];

@@ -106,12 +106,20 @@ static void test_static_schema(void **state)
 	assert_int_equal((int64_t)out[2].value, -3);
 	assert_int_equal(out[2].type, NVTXPAYLOAD_INT);
 	assert_int_equal(out[3].value, 2);
-	assert_int_equal(out[3].type, NVTXPAYLOAD_UINT);
+	assert_int_equal(out[3].type, NVTXPAYLOAD_ENUM); /* by its name in the enum */
+	assert_string_equal(out[3].text->text, "Max");
+	assert_null(out[0].text);
 	assert_true(as_double(out[4].value) == 0.25);
 	assert_int_equal(out[4].type, NVTXPAYLOAD_DOUBLE);
 	assert_true(as_double(out[5].value) == 1.5);
 	assert_int_equal((int64_t)out[6].value, -7);
 	assert_int_equal(nvtxpayload_undecoded(), 0);
+	/* A value the enum does not name is a number. */
+	c.op = 1;
+	assert_int_equal(nvtxpayload_decode(&dom_a, &d, 1, out, WIRE_ARGS_MAX), 7);
+	assert_int_equal(out[3].value, 1);
+	assert_int_equal(out[3].type, NVTXPAYLOAD_UINT);
+	assert_null(out[3].text);
 	/* The size is left to the tool: the schema's is taken. */
 	d.size = SIZE_MAX;
 	assert_int_equal(nvtxpayload_decode(&dom_a, &d, 1, out, WIRE_ARGS_MAX), 7);

@@ -64,13 +64,28 @@ static void event(struct store *st, int source, uint16_t kind, uint64_t t, uint3
 	feed(st, source, WIRE_FRAME_EVENTS, &e, sizeof e);
 }
 
-/* Strings of every source: 1 comm, 2 bytes, 3 ncclAllReduce, 4 op. */
+/* Strings of every source: 1 comm, 2 bytes, 3 ncclAllReduce, 4 op, 5 Sum. */
 static void strings(struct store *st, int source)
 {
 	string(st, source, 1, "comm");
 	string(st, source, 2, "bytes");
 	string(st, source, 3, "ncclAllReduce");
 	string(st, source, 4, "op");
+	string(st, source, 5, "Sum");
+}
+
+/* An enum value's field: its name in domain_id. */
+static void enum_arg(struct store *st, int source, uint64_t t, uint32_t tid, uint32_t name, uint64_t value,
+                     uint32_t text)
+{
+	struct wire_event e = {.time_ns = t,
+	                       .value = value,
+	                       .tid = tid,
+	                       .name_id = name,
+	                       .domain_id = text,
+	                       .kind = WIRE_EV_NVTX_ARG,
+	                       .flags = WIRE_ARG_ENUM};
+	feed(st, source, WIRE_FRAME_EVENTS, &e, sizeof e);
 }
 
 /* The fields of the i-th range of a row as "name=value ..." (value read by type). */
@@ -84,7 +99,11 @@ static const char *args_text(const struct store *st, size_t process, size_t lane
 	for (size_t i = 0; i < n; i++) {
 		double d;
 		memcpy(&d, &a[i].value, sizeof d);
-		if (a[i].type == WIRE_ARG_INT)
+		if (a[i].type == WIRE_ARG_ENUM)
+			len +=
+			    (size_t)snprintf(buf + len, sizeof buf - len, "%s%s=%s", i ? " " : "",
+			                     store_string(st, a[i].name_id), store_string(st, a[i].text_id));
+		else if (a[i].type == WIRE_ARG_INT)
 			len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s=%lld", i ? " " : "",
 			                        store_string(st, a[i].name_id), (long long)a[i].value);
 		else if (a[i].type == WIRE_ARG_DOUBLE)
@@ -120,6 +139,8 @@ static void test_fields_by_range(void **state)
 	/* A mark with a field; a start/end range whose field follows its start. */
 	event(st, 0, WIRE_EV_NVTX_MARK, T0 + 40, 101, 3, 0, 0);
 	event(st, 0, WIRE_EV_NVTX_ARG, T0 + 40, 101, 1, 9, WIRE_ARG_UINT);
+	enum_arg(st, 0, T0 + 40, 101, 4, 0, 5); /* op=Sum */
+	enum_arg(st, 0, T0 + 40, 101, 4, 3, 0); /* an enum value without a name: its number */
 	event(st, 0, WIRE_EV_NVTX_START, T0 + 50, 101, 3, 77, 0);
 	event(st, 0, WIRE_EV_NVTX_ARG, T0 + 50, 101, 1, 5, WIRE_ARG_UINT);
 	event(st, 0, WIRE_EV_NVTX_END, T0 + 60, 102, 0, 77, 0);
@@ -143,7 +164,7 @@ static void test_fields_by_range(void **state)
 	store_lane_open_get(st, 0, lane, 0, &open, &row);
 	assert_string_equal(args_text(st, 0, lane, &open), "op=-5 bytes=0.5");
 	assert_int_equal(store_lane_mark_query(st, 0, lane, 0, UINT64_MAX, &r), 1);
-	assert_string_equal(args_text(st, 0, lane, &r[0]), "comm=9");
+	assert_string_equal(args_text(st, 0, lane, &r[0]), "comm=9 op=Sum op=3");
 	assert_int_equal(store_lane_row_all(st, 0, 0, 0, &r), 1); /* the async lane */
 	assert_string_equal(args_text(st, 0, 0, &r[0]), "comm=5");
 	assert_true(store_memory_bytes(st) > 0);
@@ -204,6 +225,7 @@ static void test_replay_open_range(void **state)
 	event(a, 0, WIRE_EV_NVTX_PUSH, T0 + 10, 101, 3, 0, 0);
 	event(a, 0, WIRE_EV_NVTX_ARG, T0 + 10, 101, 1, 42, WIRE_ARG_UINT);
 	event(a, 0, WIRE_EV_NVTX_ARG, T0 + 10, 101, 4, (uint64_t)-1, WIRE_ARG_INT);
+	enum_arg(a, 0, T0 + 10, 101, 4, 0, 5);
 	struct store *b = store_new();
 	assert_int_equal(store_replay_identity(a, copy_frame, b), 0);
 	event(b, 0, WIRE_EV_NVTX_POP, T0 + 20, 101, 0, 0, 0);
@@ -211,7 +233,7 @@ static void test_replay_open_range(void **state)
 	const struct store_range *r;
 	assert_int_equal(store_lane_row_all(b, 0, lane, 0, &r), 1);
 	assert_string_equal(store_string(b, r[0].name_id), "ncclAllReduce");
-	assert_string_equal(args_text(b, 0, lane, &r[0]), "comm=42 op=-1");
+	assert_string_equal(args_text(b, 0, lane, &r[0]), "comm=42 op=-1 op=Sum");
 	store_free(a);
 	store_free(b);
 }
