@@ -41,10 +41,12 @@ body = string(1, "step") + string(2, "dom") + string(3, "_Z6kernelPfi") + string
 evs = b"".join([ev(10**9 + 10, 16, 5), ev(10**9 + 100, 1, 1), ev(10**9 + 150, 1, 1, 2), ev(10**9 + 180, 5, 1, 2),
                 ev(10**9 + 200, 2, 0, 2), ev(10**9 + 300, 2), ev(10**9 + 310, 3, 1, 0, 7), ev(10**9 + 400, 4, 0, 0, 7),
                 ev(10**9 + 500, 17)])
-# NVTX payload fields (WIRE_EV_NVTX_ARG, 20) after a push, a start and a mark, one stray, one of an unknown type.
+# NVTX payload fields (WIRE_EV_NVTX_ARG, 20) after a push, a start and a mark, one stray, one of an unknown
+# type, enum values (3) named by a string and by an id never sent.
 args = b"".join([ev(10**9 + 600, 1, 1, 2), ev(10**9 + 600, 20, 5, 0, 7), ev(10**9 + 600, 20, 1, 0, 2**64 - 1, flags=1),
                  ev(10**9 + 610, 3, 1, 0, 9), ev(10**9 + 610, 20, 5, 0, 0x3FE0000000000000, flags=2),
-                 ev(10**9 + 620, 5, 1), ev(10**9 + 620, 20, 5, 0, 1, flags=9), ev(10**9 + 630, 2),
+                 ev(10**9 + 620, 5, 1), ev(10**9 + 620, 20, 5, 0, 1, flags=9), ev(10**9 + 620, 20, 5, 1, 0, flags=3),
+                 ev(10**9 + 620, 20, 5, 77, 0, flags=3), ev(10**9 + 630, 2),
                  ev(10**9 + 640, 20, 5), ev(10**9 + 650, 4, 0, 0, 9)])
 g = b"".join([gpu(7, 0, 0, stream=1), gpu(5, 10**9 + 100, 10**9 + 150, 4, 1), gpu(1, 10**9 + 200, 10**9 + 260, 3, 1),
               gpu(2, 10**9 + 300, 10**9 + 320, 0, 2, sub=1, nbytes=4096), gpu(3, 10**9 + 330, 10**9 + 340, 0, 3, nbytes=64),
