@@ -203,6 +203,8 @@ uint64_t nvtxpayload_schema_register(const void *domain, const void *attr_in)
 	else
 		id = atomic_fetch_add(&nvtxpayload_next_dynamic, 1);
 	size_t n = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries : 0;
+	if (n > NVTXPAYLOAD_ENTRIES_MAX)
+		n = NVTXPAYLOAD_ENTRIES_MAX; /* a registration's cost stays bounded */
 	/* Only static and dynamic structs: unions and schemas of other kinds are left undecoded. A
 	 * schema registered again keeps its first layout. */
 	if ((attr->type != NVTX_PAYLOAD_SCHEMA_TYPE_STATIC &&
@@ -254,7 +256,8 @@ uint64_t nvtxpayload_enum_register(const void *domain, const void *attr_in)
 		size_t n = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) && attr->entries
 		               ? attr->numEntries
 		               : 0;
-		for (size_t i = 0; i < n && e->count < NVTXPAYLOAD_VALUES_MAX; i++) {
+		for (size_t i = 0; i < n && i < NVTXPAYLOAD_ENTRIES_MAX && e->count < NVTXPAYLOAD_VALUES_MAX;
+		     i++) {
 			if (!attr->entries[i].name || attr->entries[i].isFlag)
 				continue; /* bit flags combine: a value is not one name */
 			struct nvtxpayload_value *v = &e->value[e->count++];

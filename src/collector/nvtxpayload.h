@@ -13,12 +13,13 @@
 
 #include "collector.h"
 
-#define NVTXPAYLOAD_SCHEMAS_MAX 128 /* schemas kept per process; later ones are not decoded (counted) */
-#define NVTXPAYLOAD_ENUMS_MAX   32  /* enums kept per process */
-#define NVTXPAYLOAD_VALUES_MAX  32  /* named values kept per enum */
-#define NVTXPAYLOAD_FIELDS_MAX  16  /* decodable fields kept per schema */
-#define NVTXPAYLOAD_NAME_MAX    63  /* bytes of a field name kept */
-#define NVTXPAYLOAD_DATA_MAX    16  /* nvtxPayloadData_t entries read per event */
+#define NVTXPAYLOAD_SCHEMAS_MAX 128  /* schemas kept per process; later ones are not decoded (counted) */
+#define NVTXPAYLOAD_ENUMS_MAX   32   /* enums kept per process */
+#define NVTXPAYLOAD_VALUES_MAX  32   /* named values kept per enum */
+#define NVTXPAYLOAD_FIELDS_MAX  16   /* decodable fields kept per schema */
+#define NVTXPAYLOAD_NAME_MAX    63   /* bytes of a field name kept */
+#define NVTXPAYLOAD_DATA_MAX    16   /* nvtxPayloadData_t entries read per event */
+#define NVTXPAYLOAD_ENTRIES_MAX 1024 /* schema or enum entries looked at per registration */
 
 /* How a decoded value reads (the values of enum wire_arg_type). */
 enum nvtxpayload_type {
