@@ -1,0 +1,234 @@
+/*
+ * `cuscope attach --ssh HOST,... --record -o PATTERN`: every armed process of this user on each
+ * host, relayed over the user's own ssh (ssh.h), recorded headless into one capture per host.
+ * Each capture keeps its host's clock; reading them together (stats A B) aligns them by every
+ * process's anchor, as for captures recorded on the nodes.
+ */
+#include "cuscope/capture.h"
+#include "cuscope/clock.h"
+#include "cuscope/cli.h"
+#include "cuscope/log.h"
+#include "cuscope/outpattern.h"
+#include "cuscope/ssh.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ATTACH_SSH_FLUSH_NS 1000000000ull
+
+struct attach_ssh_host {
+	struct capture_writer *writer;
+	char output[PATH_MAX];
+	uint64_t frames;
+	unsigned processes; /* HELLOs seen */
+	uint64_t lost_frames, lost_bytes; /* the relay's drops, summed over its sources */
+	uint64_t *source_lost;            /* per local source, newest total (frames) */
+	size_t source_cap;
+	int write_error;
+};
+
+struct attach_ssh {
+	struct attach_ssh_host *hosts;
+	struct ssh_hosts *relays;
+};
+
+static volatile sig_atomic_t attach_ssh_stop;
+
+static const char *attach_ssh_getenv(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+static void attach_ssh_on_signal(int sig)
+{
+	attach_ssh_stop = sig;
+}
+
+static void attach_ssh_frame(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
+                             uint32_t length)
+{
+	struct attach_ssh *a = ctx;
+	struct attach_ssh_host *h = &a->hosts[host];
+	h->frames++;
+	if (type == WIRE_FRAME_HELLO)
+		h->processes++;
+	if (h->write_error)
+		return;
+	int rc = capture_writer_frame(h->writer, source, type, payload, length);
+	if (rc) {
+		h->write_error = rc;
+		log_error("attach: %s: cannot write %s: %s", ssh_host_name(a->relays, host), h->output,
+		          strerror(-rc));
+	}
+}
+
+static void attach_ssh_loss(void *ctx, int host, uint32_t source, uint64_t frames, uint64_t bytes)
+{
+	struct attach_ssh *a = ctx;
+	struct attach_ssh_host *h = &a->hosts[host];
+	if (source >= h->source_cap) {
+		size_t old = h->source_cap;
+		xgrow((void **)&h->source_lost, &h->source_cap, (size_t)source + 1, sizeof *h->source_lost);
+		memset(h->source_lost + old, 0, (h->source_cap - old) * sizeof *h->source_lost);
+	}
+	/* Totals per source, newest wins: the host's sum moves by the difference. */
+	if (frames > h->source_lost[source]) {
+		h->lost_frames += frames - h->source_lost[source];
+		h->source_lost[source] = frames;
+	}
+	(void)bytes;
+	h->lost_bytes = h->lost_bytes > bytes ? h->lost_bytes : bytes;
+}
+
+static void attach_ssh_note(void *ctx, int host, const char *line)
+{
+	struct attach_ssh *a = ctx;
+	log_warn("attach: %s: %s", ssh_host_name(a->relays, host), line);
+}
+
+/* The capture's manifest: which host, through what, and what the relay dropped. */
+static void attach_ssh_manifest(struct attach_ssh *a, int i)
+{
+	struct attach_ssh_host *h = &a->hosts[i];
+	char *text = xasprintf("host=%s\nrelay_remote=%s\ncommand=cuscope attach --ssh %s\n"
+	                       "relay_lost_frames=%llu\n",
+	                       ssh_host_name(a->relays, i), ssh_host_remote_name(a->relays, i),
+	                       ssh_host_name(a->relays, i), (unsigned long long)h->lost_frames);
+	capture_writer_manifest(h->writer, text, strlen(text));
+	free(text);
+}
+
+int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
+{
+	char cause[512];
+	(void)argv;
+	if (!args->ssh) {
+		log_error("attach: --via needs --ssh HOST,... (the hosts it is run for)");
+		return CLI_EXIT_USAGE;
+	}
+	if (args->first != argc) {
+		log_error("attach: --ssh takes no process id: every armed process on the hosts is followed");
+		return CLI_EXIT_USAGE;
+	}
+	if (!args->record || !args->output) {
+		log_error("attach: --ssh records headless for now: use --record -o 'run-%%h.cuscope'");
+		return CLI_EXIT_USAGE;
+	}
+	char **names;
+	int count = ssh_parse_hosts(args->ssh, &names, cause, sizeof cause);
+	if (count < 0) {
+		log_error("attach: --ssh: %s", cause);
+		return CLI_EXIT_USAGE;
+	}
+	char self[PATH_MAX];
+	const char *remote = args->remote_cuscope;
+	if (!remote) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n <= 0) {
+			log_error("attach: cannot tell this binary's path; name it with --remote-cuscope");
+			return CLI_EXIT_USAGE;
+		}
+		self[n] = '\0';
+		remote = self;
+	}
+	struct attach_ssh a = {.hosts = xcalloc((size_t)count, sizeof *a.hosts)};
+	int rc = 0, opened = 0;
+	/* Every name is expanded and checked before any file is made or host reached. */
+	for (int i = 0; i < count && !rc; i++) {
+		struct outpattern_vars vars = {.get = attach_ssh_getenv, .host = names[i]};
+		struct attach_ssh_host *h = &a.hosts[i];
+		if (outpattern_expand(args->output, &vars, h->output, sizeof h->output, cause, sizeof cause)) {
+			log_error("attach: -o %s: %s", args->output, cause);
+			rc = CLI_EXIT_USAGE;
+		}
+		for (int j = 0; j < i && !rc; j++)
+			if (strcmp(a.hosts[j].output, h->output) == 0) {
+				log_error("attach: -o %s names one file for %s and %s: put %%h in it",
+				          args->output, names[j], names[i]);
+				rc = CLI_EXIT_USAGE;
+			}
+	}
+	for (int i = 0; i < count && !rc; i++, opened++) {
+		a.hosts[i].writer = record_open_output("attach", a.hosts[i].output);
+		if (!a.hosts[i].writer)
+			rc = CLI_EXIT_USAGE;
+	}
+	struct ssh_config config = {.remote_cuscope = remote, .via = args->via, .job = args->job};
+	struct ssh_callbacks cb = {.ctx = &a,
+	                           .frame = attach_ssh_frame,
+	                           .loss = attach_ssh_loss,
+	                           .note = attach_ssh_note};
+	if (!rc) {
+		a.relays = ssh_hosts_new(names, count, &config, &cb, cause, sizeof cause);
+		if (!a.relays) {
+			log_error("attach: %s", cause);
+			rc = CLI_EXIT_USAGE;
+		}
+	}
+	if (rc) {
+		for (int i = 0; i < opened; i++)
+			if (a.hosts[i].writer)
+				capture_writer_abandon(a.hosts[i].writer);
+		goto out;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = attach_ssh_on_signal; /* no SA_RESTART: the wait returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	uint64_t start = clock_mono_ns(), last_flush = start;
+	uint64_t duration = (uint64_t)(args->duration_s * 1e9);
+	while (!attach_ssh_stop && (!duration || clock_mono_ns() - start < duration)) {
+		ssh_hosts_pump(a.relays, 100, -1);
+		if (clock_mono_ns() - last_flush >= ATTACH_SSH_FLUSH_NS) {
+			for (int i = 0; i < count; i++)
+				if (!a.hosts[i].write_error)
+					capture_writer_flush(a.hosts[i].writer);
+			last_flush = clock_mono_ns();
+		}
+	}
+	/* The relays end with their stdin; each detaches its collectors, which run on. */
+	for (int i = 0; i < count; i++) {
+		struct attach_ssh_host *h = &a.hosts[i];
+		int connected_once = ssh_host_remote_name(a.relays, i)[0] != '\0';
+		if (!connected_once || !h->frames) {
+			/* Nothing came from it: whatever -o named before stays as it was. */
+			capture_writer_abandon(h->writer);
+			log_error("attach: %s: nothing recorded (%s)", names[i],
+			          connected_once ? "no armed process there"
+			                            : (ssh_host_line(a.relays, i)[0] ? ssh_host_line(a.relays, i)
+			                                                             : "no relay answered"));
+			rc = 1;
+			continue;
+		}
+		attach_ssh_manifest(&a, i);
+		int close_rc = capture_writer_close(h->writer);
+		if (close_rc || h->write_error) {
+			if (close_rc)
+				log_error("attach: %s: cannot finish %s: %s", names[i], h->output,
+				          strerror(-close_rc));
+			rc = 1;
+		}
+		if (h->lost_frames)
+			log_warn("attach: %s: the link was too slow: the relay dropped %llu frames "
+			         "(counted in the capture's manifest)",
+			         names[i], (unsigned long long)h->lost_frames);
+	}
+	ssh_hosts_free(a.relays);
+out:
+	for (int i = 0; i < count; i++) {
+		free(a.hosts[i].source_lost);
+		free(names[i]);
+	}
+	free(names);
+	free(a.hosts);
+	return rc;
+}
