@@ -40,6 +40,11 @@ struct ssh_hosts *ssh_hosts_new(char *const *hosts, int count, const struct ssh_
 /* Waits up to timeout_ms for data from the relays or extra_fd, dispatches it, restarts relays
  * whose backoff ran out. Returns 1 if extra_fd is readable. */
 int ssh_hosts_pump(struct ssh_hosts *s, int timeout_ms, int extra_fd);
+/*
+ * Asks every relay to end (its stdin closed: it detaches its collectors and sends their final
+ * counts) and reads them until they end or timeout_ms passes; none is restarted after this.
+ */
+void ssh_hosts_finish(struct ssh_hosts *s, int timeout_ms);
 /* Ends every relay (stdin closed, then SIGTERM, then SIGKILL) and frees. */
 void ssh_hosts_free(struct ssh_hosts *s);
 /* host's name as given. */

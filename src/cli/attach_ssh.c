@@ -16,12 +16,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define ATTACH_SSH_FLUSH_NS 1000000000ull
+#define ATTACH_SSH_FINISH_MS 3000
 
 struct attach_ssh_host {
 	struct capture_writer *writer;
@@ -58,11 +60,20 @@ static void attach_ssh_frame(void *ctx, int host, uint32_t source, uint32_t type
 	struct attach_ssh *a = ctx;
 	struct attach_ssh_host *h = &a->hosts[host];
 	h->frames++;
-	if (type == WIRE_FRAME_HELLO)
+	uint8_t *hello = NULL;
+	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello)) {
 		h->processes++;
-	if (h->write_error)
-		return;
-	int rc = capture_writer_frame(h->writer, source, type, payload, length);
+		/* Nodes may share a host name (containers, two roots on one machine): a process's
+		 * host is the name the user reached it by. */
+		hello = xmalloc(length);
+		memcpy(hello, payload, length);
+		char name[sizeof((struct wire_hello *)0)->host] = {0};
+		snprintf(name, sizeof name, "%s", ssh_host_name(a->relays, host));
+		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
+		payload = hello;
+	}
+	int rc = h->write_error ? 0 : capture_writer_frame(h->writer, source, type, payload, length);
+	free(hello);
 	if (rc) {
 		h->write_error = rc;
 		log_error("attach: %s: cannot write %s: %s", ssh_host_name(a->relays, host), h->output,
@@ -91,7 +102,7 @@ static void attach_ssh_loss(void *ctx, int host, uint32_t source, uint64_t frame
 static void attach_ssh_note(void *ctx, int host, const char *line)
 {
 	struct attach_ssh *a = ctx;
-	log_warn("attach: %s: %s", ssh_host_name(a->relays, host), line);
+	log_error("attach: %s: %s", ssh_host_name(a->relays, host), line);
 }
 
 /* The capture's manifest: which host, through what, and what the relay dropped. */
@@ -195,7 +206,9 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 			last_flush = clock_mono_ns();
 		}
 	}
-	/* The relays end with their stdin; each detaches its collectors, which run on. */
+	/* The relays end with their stdin; each detaches its collectors (which run on) and
+	 * passes on their final counts first. */
+	ssh_hosts_finish(a.relays, ATTACH_SSH_FINISH_MS);
 	for (int i = 0; i < count; i++) {
 		struct attach_ssh_host *h = &a.hosts[i];
 		int connected_once = ssh_host_remote_name(a.relays, i)[0] != '\0';

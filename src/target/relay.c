@@ -30,6 +30,8 @@
 
 #define RELAY_SCAN_NS 500000000ull
 #define RELAY_PUMP_MS 20
+/* After stdin closed: how long the last bytes may take to leave. */
+#define RELAY_LAST_FLUSH_NS 2000000000ull
 /* Frames every later one depends on (names, stacks, the process itself) get this much more room
  * than events before they too are dropped: losing one costs more than the bytes. */
 #define RELAY_CONTROL_BYTES (2 * RELAY_BUFFER_BYTES)
@@ -354,8 +356,16 @@ int relay_run(const struct relay_options *opts)
 		if (r.out_failed)
 			break;
 	}
+	/* The collectors run on: their final counts (a BYE marked detached) go out last. */
+	for (size_t i = 0; i < r.session_count; i++)
+		tap_detach(r.sessions[i]->tap, 500);
+	uint64_t until = clock_mono_ns() + RELAY_LAST_FLUSH_NS;
+	for (relay_flush(&r); relay_pending(&r) && !r.out_failed && clock_mono_ns() < until; relay_flush(&r)) {
+		struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+		if (poll(&p, 1, 100) < 0 && errno != EINTR)
+			break;
+	}
 	for (size_t i = 0; i < r.session_count; i++) {
-		tap_detach(r.sessions[i]->tap, 200);
 		tap_free(r.sessions[i]->tap);
 		free(r.sessions[i]->ids);
 		free(r.sessions[i]);

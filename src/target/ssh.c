@@ -48,7 +48,8 @@ struct ssh_hosts {
 	char **via_words; /* the template split at blanks, NULL without --via */
 	int via_count;
 	struct ssh_callbacks cb;
-	int current; /* the host being dispatched (for the sink) */
+	int current;   /* the host being dispatched (for the sink) */
+	int finishing; /* ssh_hosts_finish: relays that end stay down */
 };
 
 int ssh_parse_hosts(const char *list, char ***hosts, char *cause, size_t cause_size)
@@ -281,7 +282,7 @@ static void ssh_down(struct ssh_hosts *s, int i, int futile)
 		if (s->cb.closed)
 			s->cb.closed(s->cb.ctx, i, src);
 	h->base = h->next;
-	if (futile) {
+	if (futile || s->finishing) {
 		h->state = SSH_FAILED;
 		return;
 	}
@@ -457,6 +458,26 @@ int ssh_hosts_pump(struct ssh_hosts *s, int timeout_ms, int extra_fd)
 	}
 	free(p);
 	return ready;
+}
+
+void ssh_hosts_finish(struct ssh_hosts *s, int timeout_ms)
+{
+	s->finishing = 1;
+	for (int i = 0; i < s->count; i++) {
+		ssh_close_fd(&s->hosts[i].in_fd);
+		if (s->hosts[i].state == SSH_DOWN)
+			s->hosts[i].state = SSH_FAILED;
+	}
+	uint64_t until = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		int running = 0;
+		for (int i = 0; i < s->count; i++)
+			running += s->hosts[i].state == SSH_RUNNING;
+		uint64_t now = clock_mono_ns();
+		if (!running || now >= until)
+			break;
+		ssh_hosts_pump(s, (int)((until - now) / 1000000) + 1, -1);
+	}
 }
 
 void ssh_hosts_free(struct ssh_hosts *s)
