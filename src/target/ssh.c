@@ -38,6 +38,7 @@ struct ssh_host {
 	char err_part[SSH_LINE_MAX]; /* a stderr line being read */
 	size_t err_len;
 	char line[SSH_LINE_MAX + 64]; /* last line shown */
+	char err_last[SSH_LINE_MAX];  /* this run's last stderr line, "" for none */
 	char remote[sizeof(((struct relay_decoder *)0)->host) + 96];
 };
 
@@ -235,6 +236,7 @@ static void ssh_start(struct ssh_hosts *s, int i)
 	h->state = SSH_RUNNING;
 	h->base = h->next;
 	h->err_len = 0;
+	h->err_last[0] = '\0';
 	h->starts++;
 	relay_decoder_fini(&h->dec);
 	relay_decoder_init(&h->dec);
@@ -290,9 +292,8 @@ static void ssh_down(struct ssh_hosts *s, int i, int futile)
 		h->backoff_ns = SSH_BACKOFF_MIN_NS; /* it worked: start again soon */
 	h->state = SSH_DOWN;
 	h->retry_ns = clock_mono_ns() + h->backoff_ns;
-	if (!strstr(h->line, "disconnected"))
-		ssh_note(s, i, "disconnected (%s); retrying in %.0f s",
-		         h->line[0] ? h->line : "the relay ended", (double)h->backoff_ns / 1e9);
+	ssh_note(s, i, "disconnected (%s); retrying in %.0f s", h->err_last[0] ? h->err_last : "the relay ended",
+	         (double)h->backoff_ns / 1e9);
 	h->backoff_ns = h->backoff_ns * 2 > SSH_BACKOFF_MAX_NS ? SSH_BACKOFF_MAX_NS : h->backoff_ns * 2;
 }
 
@@ -381,6 +382,7 @@ static void ssh_read_err(struct ssh_hosts *s, int i)
 		if (buf[k] == '\n' || buf[k] == '\r') {
 			if (h->err_len) {
 				h->err_part[h->err_len] = '\0';
+				snprintf(h->err_last, sizeof h->err_last, "%s", h->err_part);
 				ssh_note(s, i, "%s", h->err_part);
 			}
 			h->err_len = 0;
