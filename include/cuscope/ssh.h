@@ -55,6 +55,8 @@ int ssh_host_connected(const struct ssh_hosts *s, int host);
 const char *ssh_host_line(const struct ssh_hosts *s, int host);
 /* What host's relay announced: its host name and cuscope version ("" before). */
 const char *ssh_host_remote_name(const struct ssh_hosts *s, int host);
+/* Whether host was given up on (its relay is not cuscope's, or another version): said in its line. */
+int ssh_host_failed(const struct ssh_hosts *s, int host);
 /* How many times host's relay was started. */
 unsigned ssh_host_starts(const struct ssh_hosts *s, int host);
 

@@ -199,6 +199,11 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 	uint64_t duration = (uint64_t)(args->duration_s * 1e9);
 	while (!attach_ssh_stop && (!duration || clock_mono_ns() - start < duration)) {
 		ssh_hosts_pump(a.relays, 100, -1);
+		int failed = 0;
+		for (int i = 0; i < count; i++)
+			failed += ssh_host_failed(a.relays, i);
+		if (failed == count)
+			break; /* each said why in its line */
 		if (clock_mono_ns() - last_flush >= ATTACH_SSH_FLUSH_NS) {
 			for (int i = 0; i < count; i++)
 				if (!a.hosts[i].write_error)
@@ -215,11 +220,13 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 		if (!connected_once || !h->frames) {
 			/* Nothing came from it: whatever -o named before stays as it was. */
 			capture_writer_abandon(h->writer);
+			rc = 1;
+			if (ssh_host_failed(a.relays, i) && !h->frames)
+				continue; /* its line said why */
 			log_error("attach: %s: nothing recorded (%s)", names[i],
 			          connected_once ? "no armed process there"
 			                            : (ssh_host_line(a.relays, i)[0] ? ssh_host_line(a.relays, i)
 			                                                             : "no relay answered"));
-			rc = 1;
 			continue;
 		}
 		attach_ssh_manifest(&a, i);

@@ -525,6 +525,11 @@ const char *ssh_host_remote_name(const struct ssh_hosts *s, int host)
 	return s->hosts[host].remote;
 }
 
+int ssh_host_failed(const struct ssh_hosts *s, int host)
+{
+	return s->hosts[host].state == SSH_FAILED;
+}
+
 unsigned ssh_host_starts(const struct ssh_hosts *s, int host)
 {
 	return s->hosts[host].starts;
