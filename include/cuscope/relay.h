@@ -42,7 +42,7 @@ struct relay_loss {
 _Static_assert(sizeof(struct relay_loss) == 16, "relay_loss layout");
 
 struct relay_options {
-	const char *job; /* only processes whose environment has SLURM_JOB_ID=job; NULL = all */
+	const char *job;  /* only processes whose environment has SLURM_JOB_ID=job; NULL = all */
 	const char *host; /* the name to announce; NULL = gethostname() */
 };
 
@@ -57,9 +57,9 @@ struct relay_decoder {
 	char line[RELAY_LINE_MAX]; /* the first line, until complete */
 	size_t line_len;
 	int have_line;
-	char host[256];    /* as the relay announced it */
-	char version[64];  /* the relay's cuscope version */
-	uint8_t *buf;      /* record bytes not dispatched yet */
+	char host[256];   /* as the relay announced it */
+	char version[64]; /* the relay's cuscope version */
+	uint8_t *buf;     /* record bytes not dispatched yet */
 	size_t len, cap;
 };
 

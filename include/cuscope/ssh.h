@@ -14,7 +14,8 @@ struct ssh_hosts;
 struct ssh_callbacks {
 	void *ctx;
 	/* One collector frame of host's source (numbered per host from 0, never reused). */
-	void (*frame)(void *ctx, int host, uint32_t source, uint32_t type, const void *payload, uint32_t length);
+	void (*frame)(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
+	              uint32_t length);
 	/* host's source ended. */
 	void (*closed)(void *ctx, int host, uint32_t source);
 	/* The relay's totals of frames/bytes it dropped for host's source (newest wins). */

@@ -22,14 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ATTACH_SSH_FLUSH_NS 1000000000ull
+#define ATTACH_SSH_FLUSH_NS  1000000000ull
 #define ATTACH_SSH_FINISH_MS 3000
 
 struct attach_ssh_host {
 	struct capture_writer *writer;
 	char output[PATH_MAX];
 	uint64_t frames;
-	unsigned processes; /* HELLOs seen */
+	unsigned processes;               /* HELLOs seen */
 	uint64_t lost_frames, lost_bytes; /* the relay's drops, summed over its sources */
 	uint64_t *source_lost;            /* per local source, newest total (frames) */
 	size_t source_cap;
@@ -156,7 +156,8 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 	for (int i = 0; i < count && !rc; i++) {
 		struct outpattern_vars vars = {.get = attach_ssh_getenv, .host = names[i]};
 		struct attach_ssh_host *h = &a.hosts[i];
-		if (outpattern_expand(args->output, &vars, h->output, sizeof h->output, cause, sizeof cause)) {
+		if (outpattern_expand(args->output, &vars, h->output, sizeof h->output, cause,
+		                      sizeof cause)) {
 			log_error("attach: -o %s: %s", args->output, cause);
 			rc = CLI_EXIT_USAGE;
 		}
@@ -173,10 +174,8 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 			rc = CLI_EXIT_USAGE;
 	}
 	struct ssh_config config = {.remote_cuscope = remote, .via = args->via, .job = args->job};
-	struct ssh_callbacks cb = {.ctx = &a,
-	                           .frame = attach_ssh_frame,
-	                           .loss = attach_ssh_loss,
-	                           .note = attach_ssh_note};
+	struct ssh_callbacks cb = {
+	    .ctx = &a, .frame = attach_ssh_frame, .loss = attach_ssh_loss, .note = attach_ssh_note};
 	if (!rc) {
 		a.relays = ssh_hosts_new(names, count, &config, &cb, cause, sizeof cause);
 		if (!a.relays) {
@@ -225,8 +224,8 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 				continue; /* its line said why */
 			log_error("attach: %s: nothing recorded (%s)", names[i],
 			          connected_once ? "no armed process there"
-			                            : (ssh_host_line(a.relays, i)[0] ? ssh_host_line(a.relays, i)
-			                                                             : "no relay answered"));
+			                         : (ssh_host_line(a.relays, i)[0] ? ssh_host_line(a.relays, i)
+			                                                          : "no relay answered"));
 			continue;
 		}
 		attach_ssh_manifest(&a, i);

@@ -165,6 +165,10 @@ static int relay_on_frame(void *ctx, int source, uint32_t type, const void *payl
 	size_t limit = relay_droppable(type) ? RELAY_BUFFER_BYTES : RELAY_CONTROL_BYTES;
 	if (relay_record(r, RELAY_FRAME, id, type, payload, length, limit) == 0)
 		return 0;
+	/* A tap reads a burst at once: give stdout its chance (never waiting) before dropping. */
+	relay_flush(r);
+	if (relay_record(r, RELAY_FRAME, id, type, payload, length, limit) == 0)
+		return 0;
 	struct relay_source *src = &r->sources[id];
 	src->lost.frames++;
 	src->lost.bytes += length;
@@ -346,7 +350,8 @@ int relay_run(const struct relay_options *opts)
 		} else {
 			int each = RELAY_PUMP_MS / (int)r.session_count;
 			for (size_t i = 0; i < r.session_count; i++) {
-				stdin_ready |= tap_pump(r.sessions[i]->tap, each > 0 ? each : 0, STDIN_FILENO);
+				stdin_ready |=
+				    tap_pump(r.sessions[i]->tap, each > 0 ? each : 0, STDIN_FILENO);
 				relay_flush(&r);
 			}
 		}
@@ -360,7 +365,8 @@ int relay_run(const struct relay_options *opts)
 	for (size_t i = 0; i < r.session_count; i++)
 		tap_detach(r.sessions[i]->tap, 500);
 	uint64_t until = clock_mono_ns() + RELAY_LAST_FLUSH_NS;
-	for (relay_flush(&r); relay_pending(&r) && !r.out_failed && clock_mono_ns() < until; relay_flush(&r)) {
+	for (relay_flush(&r); relay_pending(&r) && !r.out_failed && clock_mono_ns() < until;
+	     relay_flush(&r)) {
 		struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
 		if (poll(&p, 1, 100) < 0 && errno != EINTR)
 			break;
@@ -451,8 +457,9 @@ int relay_decoder_feed(struct relay_decoder *d, const void *data, size_t n, cons
 		memcpy(&h, d->buf + off, sizeof h);
 		if (h.kind == 0 || h.kind >= RELAY_KIND_MAX || h.length > WIRE_MAX_FRAME ||
 		    (h.kind == RELAY_LOSS && h.length != sizeof(struct relay_loss))) {
-			snprintf(cause, cause_size, "the relay's stream is corrupt (record kind %u, %u bytes)",
-			         h.kind, h.length);
+			snprintf(cause, cause_size,
+			         "the relay's stream is corrupt (record kind %u, %u bytes)", h.kind,
+			         h.length);
 			rc = -EPROTO;
 			break;
 		}

@@ -292,8 +292,8 @@ static void ssh_down(struct ssh_hosts *s, int i, int futile)
 		h->backoff_ns = SSH_BACKOFF_MIN_NS; /* it worked: start again soon */
 	h->state = SSH_DOWN;
 	h->retry_ns = clock_mono_ns() + h->backoff_ns;
-	ssh_note(s, i, "disconnected (%s); retrying in %.0f s", h->err_last[0] ? h->err_last : "the relay ended",
-	         (double)h->backoff_ns / 1e9);
+	ssh_note(s, i, "disconnected (%s); retrying in %.0f s",
+	         h->err_last[0] ? h->err_last : "the relay ended", (double)h->backoff_ns / 1e9);
 	h->backoff_ns = h->backoff_ns * 2 > SSH_BACKOFF_MAX_NS ? SSH_BACKOFF_MAX_NS : h->backoff_ns * 2;
 }
 
@@ -401,13 +401,15 @@ struct ssh_hosts *ssh_hosts_new(char *const *hosts, int count, const struct ssh_
 	if (config->via) {
 		char *copy = xstrdup(config->via);
 		for (char *w = strtok(copy, " \t"); w; w = strtok(NULL, " \t")) {
-			s->via_words = xrealloc(s->via_words, sizeof *s->via_words * (size_t)(s->via_count + 1));
+			s->via_words =
+			    xrealloc(s->via_words, sizeof *s->via_words * (size_t)(s->via_count + 1));
 			s->via_words[s->via_count++] = xstrdup(w);
 		}
 		free(copy);
 		if (!s->via_count || !strstr(config->via, "{host}")) {
-			snprintf(cause, cause_size, "--via needs a command with {host} in it, e.g. 'srun "
-			                            "--overlap --jobid=J -w {host}'");
+			snprintf(cause, cause_size,
+			         "--via needs a command with {host} in it, e.g. 'srun "
+			         "--overlap --jobid=J -w {host}'");
 			for (int i = 0; i < s->via_count; i++)
 				free(s->via_words[i]);
 			free(s->via_words);
