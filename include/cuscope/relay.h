@@ -52,6 +52,9 @@ struct relay_options {
  */
 int relay_run(const struct relay_options *opts);
 
+/* This cuscope's version, as a relay announces it (the two ends must be equal). */
+const char *relay_version(void);
+
 /* Reading a relay's stream (the viewer side). */
 struct relay_decoder {
 	char line[RELAY_LINE_MAX]; /* the first line, until complete */

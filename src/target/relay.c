@@ -382,6 +382,11 @@ int relay_run(const struct relay_options *opts)
 	return 0;
 }
 
+const char *relay_version(void)
+{
+	return CUSCOPE_VERSION;
+}
+
 /* ---- the viewer side: reading a relay's stream ---- */
 
 void relay_decoder_init(struct relay_decoder *d)
