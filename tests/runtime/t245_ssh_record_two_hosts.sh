@@ -23,6 +23,9 @@ grep -q 'BatchMode=yes' "$T/ssh.args" || fail "ssh ran without BatchMode=yes: $(
 for n in nodeA nodeB; do
 	grep -q "attach: $n: connected to" "$T/att.err" || fail "no connected line for $n: $(cat "$T/att.err")"
 done
+# Nothing else on stderr: a relay's own stderr (a sanitizer report, an error) would show here.
+[ "$(grep -vc 'connected to vm\|connected to [^ ]* (cuscope' "$T/att.err")" = 0 ] ||
+	fail "unexpected lines from attach --ssh: $(cat "$T/att.err")"
 kill -0 "$pid_a" && kill -0 "$pid_b" || fail "an armed program did not survive the detach"
 "$CUSCOPE" stats --format=json "$T/run-nodeA.cuscope" "$T/run-nodeB.cuscope" >"$T/stats.json" \
 	2>"$T/stats.err" || fail "stats failed: $(cat "$T/stats.err")"
