@@ -5,6 +5,7 @@
 #include "cuscope/ssh.h"
 #include "cuscope/clock.h"
 #include "cuscope/relay.h"
+#include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
@@ -304,6 +305,8 @@ static int ssh_record(void *ctx, const struct relay_header *rh, const void *payl
 	struct ssh_host *h = &s->hosts[i];
 	/* Relay sources are dense from 0: a number far ahead would only be a broken stream. */
 	if (rh->kind != RELAY_ERROR && rh->source > (1u << 20))
+		return -EPROTO;
+	if (rh->kind == RELAY_FRAME && (rh->type == 0 || rh->type >= WIRE_FRAME_TYPE_MAX))
 		return -EPROTO;
 	uint32_t local = h->base + rh->source;
 	if (rh->kind != RELAY_ERROR && local >= h->next)

@@ -20,15 +20,17 @@ sshd_start()
 {
 	[ "$(id -u)" = 0 ] || skip "SKIP: needs root (a private sshd that logs in as root)"
 	[ -x "$SSHD_BIN" ] || skip "SKIP: sshd not installed (apt-get install openssh-server)"
-	command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || skip "SKIP: ssh not installed"
+	if ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
+		skip "SKIP: ssh not installed"
+	fi
 	trap sshd_cleanup EXIT
 	# sshd's privilege separation needs its empty directory; made (and removed) only if missing.
 	if [ ! -d /run/sshd ]; then
 		mkdir -m 0755 /run/sshd && SSHD_MADE_RUN_DIR=1
 	fi
 	local d=$T/sshd
-	mkdir -m 700 -p "$d" "$T/roots/nodeA" "$T/roots/nodeB" "$T/bin"
-	chmod 700 "$T/roots"
+	mkdir -m 700 "$d" "$T/roots" "$T/bin" || fail "cannot make the test's directories"
+	mkdir -m 700 "$T/roots/nodeA" "$T/roots/nodeB" || fail "cannot make the session roots"
 	ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" || fail "ssh-keygen (host) failed"
 	ssh-keygen -q -t ed25519 -N '' -f "$d/id" || fail "ssh-keygen (user) failed"
 	cp "$d/id.pub" "$d/authorized_keys"

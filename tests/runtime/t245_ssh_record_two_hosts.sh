@@ -26,7 +26,9 @@ done
 # Nothing else on stderr: a relay's own stderr (a sanitizer report, an error) would show here.
 [ "$(grep -vc 'connected to vm\|connected to [^ ]* (cuscope' "$T/att.err")" = 0 ] ||
 	fail "unexpected lines from attach --ssh: $(cat "$T/att.err")"
-kill -0 "$pid_a" && kill -0 "$pid_b" || fail "an armed program did not survive the detach"
+if ! kill -0 "$pid_a" || ! kill -0 "$pid_b"; then
+	fail "an armed program did not survive the detach"
+fi
 "$CUSCOPE" stats --format=json "$T/run-nodeA.cuscope" "$T/run-nodeB.cuscope" >"$T/stats.json" \
 	2>"$T/stats.err" || fail "stats failed: $(cat "$T/stats.err")"
 "$PYTHON" - "$T/stats.json" "$pid_a" "$pid_b" <<'PY' || exit 1

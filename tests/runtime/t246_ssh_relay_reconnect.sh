@@ -28,11 +28,13 @@ relay_pid()
 	done
 	return 1
 }
+# shellcheck disable=SC2317 # called through wait_until
 has_relay() { relay_pid >/dev/null; }
 wait_until 10 has_relay || fail "no relay started on nodeA: $(cat "$T/att.err")"
 sleep 2
 first=$(relay_pid)
 kill -KILL "$first"
+# shellcheck disable=SC2317 # called through wait_until
 connected_twice() { [ "$(grep -c 'attach: nodeA: connected to' "$T/att.err")" -ge 2 ]; }
 wait_until 10 connected_twice || fail "the relay was not started again: $(cat "$T/att.err")"
 second=$(relay_pid) || fail "no relay after the reconnect"

@@ -16,7 +16,9 @@ one_line mismatch 1 "attach: h1: version mismatch: the remote cuscope is 9\.9\.9
 	"$CUSCOPE" attach --ssh h1 --via 'env H={host}' --remote-cuscope "$T/old-cuscope" \
 	--record -o "$T/run-%h.cuscope" --duration 30
 [ $(($(date +%s) - start)) -lt 10 ] || fail "a mismatched host kept attach until --duration"
-[ ! -e "$T/run-h1.cuscope" ] && [ ! -e "$T/run-h1.cuscope.partial" ] || fail "a capture was left for h1"
+if [ -e "$T/run-h1.cuscope" ] || [ -e "$T/run-h1.cuscope.partial" ]; then
+	fail "a capture was left for h1"
+fi
 
 one_line notrelay 1 "attach: h1: the remote command is not a cuscope relay \(it said \"Welcome to farhost\"\)" \
 	"$CUSCOPE" attach --ssh h1 --via 'env H={host}' --remote-cuscope "$T/motd" \
@@ -24,12 +26,13 @@ one_line notrelay 1 "attach: h1: the remote command is not a cuscope relay \(it 
 
 one_line optionhost 2 "attach: --ssh: '-oProxyCommand=touch' is not a host name" \
 	"$CUSCOPE" attach --ssh 'a,-oProxyCommand=touch' --record -o "$T/run-%h.cuscope"
-[ -z "$(ls "$T" | grep run-)" ] || fail "a file was made for a refused host list: $(ls "$T")"
+no_runs() { ! compgen -G "$T/run-*" >/dev/null; }
+no_runs || fail "a file was made for a refused host list: $(ls "$T")"
 one_line samefile 2 "attach: -o $T/one.cuscope names one file for a and b: put %h in it" \
 	"$CUSCOPE" attach --ssh a,b --record -o "$T/one.cuscope"
 one_line nohost 2 "attach: --via needs a command with \{host\} in it" \
 	"$CUSCOPE" attach --ssh a --via 'srun --overlap' --record -o "$T/run-%h.cuscope"
-[ -z "$(ls "$T" | grep run-)" ] || fail "a file was left for a bad --via: $(ls "$T")"
+no_runs || fail "a file was left for a bad --via: $(ls "$T")"
 one_line relative 2 "attach: --remote-cuscope needs an absolute path, not 'bin/cuscope'" \
 	"$CUSCOPE" attach --ssh a --remote-cuscope bin/cuscope --record -o "$T/run-%h.cuscope"
 one_line withpid 2 "attach: --ssh takes no process id" \
