@@ -10,6 +10,8 @@
 #include "cuscope/log.h"
 #include "cuscope/outpattern.h"
 #include "cuscope/ssh.h"
+#include "cuscope/store.h"
+#include "cuscope/ui.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -117,6 +119,183 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 	free(text);
 }
 
+/* ---- the live view: every host's sources in one store ---- */
+
+#define ATTACH_SSH_FRAME_NS 33000000ull /* at most ~30 frames per second, as live mode */
+
+struct attach_ssh_live {
+	struct store *store;
+	struct ui *ui;
+	struct ssh_hosts *relays;
+	int **ids; /* per host: store source + 1 by the host's local source, 0 = none yet */
+	size_t *id_caps;
+	int next_id;
+	uint64_t *lost;  /* per host: frames the relay dropped (sum of its sources' newest totals) */
+	char note[1024]; /* one line per host, joined for the status line */
+};
+
+/* The store's source for host's local source (sources are dense in the store, across hosts). */
+static int attach_ssh_live_id(struct attach_ssh_live *lv, int host, uint32_t source)
+{
+	if (source >= lv->id_caps[host]) {
+		size_t old = lv->id_caps[host];
+		xgrow((void **)&lv->ids[host], &lv->id_caps[host], (size_t)source + 1, sizeof **lv->ids);
+		memset(lv->ids[host] + old, 0, (lv->id_caps[host] - old) * sizeof **lv->ids);
+	}
+	if (!lv->ids[host][source])
+		lv->ids[host][source] = ++lv->next_id;
+	return lv->ids[host][source] - 1;
+}
+
+static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
+                                  uint32_t length)
+{
+	struct attach_ssh_live *lv = ctx;
+	int id = attach_ssh_live_id(lv, host, source);
+	uint8_t *hello = NULL;
+	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello)) {
+		/* The process's host is the name the user reached it by (see attach_ssh_frame). */
+		hello = xmalloc(length);
+		memcpy(hello, payload, length);
+		char name[sizeof((struct wire_hello *)0)->host] = {0};
+		snprintf(name, sizeof name, "%s", ssh_host_name(lv->relays, host));
+		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
+		payload = hello;
+	}
+	const char *cause = NULL;
+	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
+		char line[300];
+		snprintf(line, sizeof line, "%s: %s", ssh_host_name(lv->relays, host), cause);
+		ui_message(lv->ui, line);
+	}
+	free(hello);
+}
+
+static void attach_ssh_live_closed(void *ctx, int host, uint32_t source)
+{
+	struct attach_ssh_live *lv = ctx;
+	store_source_closed(lv->store, attach_ssh_live_id(lv, host, source));
+}
+
+static void attach_ssh_live_loss(void *ctx, int host, uint32_t source, uint64_t frames, uint64_t bytes)
+{
+	struct attach_ssh_live *lv = ctx;
+	(void)source;
+	(void)bytes;
+	/* One total per host is enough for the status line; the newest total of a source wins. */
+	if (frames > lv->lost[host])
+		lv->lost[host] = frames;
+}
+
+static void attach_ssh_live_note(void *ctx, int host, const char *line)
+{
+	struct attach_ssh_live *lv = ctx;
+	(void)host;
+	(void)line;
+	(void)lv; /* the status line is rebuilt from ssh_host_line each frame */
+}
+
+/* The status line's note: each host's state and last line. */
+static void attach_ssh_live_status(struct attach_ssh_live *lv, int count)
+{
+	size_t len = 0;
+	lv->note[0] = '\0';
+	for (int i = 0; i < count && len < sizeof lv->note - 1; i++) {
+		int n =
+		    snprintf(lv->note + len, sizeof lv->note - len, "%s%s: %s%s", i ? " | " : "",
+		             ssh_host_name(lv->relays, i), ssh_host_connected(lv->relays, i) ? "up" : "DOWN",
+		             lv->lost[i] ? " (relay lost frames)" : "");
+		if (n < 0)
+			break;
+		len += (size_t)n;
+		const char *line = ssh_host_line(lv->relays, i);
+		if (!ssh_host_connected(lv->relays, i) && line[0] && len < sizeof lv->note - 1) {
+			n = snprintf(lv->note + len, sizeof lv->note - len, " %s", line);
+			if (n > 0)
+				len += (size_t)n;
+		}
+		if (len >= sizeof lv->note)
+			len = sizeof lv->note - 1;
+	}
+}
+
+/* The live view over every host's relay until the user leaves (the processes run on). */
+static int attach_ssh_live(const struct cli_args *args, char **names, int count,
+                           const struct ssh_config *config)
+{
+	static struct attach_ssh_live lv;
+	char cause_buf[512];
+	lv.store = store_new();
+	store_set_memory_limit(
+	    lv.store, (size_t)(args->ui.memory_mb ? args->ui.memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv.ids = xcalloc((size_t)count, sizeof *lv.ids);
+	lv.id_caps = xcalloc((size_t)count, sizeof *lv.id_caps);
+	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
+	struct ssh_callbacks cb = {.ctx = &lv,
+	                           .frame = attach_ssh_live_frame,
+	                           .closed = attach_ssh_live_closed,
+	                           .loss = attach_ssh_live_loss,
+	                           .note = attach_ssh_live_note};
+	int rc = 0;
+	lv.relays = ssh_hosts_new(names, count, config, &cb, cause_buf, sizeof cause_buf);
+	if (!lv.relays) {
+		log_error("attach: %s", cause_buf);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	const char *cause = NULL;
+	lv.ui = ui_new(lv.store, &args->ui, &cause);
+	if (!lv.ui) {
+		log_error("attach: %s", cause ? cause : "cannot start the terminal UI");
+		ssh_hosts_free(lv.relays);
+		rc = 1;
+		goto out;
+	}
+	cli_restore_on_crash();
+	char command[300];
+	snprintf(command, sizeof command, "ssh %s", args->ssh);
+	struct ui_status status = {.command = command, .live = 1, .target_alive = 1};
+	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0;
+	ui_draw(lv.ui, &status, 1);
+	while (!attach_ssh_stop) {
+		ssh_hosts_pump(lv.relays, 20, STDIN_FILENO);
+		int actions = ui_handle_input(lv.ui, &status);
+		/* The processes are not ours to stop: every way out leaves them running. */
+		if (actions & (UI_ACTION_QUIT | UI_ACTION_DETACH | UI_ACTION_STOP | UI_ACTION_INTERRUPT))
+			break;
+		uint64_t now = clock_mono_ns();
+		if (now - rate_start >= 1000000000ull) {
+			uint64_t events = store_event_count(lv.store);
+			status.events_per_s =
+			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			rate_events = events;
+			rate_start = now;
+		}
+		if (now - last_draw >= ATTACH_SSH_FRAME_NS) {
+			attach_ssh_live_status(&lv, count);
+			status.log_note = lv.note;
+			status.now_ns = now;
+			ui_draw(lv.ui, &status, 0);
+			last_draw = now;
+		}
+	}
+	if (attach_ssh_stop != SIGHUP)
+		ui_free(lv.ui);
+	log_set_sink(NULL);
+	ssh_hosts_finish(lv.relays, ATTACH_SSH_FINISH_MS);
+	ssh_hosts_free(lv.relays);
+	if (attach_ssh_stop != SIGHUP)
+		log_error("detached from %s; their processes run on", args->ssh);
+out:
+	for (int i = 0; i < count; i++)
+		free(lv.ids[i]);
+	free(lv.ids);
+	free(lv.id_caps);
+	free(lv.lost);
+	store_free(lv.store);
+	return rc;
+}
+
 int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 {
 	char cause[512];
@@ -129,8 +308,12 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 		log_error("attach: --ssh takes no process id: every armed process on the hosts is followed");
 		return CLI_EXIT_USAGE;
 	}
-	if (!args->record || !args->output) {
-		log_error("attach: --ssh records headless for now: use --record -o 'run-%%h.cuscope'");
+	if (args->record && !args->output) {
+		log_error("attach: --record needs -o 'run-%%h.cuscope' (one capture per host)");
+		return CLI_EXIT_USAGE;
+	}
+	if (!args->record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		log_error("attach: the live view needs a terminal; use --record -o 'run-%%h.cuscope'");
 		return CLI_EXIT_USAGE;
 	}
 	char **names;
@@ -149,6 +332,19 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 		}
 		self[n] = '\0';
 		remote = self;
+	}
+	if (!args->record) {
+		struct ssh_config live_config = {
+		    .remote_cuscope = remote, .via = args->via, .job = args->job};
+		struct sigaction sa = {0};
+		sa.sa_handler = attach_ssh_on_signal;
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		int live_rc = attach_ssh_live(args, names, count, &live_config);
+		for (int i = 0; i < count; i++)
+			free(names[i]);
+		free(names);
+		return live_rc;
 	}
 	struct attach_ssh a = {.hosts = xcalloc((size_t)count, sizeof *a.hosts)};
 	int rc = 0, opened = 0;

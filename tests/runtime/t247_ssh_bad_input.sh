@@ -2,7 +2,8 @@
 # attach --ssh's bad input, each one line: a relay of another cuscope version (the mismatch is
 # said, nothing is written, exit 1, at once rather than at --duration), a remote command that is
 # no relay at all, host names ssh would read as options, one -o file for several hosts, --via
-# without {host}, a relative --remote-cuscope, a PID with --ssh. No sshd: --via runs the relay.
+# without {host}, a relative --remote-cuscope, a PID with --ssh, the live view without a
+# terminal. No sshd: --via runs the relay.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -37,5 +38,5 @@ one_line relative 2 "attach: --remote-cuscope needs an absolute path, not 'bin/c
 	"$CUSCOPE" attach --ssh a --remote-cuscope bin/cuscope --record -o "$T/run-%h.cuscope"
 one_line withpid 2 "attach: --ssh takes no process id" \
 	"$CUSCOPE" attach --ssh a --record -o "$T/run-%h.cuscope" 1234
-one_line live 2 "attach: --ssh records headless for now" "$CUSCOPE" attach --ssh a
+one_line live 2 "attach: the live view needs a terminal; use --record" "$CUSCOPE" attach --ssh a
 exit 0
