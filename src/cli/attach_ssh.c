@@ -11,6 +11,7 @@
 #include "cuscope/outpattern.h"
 #include "cuscope/ssh.h"
 #include "cuscope/store.h"
+#include "cuscope/u64.h"
 #include "cuscope/ui.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -122,6 +123,7 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 /* ---- the live view: every host's sources in one store ---- */
 
 #define ATTACH_SSH_FRAME_NS 33000000ull /* at most ~30 frames per second, as live mode */
+#define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
 
 struct attach_ssh_live {
 	struct store *store;
@@ -132,7 +134,59 @@ struct attach_ssh_live {
 	int next_id;
 	uint64_t *lost;  /* per host: frames the relay dropped (sum of its sources' newest totals) */
 	char note[1024]; /* one line per host, joined for the status line */
+	/* CUSCOPE_LATENCY=1: event -> drawn, for hosts that share our CLOCK_MONOTONIC (127.0.0.1). */
+	int latency;
+	uint64_t start_ns;      /* events older than this are not counted (ATTACH_SSH_LATENCY_SKIP_NS) */
+	uint64_t pending[4096]; /* times of events ingested since the last frame drawn */
+	size_t pending_count;
+	uint64_t *samples; /* ns */
+	size_t sample_count, sample_cap;
 };
+
+/* Notes the oldest and the newest event of an EVENTS frame (the frame's spread of latency). */
+static void attach_ssh_latency_note(struct attach_ssh_live *lv, uint32_t type, const void *payload,
+                                    uint32_t length)
+{
+	size_t n = length / sizeof(struct wire_event);
+	if (!lv->latency || type != WIRE_FRAME_EVENTS || !n || lv->pending_count + 2 > 4096)
+		return;
+	struct wire_event first, last;
+	memcpy(&first, payload, sizeof first);
+	memcpy(&last, (const char *)payload + (n - 1) * sizeof last, sizeof last);
+	if (first.time_ns >= lv->start_ns)
+		lv->pending[lv->pending_count++] = first.time_ns;
+	if (n > 1 && last.time_ns >= lv->start_ns)
+		lv->pending[lv->pending_count++] = last.time_ns;
+}
+
+static void attach_ssh_latency_drawn(struct attach_ssh_live *lv, uint64_t drawn_ns)
+{
+	for (size_t i = 0; i < lv->pending_count; i++) {
+		if (drawn_ns <= lv->pending[i])
+			continue;
+		if (lv->sample_count == lv->sample_cap)
+			xgrow((void **)&lv->samples, &lv->sample_cap, lv->sample_count + 1,
+			      sizeof *lv->samples);
+		lv->samples[lv->sample_count++] = drawn_ns - lv->pending[i];
+	}
+	lv->pending_count = 0;
+}
+
+static void attach_ssh_latency_report(struct attach_ssh_live *lv)
+{
+	if (!lv->latency)
+		return;
+	if (!lv->sample_count) {
+		log_error("latency: no events were drawn");
+		return;
+	}
+	size_t n = lv->sample_count;
+	u64_sort(lv->samples, n);
+	log_error("latency: event -> drawn through the relays: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu "
+	          "samples: each frame's oldest and newest event)",
+	          (double)u64_percentile(lv->samples, n, 0.50) / 1e6,
+	          (double)u64_percentile(lv->samples, n, 0.99) / 1e6, (double)lv->samples[n - 1] / 1e6, n);
+}
 
 /* The store's source for host's local source (sources are dense in the store, across hosts). */
 static int attach_ssh_live_id(struct attach_ssh_live *lv, int host, uint32_t source)
@@ -162,6 +216,7 @@ static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t
 		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
 		payload = hello;
 	}
+	attach_ssh_latency_note(lv, type, payload, length);
 	const char *cause = NULL;
 	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
 		char line[300];
@@ -231,6 +286,10 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	lv.ids = xcalloc((size_t)count, sizeof *lv.ids);
 	lv.id_caps = xcalloc((size_t)count, sizeof *lv.id_caps);
 	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
+	const char *latency_env = getenv("CUSCOPE_LATENCY");
+	lv.latency = latency_env && *latency_env == '1';
+	/* The armed processes' past arrives first, in a burst: latency is counted after it. */
+	lv.start_ns = clock_mono_ns() + ATTACH_SSH_LATENCY_SKIP_NS;
 	struct ssh_callbacks cb = {.ctx = &lv,
 	                           .frame = attach_ssh_live_frame,
 	                           .closed = attach_ssh_live_closed,
@@ -277,6 +336,7 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 			status.now_ns = now;
 			ui_draw(lv.ui, &status, 0);
 			last_draw = now;
+			attach_ssh_latency_drawn(&lv, clock_mono_ns());
 		}
 	}
 	if (attach_ssh_stop != SIGHUP)
@@ -286,12 +346,14 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	ssh_hosts_free(lv.relays);
 	if (attach_ssh_stop != SIGHUP)
 		log_error("detached from %s; their processes run on", args->ssh);
+	attach_ssh_latency_report(&lv);
 out:
 	for (int i = 0; i < count; i++)
 		free(lv.ids[i]);
 	free(lv.ids);
 	free(lv.id_caps);
 	free(lv.lost);
+	free(lv.samples);
 	store_free(lv.store);
 	return rc;
 }
