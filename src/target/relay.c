@@ -335,23 +335,29 @@ int relay_run(const struct relay_options *opts)
 	int n = snprintf(line, sizeof line, RELAY_LINE_PREFIX "%d %s %s\n", RELAY_PROTO, CUSCOPE_VERSION,
 	                 host[0] ? host : "-");
 	relay_put(&r, line, (size_t)n);
-	uint64_t last_scan = 0;
+	uint64_t last_scan = 0, turn = 0;
 	for (;;) {
 		uint64_t now = clock_mono_ns();
 		if (!last_scan || now - last_scan >= RELAY_SCAN_NS) {
 			relay_scan(&r);
 			last_scan = now;
 		}
-		/* Sessions are pumped in turn (each poll also watches stdin); with none, stdin alone. */
+		/*
+		 * One session waits for its collectors' data (a single poll can span only one tap);
+		 * the others are read without waiting. The waiting one goes round, and its wait is
+		 * short once there are several, so no session's data waits long and an idle relay
+		 * with many sessions does not spin.
+		 */
 		int stdin_ready = 0;
 		if (r.session_count == 0) {
-			struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-			stdin_ready = poll(&p, 1, RELAY_PUMP_MS) > 0;
+			struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {STDOUT_FILENO, POLLOUT, 0}};
+			stdin_ready = poll(p, relay_pending(&r) ? 2 : 1, RELAY_PUMP_MS) > 0 && p[0].revents;
 		} else {
-			int each = RELAY_PUMP_MS / (int)r.session_count;
+			size_t waiter = (size_t)(turn++ % r.session_count);
+			int wait_ms = r.session_count == 1 ? RELAY_PUMP_MS : RELAY_PUMP_MS / 4;
 			for (size_t i = 0; i < r.session_count; i++) {
 				stdin_ready |=
-				    tap_pump(r.sessions[i]->tap, each > 0 ? each : 0, STDIN_FILENO);
+				    tap_pump(r.sessions[i]->tap, i == waiter ? wait_ms : 0, STDIN_FILENO);
 				relay_flush(&r);
 			}
 		}
