@@ -122,7 +122,7 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 
 /* ---- the live view: every host's sources in one store ---- */
 
-#define ATTACH_SSH_FRAME_NS 33000000ull /* at most ~30 frames per second, as live mode */
+#define ATTACH_SSH_FRAME_NS        33000000ull /* at most ~30 frames per second, as live mode */
 #define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
 
 struct attach_ssh_live {
