@@ -31,17 +31,23 @@ struct elfsym_file {
 
 /* One function: [start, start + size) relative to the module's load base. */
 struct elfsym_func {
-	uint64_t start; /* st_value; first, so tables are searched as time rows */
-	uint64_t size;  /* bytes; 0 for hand-written assembly */
-	const char *name;
+	uint64_t start;    /* st_value; first, so tables are searched as time rows */
+	const char *name;  /* NULL: left in the file (elfsym_read_funcs_lazy), see elfsym_func_name */
+	uint32_t size;     /* bytes (at most 4 GiB); 0 for hand-written assembly */
+	uint32_t name_off; /* where the name is in the table's file string table, when not held */
 };
 
-/* Functions of a module, possibly from several files; names live in blocks the table owns. */
+/*
+ * Functions of a module, possibly from several files. Names read eagerly live in blocks the table
+ * owns; names left in the file (one string table per table) are read one at a time, so a module's
+ * whole string table is never held (libtorch_cpu.so's .strtab is 76 MB).
+ */
 struct elfsym_table {
 	struct elfsym_func *funcs;
 	size_t count;
 	char **blocks;
 	size_t block_count;
+	uint64_t lazy_str_off, lazy_str_size; /* the file's string table for names not held */
 };
 
 /* Opens fd (a regular ELF64 file; the caller keeps fd open while reading). 0 or -errno. */
@@ -51,8 +57,16 @@ int elfsym_open_mem(struct elfsym_file *f, const void *mem, size_t size);
 void elfsym_close(struct elfsym_file *f);
 /* Whether the file has a section of this type (SHT_SYMTAB: not stripped). */
 int elfsym_has_section_type(const struct elfsym_file *f, uint32_t type);
-/* Appends the FUNC symbols of every section of type (SHT_SYMTAB or SHT_DYNSYM). 0 or -errno. */
+/* Appends the FUNC symbols of every section of type (SHT_SYMTAB or SHT_DYNSYM), names copied
+ * into the table. 0 or -errno. */
 int elfsym_read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table *t);
+/* The same with the names left in the file (an fd file only; the first such section of the type,
+ * once per table): read them with elfsym_func_name from the same file. 0 or -errno. */
+int elfsym_read_funcs_lazy(struct elfsym_file *f, uint32_t type, struct elfsym_table *t);
+/* fn's name: held, or read from fd (the file elfsym_read_funcs_lazy read; -1 when it cannot be
+ * opened) into buf (cut to cap - 1 bytes). NULL when it cannot be read. */
+const char *elfsym_func_name(const struct elfsym_table *t, const struct elfsym_func *fn, int fd, char *buf,
+                             size_t cap);
 /* Sorts by start (after the last elfsym_read_funcs). */
 void elfsym_table_sort(struct elfsym_table *t);
 void elfsym_table_fini(struct elfsym_table *t);

@@ -40,7 +40,7 @@ struct layout_row {
 	pid_t tid;       /* THREAD and NVTX rows */
 	uint32_t device; /* GPU_DEVICE and GPU_STREAM rows: CUDA device ordinal */
 	int folded;      /* PROCESS, THREAD, GPU_DEVICE, IDLE: the group's rows are hidden */
-	size_t count;    /* IDLE: threads in the group */
+	size_t count;    /* IDLE: threads in the group; PROCESS: ranks it launched (0: not a launcher) */
 	int idle_member; /* THREAD: listed under its process's open idle row */
 };
 
@@ -70,8 +70,12 @@ struct layout_lane {
 
 /* A process of the store as the last unfrozen rebuild saw it. */
 struct layout_process {
-	pid_t pid;
-	int cost; /* its collector reports its cost: cost rows */
+	pid_t pid, ppid;
+	uint32_t capture;
+	int32_t rank;          /* -1 when unknown */
+	size_t launcher_ranks; /* ranks under it when it has none (rankgroup_launchers), else 0 */
+	int fold_decided;      /* its default fold was applied, or the user chose: never applied again */
+	int cost;              /* its collector reports its cost: cost rows */
 	struct layout_lane *lanes;
 	size_t lane_count, lane_cap;
 };
@@ -86,7 +90,8 @@ struct layout {
 	size_t fold_count, fold_cap;
 	struct layout_process *procs; /* what rows are built from */
 	size_t proc_count, proc_cap;
-	int frozen; /* rebuilds reuse procs: the view is paused */
+	int frozen;          /* rebuilds reuse procs: the view is paused */
+	int launchers_stale; /* a process came or changed since launcher_ranks were worked out */
 };
 
 void layout_init(struct layout *layout);
@@ -127,6 +132,8 @@ int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_c
  * that never produced an event folded into one "idle threads" row (when there are LAYOUT_IDLE_FOLD_MIN of
  * them; open, it lists them beneath), then per GPU device (by ordinal) a header and its stream lanes
  * (default stream first, then by stream id). The selection follows the same row across rebuilds.
+ * A launcher (a process without a rank with ranked processes under it) starts folded: once, when it
+ * is first seen as one, and not if the user folded or unfolded it before.
  * Frozen, it rebuilds from what the store held at the freeze: only folding changes rows.
  */
 void layout_build(struct layout *layout, const struct store *store);

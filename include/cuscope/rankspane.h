@@ -23,6 +23,7 @@ struct rankspane {
 	struct stats_rank_row *rows; /* sorted by compute time, largest first */
 	size_t count;
 	int multi_host;           /* the rows come from more than one host: a host column */
+	int restart_w;            /* width of " (restart K)" after the rank: 0 when no row is a restart */
 	size_t sel;               /* selected row, < count when count > 0 */
 	size_t top;               /* first row on screen */
 	int computed;             /* rows were computed at least once */
@@ -57,7 +58,8 @@ void rankspane_set_rows(struct rankspane *rp, struct stats_rank_row *rows, size_
 void rankspane_update(struct rankspane *rp, const struct store *store, uint64_t generation, uint64_t now_ns);
 /* The column heading line (the host column only when multi_host). */
 void rankspane_header(const struct rankspane *rp, char *buf, size_t size);
-/* Row i's text: rank, host, pid, steps, step p50, p99, NCCL, compute, GPU idle %, and the straggler mark. */
+/* Row i's text: rank ("(restart K)" after it for a restarted worker), host, pid, steps, step p50, p99, NCCL,
+ * compute, GPU idle %, and the straggler mark. */
 void rankspane_row_text(const struct rankspane *rp, size_t i, char *buf, size_t size);
 /* Moves the selection by delta rows (clamped) and scrolls so that it stays among height rows. */
 void rankspane_select(struct rankspane *rp, long delta, size_t height);

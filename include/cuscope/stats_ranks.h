@@ -1,8 +1,8 @@
 /*
- * The straggler table: one row per rank (a ranked process with the processes under it that carry the
- * same rank folded in), with its step times and how much of them went to NCCL kernels, to the rest
- * (compute) and to an idle GPU. Used by `stats` (section "ranks"), the viewer's ranks pane (R) and
- * their unit tests.
+ * The straggler table: one row per rank and restart (a ranked process with the processes under it
+ * that carry the same rank and restart folded in), with its step times and how much of them went to NCCL
+ * kernels, to the rest (compute) and to an idle GPU. Used by `stats` (section "ranks"), the viewer's ranks
+ * pane (R) and their unit tests.
  */
 #ifndef CUSCOPE_STATS_RANKS_H
 #define CUSCOPE_STATS_RANKS_H
@@ -16,6 +16,7 @@ struct store;
 struct stats_rank_row {
 	const char *host; /* owned by the store */
 	int32_t rank;
+	int32_t restart;  /* TORCHELASTIC_RESTART_COUNT (0 when unknown): a restarted worker is its own row */
 	pid_t pid;        /* the rank's own process (not a folded worker) */
 	uint32_t capture; /* which capture it came from */
 	size_t process;   /* its store process index */
@@ -32,8 +33,8 @@ struct stats_rank_row {
 };
 
 /*
- * Builds the rows, sorted by compute time, largest first (the straggler first; then rank, capture,
- * pid). step_range names the step range (NULL: per rank, the most frequent top-level push/pop range
+ * Builds the rows, sorted by compute time, largest first (the straggler first; then rank, restart,
+ * capture, pid). step_range names the step range (NULL: per rank, the most frequent top-level push/pop range
  * of its main thread that is not in the NCCL domain nor a torch operator, ties to the larger total).
  * Returns the row count; *out is allocated (free it), NULL when there are none.
  */

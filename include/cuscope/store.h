@@ -224,6 +224,23 @@ void store_lane_open_get(const struct store *store, size_t process, size_t lane,
 size_t store_lane_mark_query(const struct store *store, size_t process, size_t lane, uint64_t from_ns,
                              uint64_t to_ns, const struct store_range **out);
 
+/* One field of a range's NVTX extended payload (WIRE_EV_NVTX_ARG). */
+struct store_arg {
+	uint32_t name_id; /* global string: the field's name in its schema */
+	uint32_t type;    /* enum wire_arg_type: how value reads */
+	uint64_t value;
+	uint32_t text_id; /* WIRE_ARG_ENUM: global string, the value's name */
+	uint32_t reserved;
+};
+/*
+ * The payload fields of a range or mark r (as a query of lane `lane` returned it, open or not), in
+ * the order sent, at most max into out; returns how many (0 for a range without).
+ */
+size_t store_range_args(const struct store *store, size_t process, size_t lane, const struct store_range *r,
+                        struct store_arg *out, size_t max);
+/* Payload fields the store did not keep (its bound, no range before them). */
+uint64_t store_args_dropped(const struct store *store);
+
 /* Loss counters of one process, by cause (enum wire_loss_cause); 0 for causes never reported. */
 uint64_t store_process_loss(const struct store *store, size_t process, uint32_t cause);
 

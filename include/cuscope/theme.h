@@ -45,6 +45,7 @@ enum theme_slot {
 	THEME_OSRT,    /* blocking calls (OS runtime) under a thread (falls back to sync) */
 	THEME_GC,      /* Python GC ranges under a thread (falls back to mark) */
 	THEME_EVICTED, /* time no longer in the live viewer's memory (falls back to axis) */
+	THEME_COMM,    /* communication kernels (NCCL) on GPU stream rows; unnamed: the built-in dark look */
 	THEME_RANGE0,  /* THEME_RANGES slots for range and kernel boxes, picked by name */
 	THEME_SLOT_COUNT = THEME_RANGE0 + 6,
 };

@@ -101,6 +101,11 @@ enum wire_event_kind {
 	    18,          /* a blocking call: time_ns..value (end ns), name_id = libc function name;
 	                  * its stack is the STACKS record of kind WIRE_STACK_OSRT with the same tid and time */
 	WIRE_EV_GC = 19, /* a Python garbage collection: time_ns..value (end ns), name_id = "gc gen N" */
+	/* One field of an NVTX extended payload (NVTX_PAYLOAD_TYPE_EXT) of the push, start or mark
+	 * that the same thread sent just before: name_id = field name, value = the value, flags =
+	 * enum wire_arg_type (WIRE_ARG_ENUM: domain_id = the value's name). At most WIRE_ARGS_MAX
+	 * follow one range; older viewers ignore them. */
+	WIRE_EV_NVTX_ARG = 20,
 	WIRE_EV_KIND_MAX
 };
 
@@ -112,9 +117,19 @@ struct wire_event {
 	uint32_t name_id;   /* interned string id, 0 = none */
 	uint32_t domain_id; /* interned NVTX domain name, 0 = the default domain */
 	uint16_t kind;      /* enum wire_event_kind */
-	uint16_t flags;     /* reserved, 0 */
+	uint16_t flags;     /* WIRE_EV_NVTX_ARG: enum wire_arg_type; otherwise reserved, 0 */
 };
 _Static_assert(sizeof(struct wire_event) == 32, "wire_event layout");
+
+/* How a WIRE_EV_NVTX_ARG's value reads. */
+enum wire_arg_type {
+	WIRE_ARG_UINT = 0,   /* unsigned integer */
+	WIRE_ARG_INT = 1,    /* signed integer, two's complement in 64 bits */
+	WIRE_ARG_DOUBLE = 2, /* IEEE 754 double, its bit pattern */
+	WIRE_ARG_ENUM = 3,   /* unsigned integer of a registered enum; domain_id = its value's name */
+	WIRE_ARG_TYPE_MAX
+};
+#define WIRE_ARGS_MAX 8 /* fields kept per range; the rest of a payload is counted, not sent */
 
 enum wire_loss_cause {
 	WIRE_LOSS_RING_FULL = 1,     /* a thread's buffer was full: the sender fell behind */
@@ -127,6 +142,9 @@ enum wire_loss_cause {
 	WIRE_LOSS_GPU_BUFFER = 8, /* CUPTI buffers refused because the collector's buffer bound was reached */
 	WIRE_LOSS_SAMPLE_BUSY =
 	    9, /* CPU samples skipped: the thread was inside the collector or had no buffer */
+	/* NVTX extended payloads (or fields of them) not decoded: unknown schema, NULL or short data,
+	 * schema table full, fields beyond WIRE_ARGS_MAX */
+	WIRE_LOSS_PAYLOAD_UNDECODED = 10,
 	WIRE_LOSS_CAUSE_MAX
 };
 

@@ -176,7 +176,12 @@ int elfsym_has_section_type(const struct elfsym_file *f, uint32_t type)
 	return 0;
 }
 
-int elfsym_read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table *t)
+/* Symbols are read this many at a time: a 13 MB .symtab is never held whole. */
+#define ELFSYM_SYMS_PER_READ 4096u
+
+/* Appends the FUNC symbols of sections of type; names copied into a block of the table, or (lazy)
+ * left in the file at offsets into its string table. */
+static int read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table *t, int lazy)
 {
 	const Elf64_Shdr *sh = f->sh;
 	for (size_t i = 0; sh && i < f->shnum; i++) {
@@ -184,40 +189,104 @@ int elfsym_read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table 
 		    sh[i].sh_entsize != sizeof(Elf64_Sym))
 			continue;
 		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-		Elf64_Sym *syms = file_read(f, sh[i].sh_offset, sh[i].sh_size);
-		/* One byte more than the table, always NUL: a last name the file leaves open ends there. */
-		char *names = syms && strs->sh_size < ELFSYM_MAX_TABLE
-		                  ? file_read(f, strs->sh_offset, strs->sh_size)
-		                  : NULL;
-		if (!syms || !names) { /* out of the file or too large: skip this table */
-			free(syms);
-			free(names);
-			continue;
-		}
-		char *block = realloc(names, (size_t)strs->sh_size + 1);
-		char **blocks = block ? realloc(t->blocks, (t->block_count + 1) * sizeof *blocks) : NULL;
-		size_t n = sh[i].sh_size / sizeof *syms;
-		struct elfsym_func *out = blocks ? realloc(t->funcs, (t->count + n) * sizeof *out) : NULL;
-		if (blocks)
-			t->blocks = blocks;
-		if (!out) {
-			free(syms);
-			free(block ? block : names);
-			return -ENOMEM;
-		}
-		t->funcs = out;
-		block[strs->sh_size] = '\0';
-		t->blocks[t->block_count++] = block;
-		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
-			    syms[k].st_name >= strs->sh_size || syms[k].st_shndx == SHN_UNDEF)
+		uint64_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+		if (!n || sh[i].sh_size > ELFSYM_MAX_TABLE || sh[i].sh_offset > f->size ||
+		    sh[i].sh_size > f->size - sh[i].sh_offset || strs->sh_offset > f->size ||
+		    strs->sh_size > f->size - strs->sh_offset || !strs->sh_size || strs->sh_size > UINT32_MAX)
+			continue; /* out of the file or too large: skip this table */
+		char *block = NULL;
+		if (lazy) {
+			if (f->fd < 0 || t->lazy_str_size)
+				return -EINVAL;
+		} else {
+			/* One byte more than the table, always NUL: a last name the file leaves open ends
+			 * there. */
+			char *names = strs->sh_size < ELFSYM_MAX_TABLE
+			                  ? file_read(f, strs->sh_offset, strs->sh_size)
+			                  : NULL;
+			block = names ? realloc(names, (size_t)strs->sh_size + 1) : NULL;
+			if (!block) {
+				free(names);
 				continue;
-			out[t->count++] =
-			    (struct elfsym_func){syms[k].st_value, syms[k].st_size, block + syms[k].st_name};
+			}
+			block[strs->sh_size] = '\0';
+			char **blocks = realloc(t->blocks, (t->block_count + 1) * sizeof *blocks);
+			if (!blocks) {
+				free(block);
+				return -ENOMEM;
+			}
+			t->blocks = blocks;
+			t->blocks[t->block_count++] = block;
 		}
-		free(syms);
+		struct elfsym_func *out = realloc(t->funcs, (t->count + n) * sizeof *out);
+		if (!out)
+			return -ENOMEM;
+		t->funcs = out;
+		for (uint64_t first = 0; first < n; first += ELFSYM_SYMS_PER_READ) {
+			uint64_t k_n = n - first < ELFSYM_SYMS_PER_READ ? n - first : ELFSYM_SYMS_PER_READ;
+			Elf64_Sym *syms =
+			    file_read(f, sh[i].sh_offset + first * sizeof *syms, k_n * sizeof *syms);
+			if (!syms)
+				break; /* what was read so far stays */
+			for (uint64_t k = 0; k < k_n; k++) {
+				if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
+				    syms[k].st_name >= strs->sh_size || syms[k].st_shndx == SHN_UNDEF)
+					continue;
+				uint32_t size =
+				    syms[k].st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)syms[k].st_size;
+				out[t->count++] = (struct elfsym_func){syms[k].st_value,
+				                                       block ? block + syms[k].st_name : NULL,
+				                                       size, syms[k].st_name};
+			}
+			free(syms);
+		}
+		if (lazy) {
+			t->lazy_str_off = strs->sh_offset;
+			t->lazy_str_size = strs->sh_size;
+			return 0;
+		}
 	}
 	return 0;
+}
+
+int elfsym_read_funcs(struct elfsym_file *f, uint32_t type, struct elfsym_table *t)
+{
+	return read_funcs(f, type, t, 0);
+}
+
+int elfsym_read_funcs_lazy(struct elfsym_file *f, uint32_t type, struct elfsym_table *t)
+{
+	return read_funcs(f, type, t, 1);
+}
+
+const char *elfsym_func_name(const struct elfsym_table *t, const struct elfsym_func *fn, int fd, char *buf,
+                             size_t cap)
+{
+	if (fn->name)
+		return fn->name;
+	if (fd < 0 || cap < 2 || fn->name_off >= t->lazy_str_size)
+		return NULL;
+	uint64_t left = t->lazy_str_size - fn->name_off;
+	size_t want = left < cap - 1 ? (size_t)left : cap - 1;
+	size_t done = 0;
+	while (done < want) {
+		ssize_t n =
+		    pread(fd, buf + done, want - done, (off_t)(t->lazy_str_off + fn->name_off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* Names are short: stop at the first NUL rather than read cap bytes each time. */
+		if (memchr(buf + done, '\0', (size_t)n)) {
+			done += (size_t)n;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (!done)
+		return NULL;
+	buf[done < cap ? done : cap - 1] = '\0';
+	return buf;
 }
 
 static int cmp_func(const void *a, const void *b)
@@ -228,6 +297,12 @@ static int cmp_func(const void *a, const void *b)
 
 void elfsym_table_sort(struct elfsym_table *t)
 {
+	/* Room was made for every symbol; only functions were kept. */
+	if (t->count) {
+		struct elfsym_func *fit = realloc(t->funcs, t->count * sizeof *t->funcs);
+		if (fit)
+			t->funcs = fit;
+	}
 	if (t->count)
 		qsort(t->funcs, t->count, sizeof *t->funcs, cmp_func);
 }

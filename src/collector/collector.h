@@ -221,6 +221,12 @@ _Static_assert(sizeof(struct collector_rec_cuda_api) == 32, "collector_rec_cuda_
  * Returns 1 if written, 0 if dropped (counted) or not collecting. Keeps errno. */
 int collector_emit_cuda_api(uint64_t start, uint16_t start_flags, uint32_t correlation_id, uint16_t cbid,
                             uint32_t domain);
+/*
+ * The decoded fields of an NVTX extended payload (nvtx.c), written right after the push, start or
+ * mark they belong to: a generic ring record whose text is up to WIRE_ARGS_MAX struct
+ * nvtxpayload_arg (nvtxpayload.h); the sender sends one WIRE_EV_NVTX_ARG per field.
+ */
+#define COLLECTOR_REC_NVTX_ARGS 204
 /* Sender thread: the wire event of a recorded API call (cupti_api.c). */
 void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t tid);
 
@@ -362,5 +368,7 @@ void collector_fd_after_fork(void);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);
+/* NVTX extended payloads not decoded (WIRE_LOSS_PAYLOAD_UNDECODED), for the sender's losses. */
+uint64_t nvtx_payload_lost(uint32_t cause);
 
 #endif

@@ -4,6 +4,7 @@
 #include "cuscope/clock.h"
 #include "frames.h"
 #include "nvtxname.h"
+#include "nvtxpayload.h"
 #include "source.h"
 #include "threads.h"
 
@@ -39,6 +40,21 @@ static void drain_convert_record(struct sender *s, const struct ring_record *rec
 		    .time_ns = rec->time_ns, .value = rec->value, .tid = rec->tid, .kind = WIRE_EV_OSRT};
 		ev.name_id = frames_intern_ref(s, rec->name_ref);
 		frames_push_event(s, &ev);
+		return;
+	}
+	if (rec->kind == COLLECTOR_REC_NVTX_ARGS) {
+		struct nvtxpayload_arg arg;
+		for (size_t i = 0; i < rec->text_len / sizeof arg; i++) {
+			memcpy(&arg, (const char *)(rec + 1) + i * sizeof arg, sizeof arg);
+			struct wire_event ev = {.time_ns = rec->time_ns,
+			                        .value = arg.value,
+			                        .tid = rec->tid,
+			                        .name_id = frames_intern_ref(s, arg.name),
+			                        .domain_id = frames_intern_ref(s, arg.text),
+			                        .kind = WIRE_EV_NVTX_ARG,
+			                        .flags = (uint16_t)arg.type};
+			frames_push_event(s, &ev);
+		}
 		return;
 	}
 	if (rec->kind == WIRE_EV_THREAD_EXIT) {

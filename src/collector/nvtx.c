@@ -6,6 +6,7 @@
 #include "collector.h"
 #include "cuscope/wire.h"
 #include "emit.h"
+#include "nvtxpayload.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 static _Atomic uint64_t nvtx_next_range_id = 1;
 
@@ -70,9 +72,27 @@ static int nvtx_emit_wide(uint16_t kind, uint64_t value, const struct collector_
 	return collector_emit(kind, 0, value, NULL, domain, utf8, len);
 }
 
+/*
+ * After a push, start or mark that was written: the fields of its extended payload
+ * (NVTX_PAYLOAD_TYPE_EXT), decoded by its registered schema, as one record that the sender turns
+ * into WIRE_EV_NVTX_ARG events right behind it. Nothing is written for other payloads; payloads
+ * that cannot be decoded are counted (nvtxpayload_undecoded).
+ */
+static void nvtx_emit_args(const struct collector_string *domain, const nvtxEventAttributes_t *attr)
+{
+	if (__builtin_expect(!attr || attr->payloadType != NVTX_PAYLOAD_TYPE_EXT, 1))
+		return;
+	struct nvtxpayload_arg args[WIRE_ARGS_MAX];
+	size_t n = nvtxpayload_decode(domain, (const void *)(uintptr_t)attr->payload.ullValue,
+	                              (uint32_t)attr->reserved0, args, WIRE_ARGS_MAX);
+	if (n)
+		collector_emit(COLLECTOR_REC_NVTX_ARGS, 0, 0, NULL, NULL, (const char *)args,
+		               n * sizeof args[0]);
+}
+
 /* Emits an event (not a push or pop) described by NVTX event attributes. */
-static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
-                          const nvtxEventAttributes_t *attr)
+static int nvtx_emit_attr_only(uint16_t kind, uint64_t value, const struct collector_string *domain,
+                               const nvtxEventAttributes_t *attr)
 {
 	if (!attr)
 		return collector_emit(kind, 0, value, NULL, domain, NULL, 0);
@@ -91,6 +111,16 @@ static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_
 	default:
 		return collector_emit(kind, 0, value, NULL, domain, NULL, 0);
 	}
+}
+
+/* Emits an event described by NVTX event attributes, followed by its payload's fields. */
+static int nvtx_emit_attr(uint16_t kind, uint64_t value, const struct collector_string *domain,
+                          const nvtxEventAttributes_t *attr)
+{
+	int written = nvtx_emit_attr_only(kind, value, domain, attr);
+	if (written)
+		nvtx_emit_args(domain, attr);
+	return written;
 }
 
 /*
@@ -147,6 +177,9 @@ static int nvtx_push_attr(const struct collector_string *domain, const nvtxEvent
 			written = collector_nvtx_push(tr, NULL, category, domain);
 			break;
 		}
+		/* Only behind a recorded push: the fields belong to the range it opens. */
+		if (written)
+			nvtx_emit_args(domain, attr);
 	}
 	return nvtx_push_done(tr, written);
 }
@@ -457,4 +490,52 @@ int nvtx_inject(void *get_export_table)
 	nvtx_fill_module(callbacks, NVTX_CB_MODULE_CORE2, nvtx_core2_slots,
 	                 sizeof nvtx_core2_slots / sizeof nvtx_core2_slots[0]);
 	return core;
+}
+
+/* ---- The payload extension (nvtxPayloadSchemaRegister and friends) ---- */
+
+static uint64_t nvtx_payload_schema_register(nvtxDomainHandle_t domain, const nvtxPayloadSchemaAttr_t *attr)
+{
+	return nvtxpayload_schema_register(domain, attr);
+}
+
+static uint64_t nvtx_payload_enum_register(nvtxDomainHandle_t domain, const nvtxPayloadEnumAttr_t *attr)
+{
+	return nvtxpayload_enum_register(domain, attr);
+}
+
+/* Every domain is recorded: NCCL skips building its payloads when this says 0. */
+static uint8_t nvtx_payload_domain_enabled(nvtxDomainHandle_t domain)
+{
+	(void)domain;
+	return 1;
+}
+
+/*
+ * The NVTX extension entry point, found by name in the library NVTX_INJECTION64_PATH names, once
+ * per extension module the program uses. Only the payload module is taken (schemas, enums); its
+ * own push/pop/mark calls and the other modules stay NVTX no-ops. Returns 0 to refuse a module.
+ */
+COLLECTOR_EXPORT int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *info)
+{
+	if (!info || !atomic_load(&collector_running) || getenv("CUSCOPE_NO_NVTX"))
+		return 0;
+	if (info->structSize < sizeof *info || info->moduleId != NVTX_EXT_PAYLOAD_MODULEID ||
+	    info->segmentsCount < 1 || !info->segments || !info->segments[0].functionSlots)
+		return 0;
+	static const struct nvtx_slot slots[] = {
+	    NVTX_SLOT(NVTX3EXT_CBID_nvtxPayloadSchemaRegister, nvtx_payload_schema_register),
+	    NVTX_SLOT(NVTX3EXT_CBID_nvtxPayloadEnumRegister, nvtx_payload_enum_register),
+	    NVTX_SLOT(NVTX3EXT_CBID_nvtxDomainIsEnabled, nvtx_payload_domain_enabled),
+	};
+	nvtxExtModuleSegment_t *segment = &info->segments[0];
+	for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
+		if (slots[i].id < segment->slotCount)
+			segment->functionSlots[slots[i].id] = (intptr_t)slots[i].fn;
+	return 1;
+}
+
+uint64_t nvtx_payload_lost(uint32_t cause)
+{
+	return cause == WIRE_LOSS_PAYLOAD_UNDECODED ? nvtxpayload_undecoded() : 0;
 }

@@ -270,6 +270,7 @@ static const struct source sources[] = {
         .cost_id = WIRE_COST_NVTX,
         /* Filled by the program's first NVTX call (nvtx_inject); records arrive in the rings. */
         .cost = nvtx_cost,
+        .lost = nvtx_payload_lost,
     },
     {
         .name = "sampling",

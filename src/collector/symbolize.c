@@ -40,6 +40,9 @@ struct module {
 	struct elfsym_table tab;
 	uint8_t build_id[64]; /* from its loaded PT_NOTE segment */
 	size_t build_id_len;  /* 0: none */
+	dev_t dev;            /* the file its symbols were read from, for reading names later */
+	ino_t ino;
+	char map_link[64]; /* its /proc/self/map_files link when that opened it, else "" */
 };
 
 struct perf_entry {
@@ -87,7 +90,7 @@ static int build_id_matches(int fd, const uint8_t *id, size_t len)
  * -1 when neither: a replaced file's symbols would name the wrong functions. Without /proc, the
  * path.
  */
-static int module_open(const struct module *m)
+static int module_open(struct module *m)
 {
 	const char *path = m->path;
 	uint64_t addr = m->lo;
@@ -110,8 +113,10 @@ static int module_open(const struct module *m)
 	char link[64];
 	snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
 	int fd = open(link, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0)
+	if (fd >= 0) {
+		snprintf(m->map_link, sizeof m->map_link, "%s", link);
 		return fd;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0)
@@ -269,10 +274,17 @@ static void module_load(struct module *m)
 	int fd = module_open(m);
 	if (fd < 0)
 		return;
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		m->dev = st.st_dev;
+		m->ino = st.st_ino;
+	}
+	/* The module's own tables keep their names in the file (module_func_name reads one when a
+	 * stack needs it): holding libtorch's string tables would add 150 MB to a training process. */
 	struct elfsym_file f;
 	if (elfsym_open_fd(&f, fd) == 0) {
 		if (elfsym_has_section_type(&f, SHT_SYMTAB)) {
-			elfsym_read_funcs(&f, SHT_SYMTAB, &m->tab);
+			elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &m->tab);
 		} else {
 			int dbg = debug_file_open(&f, m->path);
 			struct elfsym_file d;
@@ -284,7 +296,7 @@ static void module_load(struct module *m)
 			}
 			if (!m->tab.count) {
 				minidebug_read(&f, &m->tab);
-				elfsym_read_funcs(&f, SHT_DYNSYM, &m->tab);
+				elfsym_read_funcs_lazy(&f, SHT_DYNSYM, &m->tab);
 			}
 		}
 	}
@@ -361,6 +373,26 @@ static struct module *module_find(uint64_t pc)
 		if (pc >= sym.mods[i].lo && pc < sym.mods[i].hi)
 			return &sym.mods[i];
 	return NULL;
+}
+
+/* A function's name: held, or read from the module's file (reopened, and only when it is still the
+ * file the symbols came from). NULL when it cannot be read. */
+static const char *module_func_name(struct module *m, const struct elfsym_func *s, char *buf, size_t cap)
+{
+	if (s->name)
+		return s->name;
+	/* The mapping's own link first: no walk of /proc/self/maps (thousands of lines in a
+	 * training process) for each name. */
+	int fd = m->map_link[0] ? open(m->map_link, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+	if (fd < 0)
+		fd = module_open(m);
+	struct stat st;
+	const char *name = NULL;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
+		name = elfsym_func_name(&m->tab, s, fd, buf, cap);
+	if (fd >= 0)
+		close(fd);
+	return name;
 }
 
 static const struct elfsym_func *module_symbol(const struct module *m, uint64_t rel)
@@ -483,8 +515,10 @@ static uint32_t symbolize_uncached(uint64_t pc)
 		if (!m->loaded)
 			module_load(m);
 		const struct elfsym_func *s = module_symbol(m, pc - m->base);
-		if (s)
-			return frame_intern(s->name, base_name(m->path));
+		char fn_name[WIRE_MAX_STRING];
+		const char *fn = s ? module_func_name(m, s, fn_name, sizeof fn_name) : NULL;
+		if (fn)
+			return frame_intern(fn, base_name(m->path));
 		/* Exported names the file's tables lack (e.g. the vDSO) may still be known to the loader. */
 		Dl_info info;
 		if (loader && dladdr((void *)pc, &info) && info.dli_sname)

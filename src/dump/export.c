@@ -19,6 +19,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,8 +245,43 @@ static void ev_sort_index(struct exporter *x, int64_t tid, uint64_t index)
 
 static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
 
-/* An NVTX range (X), open range (B) or mark (i): name = message, cat = domain ("nvtx" for the default). */
-static void ev_nvtx(struct exporter *x, int64_t tid, const struct store_range *r, int style, int open)
+/* The fields of a range's NVTX extended payload, as more args: numbers, keyed by field name. */
+static void ev_nvtx_args(struct exporter *x, size_t lane, const struct store_range *r)
+{
+	struct store_arg a[WIRE_ARGS_MAX];
+	size_t n = store_range_args(x->st, x->process, lane, r, a, WIRE_ARGS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		out_s(x->o, ",");
+		out_str(x->o, store_string(x->st, a[i].name_id));
+		out_s(x->o, ":");
+		if (a[i].type == WIRE_ARG_INT) {
+			out_i64(x->o, (int64_t)a[i].value);
+		} else if (a[i].type == WIRE_ARG_DOUBLE) {
+			double d;
+			memcpy(&d, &a[i].value, sizeof d);
+			char buf[40];
+			/* The shortest of two precisions that reads back as the same double; JSON has no
+			 * infinities or NaNs, so those are strings. */
+			if (!isfinite(d))
+				snprintf(buf, sizeof buf, "\"%g\"", d);
+			else if (snprintf(buf, sizeof buf, "%.15g", d) > 0 && strtod(buf, NULL) != d)
+				snprintf(buf, sizeof buf, "%.17g", d);
+			/* A whole number still reads as a float ("1.0", not the integer 1). */
+			if (isfinite(d) && !strpbrk(buf, ".e"))
+				strcat(buf, ".0");
+			out_s(x->o, buf);
+		} else if (a[i].type == WIRE_ARG_ENUM) {
+			out_str(x->o, store_string(x->st, a[i].text_id));
+		} else {
+			out_u64(x->o, a[i].value);
+		}
+	}
+}
+
+/* An NVTX range (X), open range (B) or mark (i) of lane `lane`: name = message, cat = domain ("nvtx"
+ * for the default), args = domain, style and the payload's fields. */
+static void ev_nvtx(struct exporter *x, size_t lane, int64_t tid, const struct store_range *r, int style,
+                    int open)
 {
 	const char *name = store_string(x->st, r->name_id), *domain = store_string(x->st, r->domain_id);
 	const char *cat = *domain ? domain : "nvtx";
@@ -267,6 +304,7 @@ static void ev_nvtx(struct exporter *x, int64_t tid, const struct store_range *r
 	arg_str(x, "style", style_names[style], 0);
 	if (open)
 		out_s(x->o, ",\"unfinished\":true");
+	ev_nvtx_args(x, lane, r);
 	out_s(x->o, "}}");
 }
 
@@ -400,7 +438,7 @@ static void export_range_row(struct exporter *x, size_t l, size_t row, int64_t t
 	const struct store_range *r;
 	size_t n = store_lane_row_query(x->st, x->process, l, row, x->from, x->to, &r);
 	for (size_t i = 0; i < n; i++)
-		ev_nvtx(x, tid, &r[i], style, 0);
+		ev_nvtx(x, l, tid, &r[i], style, 0);
 }
 
 static void export_open(struct exporter *x, size_t l, const struct store_lane_info *li, int64_t row_tid0,
@@ -412,7 +450,8 @@ static void export_open(struct exporter *x, size_t l, const struct store_lane_in
 		store_lane_open_get(x->st, x->process, l, i, &r, &row);
 		if (r.start_ns >= x->to)
 			continue;
-		ev_nvtx(x, style == STORE_STYLE_STARTEND ? row_tid0 + (int64_t)row : row_tid0, &r, style, 1);
+		ev_nvtx(x, l, style == STORE_STYLE_STARTEND ? row_tid0 + (int64_t)row : row_tid0, &r, style,
+		        1);
 	}
 }
 
@@ -434,7 +473,7 @@ static void export_lane(struct exporter *x, size_t l)
 		const struct store_range *m;
 		size_t n = store_lane_mark_query(x->st, x->process, l, x->from, x->to, &m);
 		for (size_t i = 0; i < n; i++)
-			ev_nvtx(x, li.tid, &m[i], STORE_STYLE_MARK, 0);
+			ev_nvtx(x, l, li.tid, &m[i], STORE_STYLE_MARK, 0);
 		for (size_t row = 0; row < li.gpu_row_count; row++)
 			export_gpu_rows(x, l, &li, row, li.tid);
 		return;
@@ -465,7 +504,7 @@ static void export_lane(struct exporter *x, size_t l)
 			size_t row;
 			store_lane_open_get(x->st, x->process, l, i, &r, &row);
 			if (r.start_ns < x->to && row < rows)
-				ev_nvtx(x, tid0 + (int64_t)row, &r, STORE_STYLE_STARTEND, 1);
+				ev_nvtx(x, l, tid0 + (int64_t)row, &r, STORE_STYLE_STARTEND, 1);
 		}
 		return;
 	}

@@ -94,7 +94,7 @@ static int cmp_range_start(const void *a, const void *b)
  * next event starts first (the longest on a tie, then the row added first), after the ends of every
  * slice finished by then. Resets m.
  */
-static void merge_run(struct pf *x, struct merge *m, const struct store_lane_info *li)
+static void merge_run(struct pf *x, struct merge *m, size_t lane, const struct store_lane_info *li)
 {
 	xgrow((void **)&m->ends, &m->ends_cap, m->n + 1, sizeof *m->ends);
 	m->depth = 0;
@@ -121,13 +121,13 @@ static void merge_run(struct pf *x, struct merge *m, const struct store_lane_inf
 		best->i++;
 		switch (best->kind) {
 		case SRC_MARK:
-			pf_event_nvtx(x, item, STORE_STYLE_MARK, 0);
+			pf_event_nvtx(x, lane, item, STORE_STYLE_MARK, 0);
 			continue;
 		case SRC_RANGE:
-			pf_event_nvtx(x, item, best->style, 0);
+			pf_event_nvtx(x, lane, item, best->style, 0);
 			break;
 		case SRC_OPEN:
-			pf_event_nvtx(x, item, best->style, 1);
+			pf_event_nvtx(x, lane, item, best->style, 1);
 			break;
 		case SRC_GPU:
 			pf_event_gpu(x, li, item);
@@ -211,7 +211,7 @@ static void pf_lane(struct pf *x, struct merge *m, size_t l)
 		const struct store_range *mk;
 		size_t n = store_lane_mark_query(x->st, x->process, l, x->from, x->to, &mk);
 		merge_add(m, mk, n, sizeof *mk, SRC_MARK, STORE_STYLE_MARK);
-		merge_run(x, m, &li);
+		merge_run(x, m, l, &li);
 		return;
 	}
 	if (li.kind == STORE_LANE_NVTX_ASYNC) {
@@ -236,7 +236,7 @@ static void pf_lane(struct pf *x, struct merge *m, size_t l)
 				merge_add(m, r, n, sizeof *r, SRC_RANGE, STORE_STYLE_STARTEND);
 			}
 			merge_opens(x, m, l, &li, row, STORE_STYLE_STARTEND);
-			merge_run(x, m, &li);
+			merge_run(x, m, l, &li);
 		}
 		return;
 	}
@@ -253,7 +253,7 @@ static void pf_lane(struct pf *x, struct merge *m, size_t l)
 			const struct store_gpu_op *v;
 			size_t n = store_lane_gpu_query(x->st, x->process, l, row, x->from, x->to, &v);
 			merge_add(m, v, n, sizeof *v, SRC_GPU, 0);
-			merge_run(x, m, &li);
+			merge_run(x, m, l, &li);
 		}
 	}
 }

@@ -45,6 +45,7 @@ enum {
 	F_DA_BOOL = 2,
 	F_DA_UINT = 3,
 	F_DA_INT = 4,
+	F_DA_DOUBLE = 5,
 	F_DA_STRING_IID = 17,
 	F_DA_ARRAY = 12,
 	/* InternedData: EventCategory, EventName, DebugAnnotationName ({iid 1, name 2}), InternedString */
@@ -149,7 +150,7 @@ void pf_event_start(struct pf *x, int type);
 void pf_event_finish(struct pf *x, uint64_t t_ns);
 /* An NVTX range begin (open: never ended) or mark: name = message, category = domain ("nvtx" for the
  * default). */
-void pf_event_nvtx(struct pf *x, const struct store_range *r, int style, int open);
+void pf_event_nvtx(struct pf *x, size_t lane, const struct store_range *r, int style, int open);
 /* The begin of a GPU op, API call or host sync with its args; flows where the JSON has them. */
 void pf_event_gpu(struct pf *x, const struct store_lane_info *li, const struct store_gpu_op *op);
 /* The end of the innermost open slice of the sequence's track at t_ns. */

@@ -234,7 +234,7 @@ static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
 
 /* An NVTX range begin (open: never ended) or mark: name = message, category = domain ("nvtx" for the
  * default). */
-void pf_event_nvtx(struct pf *x, const struct store_range *r, int style, int open)
+void pf_event_nvtx(struct pf *x, size_t lane, const struct store_range *r, int style, int open)
 {
 	const char *name = store_string(x->st, r->name_id), *domain = store_string(x->st, r->domain_id);
 	pf_event_start(x, style == STORE_STYLE_MARK ? TYPE_INSTANT : TYPE_SLICE_BEGIN);
@@ -243,6 +243,23 @@ void pf_event_nvtx(struct pf *x, const struct store_range *r, int style, int ope
 	arg_str(x, "style", style_names[style]);
 	if (open)
 		arg_bool(x, "unfinished", 1);
+	/* The fields of its NVTX extended payload, typed as sent. */
+	struct store_arg a[WIRE_ARGS_MAX];
+	size_t n = store_range_args(x->st, x->process, lane, r, a, WIRE_ARGS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		size_t m = pb_open(&x->te, F_TE_DEBUG_ANNOTATIONS);
+		pb_uint(&x->te, F_DA_NAME_IID, pf_intern(x, IK_ARG_NAME, store_string(x->st, a[i].name_id)));
+		if (a[i].type == WIRE_ARG_INT)
+			pb_int(&x->te, F_DA_INT, (int64_t)a[i].value);
+		else if (a[i].type == WIRE_ARG_DOUBLE)
+			pb_fixed64(&x->te, F_DA_DOUBLE, a[i].value);
+		else if (a[i].type == WIRE_ARG_ENUM)
+			pb_uint(&x->te, F_DA_STRING_IID,
+			        pf_intern(x, IK_ARG_STRING, store_string(x->st, a[i].text_id)));
+		else
+			pb_uint(&x->te, F_DA_UINT, a[i].value);
+		pb_close(&x->te, m);
+	}
 	pf_event_finish(x, r->start_ns);
 	if (style == STORE_STYLE_MARK)
 		x->counts->instant++;

@@ -607,7 +607,7 @@ static void section_counters(const struct store *st, struct table *t)
 static const struct column rank_cols[] = {
     {"host", CELL_STR},       {"rank", CELL_INT},        {"pid", CELL_INT},         {"gpu", CELL_STR},
     {"steps", CELL_INT},      {"step_p50_ns", CELL_INT}, {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT},
-    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT},
+    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT},
 };
 
 /* Rows in the order stats_ranks_compute sorts them: the straggler (most compute time) first. */
@@ -618,7 +618,8 @@ static void section_ranks(const struct store *st, struct table *t, const char *s
 	for (size_t i = 0; i < n; i++)
 		stats_table_row(t, v[i].host, (int64_t)v[i].rank, (int64_t)v[i].pid, v[i].gpu,
 		                (int64_t)v[i].steps, (int64_t)v[i].step_p50_ns, (int64_t)v[i].step_p99_ns,
-		                (int64_t)v[i].nccl_ns, (int64_t)v[i].compute_ns, (int64_t)v[i].gpu_idle_ns);
+		                (int64_t)v[i].nccl_ns, (int64_t)v[i].compute_ns, (int64_t)v[i].gpu_idle_ns,
+		                (int64_t)v[i].restart);
 	free(v);
 }
 

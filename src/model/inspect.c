@@ -4,6 +4,7 @@
  */
 #include "cuscope/inspect.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -532,6 +533,40 @@ static void inspect_details_gap(const struct inspect_view *v, struct inspect_tex
 		inspect_details_activity(v, out, process, most, g->start_ns, g->end_ns, why2);
 }
 
+/* The fields of a range's NVTX extended payload on one line: "args      comm=7 bytes=4096". */
+static void inspect_details_args(const struct inspect_view *v, struct inspect_text *out,
+                                 const struct inspect_hit *hit)
+{
+	struct store_arg a[WIRE_ARGS_MAX];
+	size_t n = store_range_args(v->store, hit->process, hit->lane, &hit->range, a, WIRE_ARGS_MAX);
+	if (!n)
+		return;
+	char line[224];
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof line; i++) {
+		const char *name = store_string(v->store, a[i].name_id);
+		int w;
+		if (a[i].type == WIRE_ARG_INT) {
+			w = snprintf(line + len, sizeof line - len, "%s%s=%" PRId64, i ? " " : "", name,
+			             (int64_t)a[i].value);
+		} else if (a[i].type == WIRE_ARG_DOUBLE) {
+			double d;
+			memcpy(&d, &a[i].value, sizeof d);
+			w = snprintf(line + len, sizeof line - len, "%s%s=%g", i ? " " : "", name, d);
+		} else if (a[i].type == WIRE_ARG_ENUM) {
+			w = snprintf(line + len, sizeof line - len, "%s%s=%s", i ? " " : "", name,
+			             store_string(v->store, a[i].text_id));
+		} else {
+			w = snprintf(line + len, sizeof line - len, "%s%s=%" PRIu64, i ? " " : "", name,
+			             a[i].value);
+		}
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	INSPECT_LINE("args      %s", line);
+}
+
 /* Fills the details overlay for an event. */
 void inspect_details(const struct inspect_view *v, struct inspect_text *out, const struct inspect_hit *hit)
 {
@@ -562,6 +597,7 @@ void inspect_details(const struct inspect_view *v, struct inspect_text *out, con
 		INSPECT_LINE("%s  %s", mark ? "NVTX mark" : "NVTX range", store_string(v->store, r->name_id));
 		if (r->domain_id)
 			INSPECT_LINE("domain    %s", store_string(v->store, r->domain_id));
+		inspect_details_args(v, out, hit);
 		INSPECT_LINE("start     %s", t0);
 		if (!mark)
 			INSPECT_LINE("duration  %s%s", dur, hit->open ? " so far (open)" : "");

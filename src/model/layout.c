@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuscope/rankgroup.h"
 #include "cuscope/store.h"
 #include "cuscope/xalloc.h"
 
@@ -233,6 +234,8 @@ int layout_toggle_fold(struct layout *layout, size_t index)
 	pid_t tid = r->kind == LAYOUT_ROW_THREAD ? r->tid : 0;
 	int on = !layout_fold_has(layout, kind, r->pid, tid, r->device);
 	layout_fold_set(layout, kind, r->pid, tid, r->device, on);
+	if (r->kind == LAYOUT_ROW_PROCESS && r->process < layout->proc_count)
+		layout->procs[r->process].fold_decided = 1; /* the user chose: the launcher rule keeps off */
 	return 0;
 }
 
@@ -261,6 +264,9 @@ static int layout_in_idle_fold(const struct layout *layout, pid_t pid, pid_t tid
 void layout_reveal(struct layout *layout, pid_t pid, pid_t tid, int device_row, uint32_t device)
 {
 	layout_fold_set(layout, LAYOUT_FOLD_PROCESS, pid, 0, 0, 0);
+	for (size_t p = 0; p < layout->proc_count; p++)
+		if (layout->procs[p].pid == pid) /* shown on purpose: the launcher rule keeps off */
+			layout->procs[p].fold_decided = 1;
 	if (tid)
 		layout_fold_set(layout, LAYOUT_FOLD_THREAD, pid, tid, 0, 0);
 	if (device_row)
@@ -293,14 +299,24 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 	xgrow((void **)&layout->procs, &layout->proc_cap, np, sizeof *layout->procs);
 	for (size_t p = layout->proc_count; p < np; p++)
 		memset(&layout->procs[p], 0, sizeof layout->procs[p]);
+	if (np != layout->proc_count)
+		layout->launchers_stale = 1;
 	layout->proc_count = np;
 	for (size_t p = 0; p < np; p++) {
 		struct layout_process *lp = &layout->procs[p];
 		struct store_process_info pi;
 		store_process_get(store, p, &pi);
-		if (lp->pid != pi.pid) /* another store: nothing of the old one carries over */
+		if (lp->pid != pi.pid) { /* another store: nothing of the old one carries over */
 			lp->lane_count = 0;
+			lp->fold_decided = 0;
+		}
+		if (lp->pid != pi.pid || lp->ppid != pi.ppid || lp->capture != pi.capture ||
+		    lp->rank != pi.rank)
+			layout->launchers_stale = 1;
 		lp->pid = pi.pid;
+		lp->ppid = pi.ppid;
+		lp->capture = pi.capture;
+		lp->rank = pi.rank;
 		lp->cost = store_cost_any(store, p);
 		xgrow((void **)&lp->lanes, &lp->lane_cap, pi.lane_count, sizeof *lp->lanes);
 		for (size_t l = lp->lane_count; l < pi.lane_count; l++)
@@ -327,6 +343,35 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 			                           .gc_rows = ci.gc_row_count};
 		}
 	}
+}
+
+/*
+ * Marks the launchers and folds each one the first time it is seen as one (torchrun's agent appears
+ * before its ranks do): its ranks' lanes are what matters. A user's choice is never overridden.
+ */
+static void layout_fold_launchers(struct layout *layout)
+{
+	/* Only a new process or a changed rank changes the answer: not redone per frame. */
+	if (!layout->launchers_stale)
+		return;
+	layout->launchers_stale = 0;
+	size_t n = layout->proc_count;
+	struct rankgroup_proc *rp = xcalloc(n ? n : 1, sizeof *rp);
+	size_t *ranks = xcalloc(n ? n : 1, sizeof *ranks);
+	for (size_t p = 0; p < n; p++)
+		rp[p] = (struct rankgroup_proc){layout->procs[p].capture, layout->procs[p].pid,
+		                                layout->procs[p].ppid, layout->procs[p].rank};
+	rankgroup_launchers(rp, n, ranks);
+	for (size_t p = 0; p < n; p++) {
+		struct layout_process *lp = &layout->procs[p];
+		lp->launcher_ranks = ranks[p];
+		if (ranks[p] && !lp->fold_decided) {
+			lp->fold_decided = 1;
+			layout_fold_set(layout, LAYOUT_FOLD_PROCESS, lp->pid, 0, 0, 1);
+		}
+	}
+	free(ranks);
+	free(rp);
 }
 
 void layout_freeze(struct layout *layout, int on)
@@ -357,6 +402,7 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 {
 	const struct layout_process *lp = &layout->procs[p];
 	layout_add_process(layout, p, lp->pid);
+	layout->rows[layout->count - 1].count = lp->launcher_ranks;
 	if (layout_fold_has(layout, LAYOUT_FOLD_PROCESS, lp->pid, 0, 0)) {
 		layout->rows[layout->count - 1].folded = 1;
 		return;
@@ -413,8 +459,10 @@ void layout_build(struct layout *layout, const struct store *store)
 		key = layout->rows[layout->selected];
 	size_t old_selected = layout->selected;
 
-	if (!layout->frozen)
+	if (!layout->frozen) {
 		layout_snapshot(layout, store);
+		layout_fold_launchers(layout);
+	}
 	layout_clear(layout);
 	for (size_t p = 0; p < layout->proc_count; p++)
 		layout_build_process(layout, p, &gpu, &gpu_cap);

@@ -28,6 +28,16 @@ int rankspane_due(const struct rankspane *rp, uint64_t generation, uint64_t now_
 	return generation != rp->generation && now_ns - rp->computed_at_ns >= RANKSPANE_REFRESH_NS;
 }
 
+/* A restarted worker's " (restart K)" after its rank, "" for a first start; returns its length. */
+static int rankspane_restart_text(const struct stats_rank_row *r, char *buf, size_t size)
+{
+	if (!r->restart) {
+		snprintf(buf, size, "%s", "");
+		return 0;
+	}
+	return snprintf(buf, size, " (restart %d)", (int)r->restart);
+}
+
 void rankspane_set_rows(struct rankspane *rp, struct stats_rank_row *rows, size_t count)
 {
 	/* The selected rank moves with its row when the order changes. */
@@ -45,6 +55,12 @@ void rankspane_set_rows(struct rankspane *rp, struct stats_rank_row *rows, size_
 	if (rp->top > rp->sel)
 		rp->top = rp->sel;
 	rp->multi_host = 0;
+	rp->restart_w = 0;
+	for (size_t i = 0; i < count; i++) {
+		char suffix[32];
+		int w = rankspane_restart_text(&rows[i], suffix, sizeof suffix);
+		rp->restart_w = w > rp->restart_w ? w : rp->restart_w;
+	}
 	for (size_t i = 1; i < count; i++) {
 		const char *a = rows[0].host ? rows[0].host : "", *b = rows[i].host ? rows[i].host : "";
 		if (strcmp(a, b) != 0)
@@ -69,9 +85,10 @@ void rankspane_update(struct rankspane *rp, const struct store *store, uint64_t 
 
 void rankspane_header(const struct rankspane *rp, char *buf, size_t size)
 {
-	snprintf(buf, size, " %6s%s%-*s %8s %6s %9s %9s %9s %9s %8s", "rank", rp->multi_host ? "  " : "",
-	         rp->multi_host ? RANKSPANE_HOST_W : 0, rp->multi_host ? "host" : "", "pid", "steps",
-	         "step p50", "step p99", "NCCL", "compute", "GPU idle");
+	snprintf(buf, size, " %6s%-*s%s%-*s %8s %6s %9s %9s %9s %9s %8s", "rank", rp->restart_w, "",
+	         rp->multi_host ? "  " : "", rp->multi_host ? RANKSPANE_HOST_W : 0,
+	         rp->multi_host ? "host" : "", "pid", "steps", "step p50", "step p99", "NCCL", "compute",
+	         "GPU idle");
 }
 
 void rankspane_row_text(const struct rankspane *rp, size_t i, char *buf, size_t size)
@@ -99,9 +116,12 @@ void rankspane_row_text(const struct rankspane *rp, size_t i, char *buf, size_t 
 		snprintf(host, sizeof host, "%s", r->host ? r->host : "?");
 	/* The first row is the straggler when there is something to compare it with. */
 	int straggler = i == 0 && rp->count > 1 && r->steps;
-	snprintf(buf, size, " %6d%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s", (int)r->rank,
-	         rp->multi_host ? "  " : "", rp->multi_host ? RANKSPANE_HOST_W : 0, host, (int)r->pid,
-	         (unsigned long long)r->steps, p50, p99, nccl, comp, idle, straggler ? "  < straggler" : "");
+	char restart[32];
+	rankspane_restart_text(r, restart, sizeof restart);
+	snprintf(buf, size, " %6d%-*s%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s", (int)r->rank, rp->restart_w,
+	         restart, rp->multi_host ? "  " : "", rp->multi_host ? RANKSPANE_HOST_W : 0, host,
+	         (int)r->pid, (unsigned long long)r->steps, p50, p99, nccl, comp, idle,
+	         straggler ? "  < straggler" : "");
 }
 
 void rankspane_select(struct rankspane *rp, long delta, size_t height)

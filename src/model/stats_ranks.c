@@ -5,6 +5,8 @@
  * least NCCL time.
  */
 #include "cuscope/stats_ranks.h"
+
+#include "cuscope/rankgroup.h"
 #include "cuscope/store.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
@@ -153,7 +155,7 @@ static int stats_ranks_is_launch(const struct store *st, uint32_t name_id)
 
 static int stats_ranks_is_nccl(const struct store *st, uint32_t name_id)
 {
-	return strncmp(store_short_name(st, name_id), "nccl", 4) == 0;
+	return rankgroup_is_nccl_kernel(store_short_name(st, name_id));
 }
 
 /*
@@ -379,6 +381,8 @@ static int stats_ranks_cmp_row(const void *a, const void *b)
 		return x->compute_ns > y->compute_ns ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
+	if (x->restart != y->restart)
+		return x->restart < y->restart ? -1 : 1;
 	if (x->capture != y->capture)
 		return x->capture < y->capture ? -1 : 1;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
@@ -400,8 +404,9 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 	qsort(keys, np, sizeof *keys, stats_ranks_cmp_key);
 	/*
 	 * A process whose parent has the same rank (a DataLoader or compile worker, an exec'd child)
-	 * belongs to the parent's rank: walk up to the first process whose parent has another rank. The
-	 * walk is bounded by the process count, so a cycle of reused pids cannot loop.
+	 * belongs to the parent's rank: walk up to the first process whose parent has another rank or
+	 * another restart (a restarted worker is a group of its own, whoever started it). The walk is
+	 * bounded by the process count, so a cycle of reused pids cannot loop.
 	 */
 	size_t rows = 0;
 	for (size_t p = 0; p < np; p++) {
@@ -411,7 +416,9 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		size_t q = p;
 		for (size_t hops = 0; hops < np; hops++) {
 			size_t parent = stats_ranks_find(keys, np, info[q].capture, info[q].ppid);
-			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank)
+			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank ||
+			    rankgroup_restart(info[parent].restart_count) !=
+			        rankgroup_restart(info[p].restart_count))
 				break;
 			q = parent;
 		}
@@ -429,6 +436,7 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 		struct stats_rank_row *row = &v[n++];
 		row->host = info[p].host;
 		row->rank = info[p].rank;
+		row->restart = rankgroup_restart(info[p].restart_count);
 		row->pid = info[p].pid;
 		row->capture = info[p].capture;
 		row->process = p;

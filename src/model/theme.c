@@ -37,6 +37,7 @@ static const char *const theme_slot_names[THEME_SLOT_COUNT] = {
     [THEME_OSRT] = "osrt",
     [THEME_GC] = "gc",
     [THEME_EVICTED] = "evicted",
+    [THEME_COMM] = "comm",
     [THEME_RANGE0 + 0] = "range0",
     [THEME_RANGE0 + 1] = "range1",
     [THEME_RANGE0 + 2] = "range2",

@@ -121,6 +121,7 @@ void store_free(struct store *st)
 	free(st->demangled);
 	free(st->short_name);
 	store_cpu_fini(st);
+	store_args_free(st);
 	free(st->sources);
 	free(st->capture_clocks);
 	free(st->procs);
@@ -391,5 +392,6 @@ size_t store_memory_bytes(const struct store *st)
 				bytes += ln->rows[r].cap * sizeof *ln->rows[r].v;
 		}
 	}
-	return bytes + store_gpu_memory_bytes(st) + store_cpu_memory_bytes(st) + store_cost_memory_bytes(st);
+	return bytes + store_gpu_memory_bytes(st) + store_cpu_memory_bytes(st) + store_cost_memory_bytes(st) +
+	       store_args_memory_bytes(st);
 }

@@ -53,6 +53,13 @@ struct lane {
 	struct gpu_lane *gpu;
 	/* CPU (store_cpu.c): samples, blocking calls, GC; NULL until the thread has any */
 	struct cpu_lane *cpu;
+	/* NVTX payload fields (store_args.c), thread lanes: the range this thread began last, which
+	 * the WIRE_EV_NVTX_ARG events right after it belong to */
+	int arg_open;       /* a push, start or mark came last (no pop or end since) */
+	uint32_t arg_entry; /* its entry in the side table + 1, 0 before its first field */
+	uint32_t arg_lane;  /* the lane holding the range (this one, or the async lane 0) */
+	uint32_t arg_name;  /* its global name id */
+	uint64_t arg_start; /* its start, CLOCK_MONOTONIC */
 };
 
 struct pending_end {
@@ -150,6 +157,8 @@ struct store {
 	size_t fed_since_check;  /* payload bytes fed since the last check against the limit */
 	uint64_t memory_from_ns; /* nothing that ended before this is in memory any more, 0 = all is */
 	uint64_t evicted;        /* events dropped from memory */
+	/* NVTX payload fields by range (store_args.c); NULL until the first */
+	struct store_args *args;
 };
 
 /* store.c */
@@ -217,6 +226,17 @@ struct stack_count {
 };
 /* Distinct non-empty stacks of samples v[0..n) with their counts (the caller frees them). */
 struct stack_count *store_cpu_count_stacks(const struct store_sample *v, size_t n, size_t *out_n);
+
+/* store_args.c */
+/* A push, start or mark on thread lane l: the fields that follow it belong to the range with
+ * start_ns and name_id on lane range_lane of the same process. */
+void store_args_range_begun(struct lane *thread_lane, size_t range_lane, uint64_t start_ns, uint32_t name_id);
+/* A WIRE_EV_NVTX_ARG of thread lane l (of process index process); name_id is its global field name,
+ * text_id that of an enum value's name (its domain_id). */
+void store_args_event(struct store *st, size_t process, struct lane *l, const struct wire_event *ev,
+                      uint32_t name_id, uint32_t text_id);
+size_t store_args_memory_bytes(const struct store *st);
+void store_args_free(struct store *st);
 
 /* store_cost.c */
 void store_cost_ingest(struct store *st, struct process *pr, const void *payload, uint32_t length);

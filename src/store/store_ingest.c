@@ -87,10 +87,12 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		o->row = l->open_count - 1;
 		o->range_id = 0;
 		lane_row(l, o->row);
+		store_args_range_begun(l, (size_t)(l - pr->lanes), t, name);
 		break;
 	}
 	case WIRE_EV_NVTX_POP: {
 		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
+		l->arg_open = 0;
 		if (!l->open_count) {
 			process_count_loss(pr);
 			break;
@@ -104,10 +106,12 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		struct lane *l = store_thread_lane(pr, (pid_t)ev->tid, t);
 		store_grow((void **)&l->marks, &l->mark_cap, l->mark_count + 1, sizeof *l->marks);
 		l->marks[l->mark_count++] = (struct store_range){t, t, name, domain};
+		store_args_range_begun(l, (size_t)(l - pr->lanes), t, name);
 		break;
 	}
 	case WIRE_EV_NVTX_START: {
-		store_thread_lane(pr, (pid_t)ev->tid, t);
+		/* Its fields follow on its thread; the range lives on the async lane. */
+		store_args_range_begun(store_thread_lane(pr, (pid_t)ev->tid, t), 0, t, name);
 		struct lane *l = &pr->lanes[0];
 		/* The end may have been drained from another thread's ring first. */
 		for (size_t i = 0; i < pr->pending_count; i++) {
@@ -140,7 +144,7 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 		break;
 	}
 	case WIRE_EV_NVTX_END: {
-		store_thread_lane(pr, (pid_t)ev->tid, t);
+		store_thread_lane(pr, (pid_t)ev->tid, t)->arg_open = 0;
 		struct lane *l = &pr->lanes[0];
 		for (size_t i = 0; i < l->open_count; i++) {
 			if (l->open[i].range_id == ev->value) {
@@ -164,6 +168,10 @@ static void ingest_event(struct store *st, struct process *pr, struct source *sr
 	case WIRE_EV_OSRT:
 	case WIRE_EV_GC:
 		store_cpu_event(st, pr, ev, name);
+		break;
+	case WIRE_EV_NVTX_ARG:
+		store_args_event(st, (size_t)(pr - st->procs), store_thread_lane(pr, (pid_t)ev->tid, t), ev,
+		                 name, domain);
 		break;
 	default:
 		/* Kinds from newer collectors (e.g. categories) carry nothing the store shows yet. */

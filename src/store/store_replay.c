@@ -75,7 +75,7 @@ static void replay_threads(struct replay *r, const struct process *pr)
 		const struct lane *l = &pr->lanes[i];
 		if (l->kind != STORE_LANE_THREAD)
 			continue;
-		struct wire_event *ev = xcalloc(l->open_count + 1, sizeof *ev);
+		struct wire_event *ev = xcalloc(l->open_count * (1 + WIRE_ARGS_MAX) + 1, sizeof *ev);
 		size_t n = 0;
 		if (l->name_id) {
 			ev[n].time_ns = l->first_ns;
@@ -92,6 +92,20 @@ static void replay_threads(struct replay *r, const struct process *pr)
 			                            .domain_id = replay_local(r, o->range.domain_id),
 			                            .kind = WIRE_EV_NVTX_PUSH};
 			n++;
+			/* Its payload's fields, as they followed it (those whose names this source sent). */
+			struct store_arg args[WIRE_ARGS_MAX];
+			size_t na = store_range_args(r->st, (size_t)(pr - r->st->procs), i, &o->range, args,
+			                             WIRE_ARGS_MAX);
+			for (size_t a = 0; a < na; a++) {
+				ev[n] = (struct wire_event){.time_ns = o->range.start_ns,
+				                            .value = args[a].value,
+				                            .tid = (uint32_t)l->tid,
+				                            .name_id = replay_local(r, args[a].name_id),
+				                            .domain_id = replay_local(r, args[a].text_id),
+				                            .kind = WIRE_EV_NVTX_ARG,
+				                            .flags = (uint16_t)args[a].type};
+				n += ev[n].name_id != 0;
+			}
 		}
 		if (n)
 			replay_frame(r, WIRE_FRAME_EVENTS, ev, n * sizeof *ev);

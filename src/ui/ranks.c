@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/rankgroup.h"
 
 void ui_ranks_update(struct ui *ui)
 {
@@ -73,9 +74,10 @@ void ui_ranks_jump(struct ui *ui)
 		ui->lanes.layout.top = i; /* its header on top (clamped when the rows below are few) */
 		layout_clamp(&ui->lanes.layout, ui->lanes.height);
 	}
-	char msg[256];
+	char msg[256], label[48];
+	rankgroup_label(r->rank, r->restart, 0, label, sizeof label);
 	if (!j.has_window) {
-		snprintf(msg, sizeof msg, "rank %d: no steps found", (int)r->rank);
+		snprintf(msg, sizeof msg, "%s: no steps found", label);
 		ui_say(ui, msg);
 		return;
 	}
@@ -86,7 +88,7 @@ void ui_ranks_jump(struct ui *ui)
 	ui->view.cursor_col = c >= 0 && c < ui->view.vp.cols ? (int)c : -1;
 	char dur[32];
 	ui_format_dur(dur, sizeof dur, j.step_end_ns - j.step_start_ns);
-	snprintf(msg, sizeof msg, "rank %d: slowest %s %s", (int)r->rank,
+	snprintf(msg, sizeof msg, "%s: slowest %s %s", label,
 	         r->step_name ? store_string(ui->store, r->step_name) : "step", dur);
 	ui_say(ui, msg);
 }

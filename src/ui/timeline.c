@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuscope/cpuview.h"
+#include "cuscope/rankgroup.h"
 #include "cuscope/timerow.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -278,15 +279,18 @@ static void ui_draw_op(struct ui *ui, int y, const struct viewport_seg *seg, con
 	const char *fill;
 	attr_t a;
 	switch (op->kind) {
-	case WIRE_GPU_KERNEL:
-		a = ui_attr(ui, ui_range_slot(op->name_id));
-		snprintf(label, sizeof label, "%s", store_short_name(ui->store, op->name_id));
+	case WIRE_GPU_KERNEL: {
+		const char *name = store_short_name(ui->store, op->name_id);
+		/* Communication (NCCL) apart from compute: the time one rank waits for the others. */
+		a = ui_attr(ui, rankgroup_is_nccl_kernel(name) ? THEME_COMM : ui_range_slot(op->name_id));
+		snprintf(label, sizeof label, "%s", name);
 		fill = ui->cells.color ? " " : ui->cells.g->block;
 		if (w == 1) {
 			ui_put(ui, y, gx + seg->col0, 1, a, ui->cells.color ? " " : ui->cells.g->block);
 			return;
 		}
 		break;
+	}
 	case WIRE_GPU_MEMCPY:
 		a = ui_attr(ui, THEME_COPY);
 		ui_copy_label(op->subkind, label, sizeof label);
@@ -392,6 +396,10 @@ static void ui_draw_gpu_row(struct ui *ui, int y, size_t process, size_t lane, s
 			               : ui_attr(ui, THEME_FOLD) | (seg->count >= 8 ? A_BOLD : 0);
 			if (op->kind == WIRE_GPU_MEMCPY)
 				a = ui_attr(ui, THEME_COPY);
+			/* NCCL kernels read as waiting for the other ranks, even zoomed out. */
+			else if (op->kind == WIRE_GPU_KERNEL &&
+			         rankgroup_is_nccl_kernel(store_short_name(ui->store, op->name_id)))
+				a = ui_attr(ui, THEME_COMM);
 			ui_put(ui, y, ui_gutter() + seg->col0, 1, a, ui->cells.g->fold);
 		} else {
 			ui_draw_op(ui, y, seg, &ops[seg->first]);
@@ -450,13 +458,14 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 			snprintf(info, sizeof info, "exited");
 		else
 			snprintf(info, sizeof info, "%s", pi.connected ? "" : "disconnected");
-		/* A launcher's rank names the group; the pid still tells its processes apart. */
-		char rank[48] = "";
-		if (pi.rank >= 0 && pi.restart_count > 0)
-			snprintf(rank, sizeof rank, "rank %d restart %d  ", (int)pi.rank,
-			         (int)pi.restart_count);
-		else if (pi.rank >= 0)
-			snprintf(rank, sizeof rank, "rank %d  ", (int)pi.rank);
+		/*
+		 * A launcher's rank names the group (a restarted worker's says so: another group); the pid
+		 * still tells its processes apart. A launcher says how many ranks it started.
+		 */
+		char rank[64];
+		rankgroup_label(pi.rank, pi.restart_count, row->count, rank, sizeof rank);
+		if (*rank)
+			strcat(rank, "  ");
 		snprintf(label, sizeof label, "%s%s%s %d ", row->folded ? ui->cells.g->folded : "", rank,
 		         base, (int)pi.pid);
 		la = ui_attr(ui, THEME_PROCESS) | (selected ? A_REVERSE : 0);

@@ -9,7 +9,7 @@ static const char *const loss_cause_names[WIRE_LOSS_CAUSE_MAX] = {
     [WIRE_LOSS_VIEWER_SLOW] = "viewer_slow",     [WIRE_LOSS_STRING_CAP] = "string_table_full",
     [WIRE_LOSS_NO_MEMORY] = "no_memory",         [WIRE_LOSS_UNMATCHED_POP] = "unmatched_pop",
     [WIRE_LOSS_CUPTI_DROPPED] = "cupti_dropped", [WIRE_LOSS_GPU_BUFFER] = "gpu_buffer_refused",
-    [WIRE_LOSS_SAMPLE_BUSY] = "samples_skipped",
+    [WIRE_LOSS_SAMPLE_BUSY] = "samples_skipped", [WIRE_LOSS_PAYLOAD_UNDECODED] = "payload_undecoded",
 };
 
 static const char *const memcpy_kind_names[WIRE_MEMCPY_KIND_MAX] = {

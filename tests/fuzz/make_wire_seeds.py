@@ -28,8 +28,8 @@ def string(i, s):
     return frame(2, struct.pack("<II", i, len(b)) + b)
 
 
-def ev(t, kind, name=0, dom=0, value=0, tid=99):
-    return struct.pack("<QQIIIHH", t, value, tid, name, dom, kind, 0)
+def ev(t, kind, name=0, dom=0, value=0, tid=99, flags=0):
+    return struct.pack("<QQIIIHH", t, value, tid, name, dom, kind, flags)
 
 
 def gpu(kind, start, end, name=0, corr=0, stream=7, sub=0, nbytes=0, tid=99):
@@ -41,6 +41,13 @@ body = string(1, "step") + string(2, "dom") + string(3, "_Z6kernelPfi") + string
 evs = b"".join([ev(10**9 + 10, 16, 5), ev(10**9 + 100, 1, 1), ev(10**9 + 150, 1, 1, 2), ev(10**9 + 180, 5, 1, 2),
                 ev(10**9 + 200, 2, 0, 2), ev(10**9 + 300, 2), ev(10**9 + 310, 3, 1, 0, 7), ev(10**9 + 400, 4, 0, 0, 7),
                 ev(10**9 + 500, 17)])
+# NVTX payload fields (WIRE_EV_NVTX_ARG, 20) after a push, a start and a mark, one stray, one of an unknown
+# type, enum values (3) named by a string and by an id never sent.
+args = b"".join([ev(10**9 + 600, 1, 1, 2), ev(10**9 + 600, 20, 5, 0, 7), ev(10**9 + 600, 20, 1, 0, 2**64 - 1, flags=1),
+                 ev(10**9 + 610, 3, 1, 0, 9), ev(10**9 + 610, 20, 5, 0, 0x3FE0000000000000, flags=2),
+                 ev(10**9 + 620, 5, 1), ev(10**9 + 620, 20, 5, 0, 1, flags=9), ev(10**9 + 620, 20, 5, 1, 0, flags=3),
+                 ev(10**9 + 620, 20, 5, 77, 0, flags=3), ev(10**9 + 630, 2),
+                 ev(10**9 + 640, 20, 5), ev(10**9 + 650, 4, 0, 0, 9)])
 g = b"".join([gpu(7, 0, 0, stream=1), gpu(5, 10**9 + 100, 10**9 + 150, 4, 1), gpu(1, 10**9 + 200, 10**9 + 260, 3, 1),
               gpu(2, 10**9 + 300, 10**9 + 320, 0, 2, sub=1, nbytes=4096), gpu(3, 10**9 + 330, 10**9 + 340, 0, 3, nbytes=64),
               gpu(4, 10**9 + 350, 10**9 + 360, sub=3)])
@@ -64,6 +71,7 @@ seeds = {
     "hello_only": b"\x00" + hello(),
     "pre_full": b"\x01" + stream,
     "pre_events": b"\x01" + body + frame(3, evs),
+    "pre_args": b"\x01" + body + frame(3, args),
     "pre_gpu": b"\x01" + body + frame(6, g),
     "pre_cost": b"\x01" + costs,
 }

@@ -14,7 +14,7 @@ mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/seeds/elfsym" "$F/corpus/capture
 # Seeds: captures of real programs (small ones, so mutations stay fast).
 if [ -x "$B/bin/cuscope" ]; then
 	export CUSCOPE_COLLECTOR=${CUSCOPE_COLLECTOR:-$PWD/$B/lib/cuscope/libcuscope.so}
-	for p in nvtx_threads nvtx_domains nvtx_unbalanced exit_code; do
+	for p in nvtx_threads nvtx_domains nvtx_unbalanced nvtx_payload exit_code; do
 		[ -x "$B/tests/progs/$p" ] || continue
 		timeout 60 "$B/bin/cuscope" record -o "$F/seeds/capture/$p.cap" -- "$B/tests/progs/$p" >/dev/null 2>&1
 	done

@@ -290,6 +290,52 @@ check_torch_ops()
 	rm -f "$T/torch_ops.trace.json"
 }
 
+# Two ranks of a DDP job on one GPU (gloo: NCCL refuses two ranks on one GPU), started by torchrun
+# under cuscope record: stats' ranks section has both ranks with their steps, and each rank's
+# kernels (its pid's streams) equal what torch.profiler alone saw in a separate run of the same
+# seeded script (tests/gpu/ddp_ranks.py, tests/gpu/ranks_check.py).
+check_ranks_gloo()
+{
+	need_torch ranks_gloo || return
+	local lim steps=10
+	lim=$(limit 150)
+	run_limited "$lim" "$T/ranks_prof.out" "$T/ranks_prof.err" "$PY" -m torch.distributed.run \
+		--nproc-per-node 2 --master-port 29531 "$ROOT/tests/gpu/ddp_ranks.py" --backend gloo --steps "$steps" --profile
+	if [ "$RC" != 0 ]; then
+		result ranks_gloo FAIL "the torch.profiler run exited $RC: $(tail_of "$T/ranks_prof.err")"
+		return
+	fi
+	rec ranks_gloo 180 "$PY" -m torch.distributed.run --nproc-per-node 2 --master-port 29532 \
+		"$ROOT/tests/gpu/ddp_ranks.py" --backend gloo --steps "$steps"
+	record_ok ranks_gloo || return
+	stats ranks_gloo || return
+	local CHECK="$PY $ROOT/tests/gpu/ranks_check.py"
+	verdict ranks_gloo gloo "$T/ranks_gloo.json" "$T/ranks_gloo.out" "$T/ranks_prof.out"
+}
+
+# A world-size-1 NCCL process group under cuscope record: NCCL's NVTX ranges (domain NCCL) by
+# name with their payload fields decoded (export args), and NCCL's kernels.
+check_nccl_payload()
+{
+	need_torch nccl_payload || return
+	local rc=0
+	REC_LIMIT=$(limit 120)
+	run_limited "$REC_LIMIT" "$T/nccl_payload.out" "$T/nccl_payload.err" env RANK=0 WORLD_SIZE=1 \
+		MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 NCCL_NVLS_ENABLE=0 "$CUSCOPE" record \
+		-o "$T/nccl_payload.cap" -- "$PY" "$ROOT/tests/gpu/ddp_ranks.py" --backend nccl --steps 5
+	record_ok nccl_payload || return
+	stats nccl_payload || return
+	timeout -k 5 120 "$CUSCOPE" export -o "$T/nccl_payload.trace.json" "$T/nccl_payload.cap" \
+		2>"$T/nccl_payload.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result nccl_payload FAIL "cuscope export exited $rc: $(tail_of "$T/nccl_payload.export.err")"
+		return
+	fi
+	local CHECK="$PY $ROOT/tests/gpu/ranks_check.py"
+	verdict nccl_payload nccl "$T/nccl_payload.json" "$T/nccl_payload.trace.json" "$T/nccl_payload.out"
+	rm -f "$T/nccl_payload.trace.json"
+}
+
 # torch.profiler in a separate process afterwards (not under cuscope) still records CUDA kernels.
 check_torch_profiler()
 {
@@ -683,7 +729,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts clock graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf; do
+	for c in doctor counts clock graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

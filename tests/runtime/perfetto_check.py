@@ -86,6 +86,8 @@ def load_perfetto(path):
                 v = a.uint_value
             elif a.HasField("int_value"):
                 v = a.int_value
+            elif a.HasField("double_value"):
+                v = a.double_value
             elif len(a.array_values):
                 v = tuple(x.int_value for x in a.array_values)
             else:

@@ -12,10 +12,13 @@ need_cuscope
 need_prog rank_steps
 
 RS=$PROGS/rank_steps
+# Rank 1 starts last, so that its lanes come after the others' (lanes are in the order processes
+# connect) and the jump to it has somewhere to go.
 cs_record "$T/cap" app -- /bin/sh -c "
 RANK=0 '$RS' 10 & a=\$!
-RANK=1 '$RS' 40 worker & b=\$!
 RANK=2 '$RS' 10 & c=\$!
+sleep 0.3
+RANK=1 '$RS' 40 worker & b=\$!
 wait \$a; wait \$b; wait \$c"
 [ "$RC" = 0 ] || fail "cuscope record exited $RC: $(head -c 300 "$T/app.err")"
 

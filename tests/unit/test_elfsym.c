@@ -232,12 +232,93 @@ static void test_real_file(void **state)
 	close(fd);
 }
 
+/* Names left in the file read back as the eager read copies them: this test program's .symtab. */
+static void test_lazy_names_real_file(void **state)
+{
+	(void)state;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct elfsym_file f;
+	struct elfsym_table eager = {0}, lazy = {0};
+	assert_int_equal(elfsym_open_fd(&f, fd), 0);
+	assert_int_equal(elfsym_read_funcs(&f, SHT_SYMTAB, &eager), 0);
+	assert_int_equal(elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &lazy), 0);
+	/* One lazy string table per table. */
+	assert_int_equal(elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &lazy), -EINVAL);
+	elfsym_table_sort(&eager);
+	elfsym_table_sort(&lazy);
+	assert_true(eager.count > 10);
+	assert_int_equal(eager.count, lazy.count);
+	assert_int_equal(lazy.block_count, 0);
+	char buf[4096];
+	for (size_t i = 0; i < lazy.count; i++) {
+		assert_null(lazy.funcs[i].name);
+		assert_true(lazy.funcs[i].start == eager.funcs[i].start);
+		const char *name = elfsym_func_name(&lazy, &lazy.funcs[i], fd, buf, sizeof buf);
+		assert_non_null(name);
+		/* Equal starts may come in either order: compare with the eager name at that start. */
+		int same = 0;
+		for (size_t j = i; j < eager.count && eager.funcs[j].start == lazy.funcs[i].start; j++)
+			same |= strcmp(name, eager.funcs[j].name) == 0;
+		for (size_t j = i; j-- > 0 && eager.funcs[j].start == lazy.funcs[i].start;)
+			same |= strcmp(name, eager.funcs[j].name) == 0;
+		assert_true(same);
+	}
+	/* A held name is returned as it is; a name cut to the buffer; no file, no name. */
+	assert_ptr_equal(elfsym_func_name(&eager, &eager.funcs[0], -1, buf, sizeof buf), eager.funcs[0].name);
+	const char *cut = elfsym_func_name(&lazy, &lazy.funcs[0], fd, buf, 3);
+	assert_non_null(cut);
+	assert_true(strlen(cut) <= 2);
+	assert_null(elfsym_func_name(&lazy, &lazy.funcs[0], -1, buf, sizeof buf));
+	elfsym_table_fini(&eager);
+	elfsym_table_fini(&lazy);
+	elfsym_close(&f);
+	close(fd);
+}
+
+/* A crafted image read lazily: a name index past the table is skipped, an unended last name ends
+ * with the table, a file shorter than the table gives no name; an in-memory image is refused. */
+static void test_lazy_names_hostile(void **state)
+{
+	(void)state;
+	struct image im;
+	image_build(&im);
+	Elf64_Sym *syms = (Elf64_Sym *)(im.bytes + im.sh[S_SYMTAB].sh_offset);
+	syms[1].st_name = 1000;
+	im.sh[S_STRTAB].sh_size = 9; /* "\0alpha\0be" */
+	char path[] = "/tmp/cuscope-test-elfsym-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, im.bytes, im.size), (ssize_t)im.size);
+	struct elfsym_file f;
+	struct elfsym_table t = {0};
+	assert_int_equal(elfsym_open_fd(&f, fd), 0);
+	assert_int_equal(elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &t), 0);
+	assert_int_equal(t.count, 1);
+	char buf[64];
+	assert_string_equal(elfsym_func_name(&t, &t.funcs[0], fd, buf, sizeof buf), "be");
+	/* The file cut short after the symbols were read (another user truncates it): no name. */
+	assert_int_equal(ftruncate(fd, (off_t)im.sh[S_STRTAB].sh_offset), 0);
+	assert_null(elfsym_func_name(&t, &t.funcs[0], fd, buf, sizeof buf));
+	elfsym_table_fini(&t);
+	elfsym_close(&f);
+	close(fd);
+	struct elfsym_table m = {0};
+	image_build(&im);
+	assert_int_equal(elfsym_open_mem(&f, im.bytes, im.size), 0);
+	assert_int_equal(elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &m), -EINVAL);
+	elfsym_table_fini(&m);
+	elfsym_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_well_formed),    cmocka_unit_test(test_hostile_headers),
-	    cmocka_unit_test(test_hostile_tables), cmocka_unit_test(test_hostile_notes_and_link),
-	    cmocka_unit_test(test_real_file),
+	    cmocka_unit_test(test_well_formed),        cmocka_unit_test(test_hostile_headers),
+	    cmocka_unit_test(test_hostile_tables),     cmocka_unit_test(test_hostile_notes_and_link),
+	    cmocka_unit_test(test_real_file),          cmocka_unit_test(test_lazy_names_real_file),
+	    cmocka_unit_test(test_lazy_names_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,8 +52,8 @@ static void string(struct store *st, int source, uint32_t id, const char *text)
 	feed(st, source, WIRE_FRAME_STRING, buf, sizeof s + s.length);
 }
 
-/* A process as source `source`, with rank (-1 = none) and the strings above. */
-static void process(struct store *st, int source, int pid, int ppid, int32_t rank)
+/* A process as source `source`, with rank and restart count (-1 = none) and the strings above. */
+static void process_restart(struct store *st, int source, int pid, int ppid, int32_t rank, int32_t restart)
 {
 	unsigned char buf[sizeof(struct wire_hello) + 8];
 	struct wire_hello h;
@@ -70,6 +70,10 @@ static void process(struct store *st, int source, int pid, int ppid, int32_t ran
 		h.ids = WIRE_ID_RANK;
 		h.rank = rank;
 	}
+	if (restart >= 0) {
+		h.ids |= WIRE_ID_RESTART_COUNT;
+		h.restart_count = restart;
+	}
 	h.cmdline_len = 5;
 	memcpy(buf, &h, sizeof h);
 	memcpy(buf + sizeof h, "prog\0", 5);
@@ -83,6 +87,12 @@ static void process(struct store *st, int source, int pid, int ppid, int32_t ran
 	    "a",           "b"};
 	for (uint32_t id = 1; id < sizeof names / sizeof names[0]; id++)
 		string(st, source, id, names[id]);
+}
+
+/* A process as source `source`, with rank (-1 = none) and the strings above. */
+static void process(struct store *st, int source, int pid, int ppid, int32_t rank)
+{
+	process_restart(st, source, pid, ppid, rank, -1);
 }
 
 /* A push/pop range [start, end) on thread tid (domain 0 = default). */
@@ -249,6 +259,41 @@ static void test_worker_folds(void **state)
 }
 
 /*
+ * A restarted worker is a group of its own even under a parent of its rank: srun gives torchrun's
+ * agent SLURM_PROCID=0 (rank 0, no restart count), its first worker of rank 0 (restart 0) folds into
+ * it, its restarted worker of rank 0 (restart 1) and that one's DataLoader are another row, sorted
+ * after the first start at equal compute time.
+ */
+static void test_restart_groups(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	process(st, 0, 50, 1, 0);
+	process_restart(st, 1, 100, 50, 0, 0);
+	process_restart(st, 2, 200, 50, 0, 1);
+	process_restart(st, 3, 300, 200, 0, 1);
+	for (uint64_t s = 0; s < 2; s++)
+		range(st, 1, 100, 1000 * MS + s * 10 * MS, 1000 * MS + s * 10 * MS + 8 * MS, S_STEP, 0);
+	for (uint64_t s = 0; s < 2; s++)
+		range(st, 2, 200, 2000 * MS + s * 10 * MS, 2000 * MS + s * 10 * MS + 8 * MS, S_STEP, 0);
+	range(st, 3, 300, 2000 * MS, 2001 * MS, S_LOAD, 0);
+	struct stats_rank_row *v;
+	size_t n = stats_ranks_compute(st, NULL, &v);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].rank, 0);
+	assert_int_equal(v[0].restart, 0);
+	assert_int_equal(v[0].pid, 50);
+	assert_int_equal(v[0].steps, 2);
+	assert_int_equal(v[1].rank, 0);
+	assert_int_equal(v[1].restart, 1);
+	assert_int_equal(v[1].pid, 200);
+	assert_int_equal(v[1].steps, 2);
+	assert_int_equal(v[1].step_p50_ns, 8 * MS);
+	free(v);
+	store_free(st);
+}
+
+/*
  * The main thread is the one that launches the most kernels; without kernels, the first thread.
  * Ties between names go to the larger total; --step-range may name a nested range.
  */
@@ -340,11 +385,9 @@ static void test_no_ranks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_straggler_first),
-	    cmocka_unit_test(test_worker_folds),
-	    cmocka_unit_test(test_main_thread_and_names),
-	    cmocka_unit_test(test_steps_in_child),
-	    cmocka_unit_test(test_no_ranks),
+	    cmocka_unit_test(test_straggler_first), cmocka_unit_test(test_worker_folds),
+	    cmocka_unit_test(test_restart_groups),  cmocka_unit_test(test_main_thread_and_names),
+	    cmocka_unit_test(test_steps_in_child),  cmocka_unit_test(test_no_ranks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,38 @@
+/*
+ * Lane groups of a job's processes: which process is a launcher (no rank of its own, ranked
+ * processes under it) and how many ranks it started, the label of a rank's group (a restarted
+ * worker is a group of its own), and which kernels are communication (NCCL). Pure: shared by the
+ * timeline layout, the ranks pane, `stats` and the UI's colours.
+ */
+#ifndef CUSCOPE_RANKGROUP_H
+#define CUSCOPE_RANKGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What the rules look at of a process. */
+struct rankgroup_proc {
+	uint32_t capture; /* pids are only compared within one capture */
+	pid_t pid, ppid;
+	int32_t rank; /* -1 when unknown */
+};
+
+/*
+ * For each process, the number of distinct ranks among the processes under it (children, their
+ * children, ...) when it has no rank itself, else 0: out[i] > 0 marks a launcher (torchrun's agent,
+ * srun's step, mpirun, a shell starting ranks). A parent is the first process of the same capture
+ * with that pid; walks are bounded by n, so a cycle of reused pids cannot loop.
+ */
+void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *out);
+/* The restart a process belongs to: TORCHELASTIC_RESTART_COUNT, unknown (-1) counted as 0. */
+int32_t rankgroup_restart(int32_t restart_count);
+/*
+ * The label of a process's group: "rank N", "rank N (restart K)" for a restarted worker,
+ * "launcher: N ranks" for a launcher (launcher_ranks > 0), "" otherwise.
+ */
+void rankgroup_label(int32_t rank, int32_t restart_count, size_t launcher_ranks, char *buf, size_t size);
+/* Whether a kernel (its short or full name) is an NCCL collective, i.e. communication: "nccl..." */
+int rankgroup_is_nccl_kernel(const char *name);
+
+#endif
