@@ -9,6 +9,8 @@ PACKAGES="build-essential pkg-config libncurses-dev libcmocka-dev tmux python3 p
 PACKAGES="$PACKAGES libunwind-dev libpfm4-dev libzstd-dev zlib1g-dev procps"
 # libiberty: the C++ demangler; libc6-dbg, binutils, xz-utils: the separate-debug-file tests.
 PACKAGES="$PACKAGES libiberty-dev libc6-dbg binutils xz-utils"
+# openssh-client, openssh-server: the attach --ssh tests start a private sshd on 127.0.0.1.
+PACKAGES="$PACKAGES openssh-client openssh-server"
 BUILD=${BUILD:-build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 

@@ -31,6 +31,11 @@ struct capture_writer *record_open_output(const char *verb, const char *output);
 void record_say_partial(struct capture_writer *w, const char *output);
 /* `cuscope attach [--record -o FILE --duration S] PID`. */
 int cli_attach(int argc, char **argv);
+/* `cuscope attach --ssh HOST,... --record -o PATTERN`: relays of several nodes (attach_ssh.c). */
+struct cli_args;
+int attach_ssh_run(const struct cli_args *args, int argc, char **argv);
+/* `cuscope relay [--job ID]`: what attach --ssh runs on each node (not for users). */
+int cli_relay(int argc, char **argv);
 /* `cuscope run --detached -- CMD`: an armed launch with no viewer. */
 int cli_run(int argc, char **argv);
 
@@ -83,8 +88,9 @@ enum cli_verb {
 	CLI_DIFF = 1 << 7,
 	CLI_INFO = 1 << 8,
 	CLI_DOCTOR = 1 << 9,
+	CLI_RELAY = 1 << 10,
 };
-#define CLI_ALL_VERBS ((unsigned)CLI_DOCTOR * 2 - 1)
+#define CLI_ALL_VERBS ((unsigned)CLI_RELAY * 2 - 1)
 
 struct export_format;
 /* What the options of a command line said; a verb sets its defaults before parsing. */
@@ -95,6 +101,10 @@ struct cli_args {
 	double duration_s;            /* --duration, 0 = none */
 	int record;                   /* attach --record */
 	int detached;                 /* run --detached */
+	const char *ssh;              /* attach --ssh HOST,...: relays through ssh, NULL = a local PID */
+	const char *via;              /* attach --via TEMPLATE: instead of ssh, {host} replaced */
+	const char *remote_cuscope;   /* attach --remote-cuscope PATH, NULL = this binary's path */
+	const char *job;              /* attach --ssh / relay --job ID: only that Slurm job's processes */
 	enum stats_format stats_format;
 	unsigned stats_mask; /* stats --report sections */
 	const char

@@ -18,6 +18,12 @@ int cli_attach(int argc, char **argv)
 	int rc = cli_parse_options(CLI_ATTACH, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
+	if (args.ssh || args.via)
+		return attach_ssh_run(&args, argc, argv);
+	if (args.job || args.remote_cuscope) {
+		log_error("attach: --job and --remote-cuscope go with --ssh HOST,...");
+		return CLI_EXIT_USAGE;
+	}
 	if (args.first != argc - 1) {
 		log_error(
 		    "attach: expected one process id (cuscope attach [--record -o FILE --duration S] PID)");

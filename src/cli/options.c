@@ -122,6 +122,46 @@ static int cli_opt_detached(struct cli_args *a, const char *verb, const char *ar
 	return 0;
 }
 
+/* ---- attach --ssh, relay ---- */
+
+static int cli_opt_ssh(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	a->ssh = arg;
+	return 0;
+}
+
+static int cli_opt_via(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	a->via = arg;
+	return 0;
+}
+
+static int cli_opt_remote_cuscope(struct cli_args *a, const char *verb, const char *arg)
+{
+	if (arg[0] != '/') {
+		log_error("%s: --remote-cuscope needs an absolute path, not '%s'", verb, arg);
+		return -1;
+	}
+	a->remote_cuscope = arg;
+	return 0;
+}
+
+static int cli_opt_job(struct cli_args *a, const char *verb, const char *arg)
+{
+	int ok = arg[0] != '\0' && strlen(arg) < 64;
+	for (const char *c = arg; ok && *c; c++)
+		ok = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		     *c == '_' || *c == '.' || *c == '-';
+	if (!ok) {
+		log_error("%s: --job needs a Slurm job id, not '%s'", verb, arg);
+		return -1;
+	}
+	a->job = arg;
+	return 0;
+}
+
 /* ---- the view (live mode, view, attach) ---- */
 
 static int cli_opt_ascii(struct cli_args *a, const char *verb, const char *arg)
@@ -436,6 +476,10 @@ static const struct cli_option cli_options[] = {
     {"duration", 'd', required_argument, CLI_RECORD | CLI_ATTACH, cli_opt_duration},
     {"record", 'r', no_argument, CLI_ATTACH, cli_opt_record},
     {"detached", 0, no_argument, CLI_RUN, cli_opt_detached},
+    {"ssh", 0, required_argument, CLI_ATTACH, cli_opt_ssh},
+    {"via", 0, required_argument, CLI_ATTACH, cli_opt_via},
+    {"remote-cuscope", 0, required_argument, CLI_ATTACH, cli_opt_remote_cuscope},
+    {"job", 0, required_argument, CLI_ATTACH | CLI_RELAY, cli_opt_job},
     {"buffer-mb", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_buffer_mb},
     {"ascii", 0, no_argument, CLI_UI_VERBS, cli_opt_ascii},
     {"window", 0, required_argument, CLI_UI_VERBS, cli_opt_window},

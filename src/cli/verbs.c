@@ -14,6 +14,7 @@ static const struct cli_verb_entry verbs[] = {
     {CLI_ATTACH, "attach", cli_attach, "watch or record a process that is already running",
      "usage: cuscope attach [OPTIONS] PID\n"
      "       cuscope attach --record -o FILE [--duration SECONDS] [OPTIONS] PID\n"
+     "       cuscope attach --ssh HOST,... [--job ID] [--record -o 'run-%h.cuscope' [--duration S]]\n"
      "\n"
      "Shows PID live (or records it headless) and detaches at the end, leaving it running. A process\n"
      "started under cuscope (or `cuscope run --detached`, or with the collector preloaded and\n"
@@ -25,7 +26,19 @@ static const struct cli_verb_entry verbs[] = {
      "  -o, --output FILE      capture file for --record\n"
      "  -d, --duration SECONDS stop recording after this long (default: until Ctrl-C or the target exits)\n"
      "      --ascii, --window SECONDS, --theme NAME, --memory-mb N, --disk-mb N   as in live mode\n"
+     "      --ssh HOST,...     the armed processes of this user on each HOST in one view, through\n"
+     "                         `ssh -o BatchMode=yes HOST PATH relay`; --record: one capture per\n"
+     "                         host (-o with %h, the name as given); a relay that ends is restarted\n"
+     "      --remote-cuscope PATH  cuscope on the hosts (default: this binary's absolute path)\n"
+     "      --via 'CMD {host}' run the relay with CMD instead of ssh (srun --overlap -w {host})\n"
+     "      --job ID           only processes whose environment has SLURM_JOB_ID=ID\n"
      "  -h, --help             this help\n"},
+    {CLI_RELAY, "relay", cli_relay, "(run by attach --ssh on each node; not for direct use)",
+     "usage: cuscope relay [--job ID]\n"
+     "\n"
+     "What `cuscope attach --ssh` runs on each node: follows this user's armed processes there\n"
+     "(only those of Slurm job ID with --job) and writes their streams to stdout in the relay\n"
+     "format, dropping (and counting) what a slow stdout cannot take; ends when stdin closes.\n"},
     {CLI_RUN, "run", cli_run, "start a command armed, with no viewer (attach to it later)",
      "usage: cuscope run [--detached] [OPTIONS] -- COMMAND [ARGS...]\n"
      "\n"

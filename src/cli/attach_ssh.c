@@ -1,0 +1,511 @@
+/*
+ * `cuscope attach --ssh HOST,... --record -o PATTERN`: every armed process of this user on each
+ * host, relayed over the user's own ssh (ssh.h), recorded headless into one capture per host.
+ * Each capture keeps its host's clock; reading them together (stats A B) aligns them by every
+ * process's anchor, as for captures recorded on the nodes.
+ */
+#include "cuscope/capture.h"
+#include "cuscope/clock.h"
+#include "cuscope/cli.h"
+#include "cuscope/log.h"
+#include "cuscope/outpattern.h"
+#include "cuscope/ssh.h"
+#include "cuscope/store.h"
+#include "cuscope/u64.h"
+#include "cuscope/ui.h"
+#include "cuscope/wire.h"
+#include "cuscope/xalloc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ATTACH_SSH_FLUSH_NS  1000000000ull
+#define ATTACH_SSH_FINISH_MS 3000
+
+struct attach_ssh_host {
+	struct capture_writer *writer;
+	char output[PATH_MAX];
+	uint64_t frames;
+	unsigned processes;               /* HELLOs seen */
+	uint64_t lost_frames, lost_bytes; /* the relay's drops, summed over its sources */
+	uint64_t *source_lost;            /* per local source, newest total (frames) */
+	size_t source_cap;
+	int write_error;
+};
+
+struct attach_ssh {
+	struct attach_ssh_host *hosts;
+	struct ssh_hosts *relays;
+};
+
+static volatile sig_atomic_t attach_ssh_stop;
+
+static const char *attach_ssh_getenv(const char *name, void *ctx)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+static void attach_ssh_on_signal(int sig)
+{
+	attach_ssh_stop = sig;
+}
+
+static void attach_ssh_frame(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
+                             uint32_t length)
+{
+	struct attach_ssh *a = ctx;
+	struct attach_ssh_host *h = &a->hosts[host];
+	h->frames++;
+	uint8_t *hello = NULL;
+	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello)) {
+		h->processes++;
+		/* Nodes may share a host name (containers, two roots on one machine): a process's
+		 * host is the name the user reached it by. */
+		hello = xmalloc(length);
+		memcpy(hello, payload, length);
+		char name[sizeof((struct wire_hello *)0)->host] = {0};
+		snprintf(name, sizeof name, "%s", ssh_host_name(a->relays, host));
+		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
+		payload = hello;
+	}
+	int rc = h->write_error ? 0 : capture_writer_frame(h->writer, source, type, payload, length);
+	free(hello);
+	if (rc) {
+		h->write_error = rc;
+		log_error("attach: %s: cannot write %s: %s", ssh_host_name(a->relays, host), h->output,
+		          strerror(-rc));
+	}
+}
+
+static void attach_ssh_loss(void *ctx, int host, uint32_t source, uint64_t frames, uint64_t bytes)
+{
+	struct attach_ssh *a = ctx;
+	struct attach_ssh_host *h = &a->hosts[host];
+	if (source >= h->source_cap) {
+		size_t old = h->source_cap;
+		xgrow((void **)&h->source_lost, &h->source_cap, (size_t)source + 1, sizeof *h->source_lost);
+		memset(h->source_lost + old, 0, (h->source_cap - old) * sizeof *h->source_lost);
+	}
+	/* Totals per source, newest wins: the host's sum moves by the difference. */
+	if (frames > h->source_lost[source]) {
+		h->lost_frames += frames - h->source_lost[source];
+		h->source_lost[source] = frames;
+	}
+	(void)bytes;
+	h->lost_bytes = h->lost_bytes > bytes ? h->lost_bytes : bytes;
+}
+
+static void attach_ssh_note(void *ctx, int host, const char *line)
+{
+	struct attach_ssh *a = ctx;
+	log_error("attach: %s: %s", ssh_host_name(a->relays, host), line);
+}
+
+/* The capture's manifest: which host, through what, and what the relay dropped. */
+static void attach_ssh_manifest(struct attach_ssh *a, int i)
+{
+	struct attach_ssh_host *h = &a->hosts[i];
+	char *text = xasprintf("host=%s\nrelay_remote=%s\ncommand=cuscope attach --ssh %s\n"
+	                       "relay_lost_frames=%llu\n",
+	                       ssh_host_name(a->relays, i), ssh_host_remote_name(a->relays, i),
+	                       ssh_host_name(a->relays, i), (unsigned long long)h->lost_frames);
+	capture_writer_manifest(h->writer, text, strlen(text));
+	free(text);
+}
+
+/* ---- the live view: every host's sources in one store ---- */
+
+#define ATTACH_SSH_FRAME_NS        33000000ull /* at most ~30 frames per second, as live mode */
+#define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
+
+struct attach_ssh_live {
+	struct store *store;
+	struct ui *ui;
+	struct ssh_hosts *relays;
+	int **ids; /* per host: store source + 1 by the host's local source, 0 = none yet */
+	size_t *id_caps;
+	int next_id;
+	uint64_t *lost;  /* per host: frames the relay dropped (sum of its sources' newest totals) */
+	char note[1024]; /* one line per host, joined for the status line */
+	/* CUSCOPE_LATENCY=1: event -> drawn, for hosts that share our CLOCK_MONOTONIC (127.0.0.1). */
+	int latency;
+	uint64_t start_ns;      /* events older than this are not counted (ATTACH_SSH_LATENCY_SKIP_NS) */
+	uint64_t pending[4096]; /* times of events ingested since the last frame drawn */
+	size_t pending_count;
+	uint64_t *samples; /* ns */
+	size_t sample_count, sample_cap;
+};
+
+/* Notes the oldest and the newest event of an EVENTS frame (the frame's spread of latency). */
+static void attach_ssh_latency_note(struct attach_ssh_live *lv, uint32_t type, const void *payload,
+                                    uint32_t length)
+{
+	size_t n = length / sizeof(struct wire_event);
+	if (!lv->latency || type != WIRE_FRAME_EVENTS || !n || lv->pending_count + 2 > 4096)
+		return;
+	struct wire_event first, last;
+	memcpy(&first, payload, sizeof first);
+	memcpy(&last, (const char *)payload + (n - 1) * sizeof last, sizeof last);
+	if (first.time_ns >= lv->start_ns)
+		lv->pending[lv->pending_count++] = first.time_ns;
+	if (n > 1 && last.time_ns >= lv->start_ns)
+		lv->pending[lv->pending_count++] = last.time_ns;
+}
+
+static void attach_ssh_latency_drawn(struct attach_ssh_live *lv, uint64_t drawn_ns)
+{
+	for (size_t i = 0; i < lv->pending_count; i++) {
+		if (drawn_ns <= lv->pending[i])
+			continue;
+		if (lv->sample_count == lv->sample_cap)
+			xgrow((void **)&lv->samples, &lv->sample_cap, lv->sample_count + 1,
+			      sizeof *lv->samples);
+		lv->samples[lv->sample_count++] = drawn_ns - lv->pending[i];
+	}
+	lv->pending_count = 0;
+}
+
+static void attach_ssh_latency_report(struct attach_ssh_live *lv)
+{
+	if (!lv->latency)
+		return;
+	if (!lv->sample_count) {
+		log_error("latency: no events were drawn");
+		return;
+	}
+	size_t n = lv->sample_count;
+	u64_sort(lv->samples, n);
+	log_error("latency: event -> drawn through the relays: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu "
+	          "samples: each frame's oldest and newest event)",
+	          (double)u64_percentile(lv->samples, n, 0.50) / 1e6,
+	          (double)u64_percentile(lv->samples, n, 0.99) / 1e6, (double)lv->samples[n - 1] / 1e6, n);
+}
+
+/* The store's source for host's local source (sources are dense in the store, across hosts). */
+static int attach_ssh_live_id(struct attach_ssh_live *lv, int host, uint32_t source)
+{
+	if (source >= lv->id_caps[host]) {
+		size_t old = lv->id_caps[host];
+		xgrow((void **)&lv->ids[host], &lv->id_caps[host], (size_t)source + 1, sizeof **lv->ids);
+		memset(lv->ids[host] + old, 0, (lv->id_caps[host] - old) * sizeof **lv->ids);
+	}
+	if (!lv->ids[host][source])
+		lv->ids[host][source] = ++lv->next_id;
+	return lv->ids[host][source] - 1;
+}
+
+static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
+                                  uint32_t length)
+{
+	struct attach_ssh_live *lv = ctx;
+	int id = attach_ssh_live_id(lv, host, source);
+	uint8_t *hello = NULL;
+	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello)) {
+		/* The process's host is the name the user reached it by (see attach_ssh_frame). */
+		hello = xmalloc(length);
+		memcpy(hello, payload, length);
+		char name[sizeof((struct wire_hello *)0)->host] = {0};
+		snprintf(name, sizeof name, "%s", ssh_host_name(lv->relays, host));
+		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
+		payload = hello;
+	}
+	attach_ssh_latency_note(lv, type, payload, length);
+	const char *cause = NULL;
+	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
+		char line[300];
+		snprintf(line, sizeof line, "%s: %s", ssh_host_name(lv->relays, host), cause);
+		ui_message(lv->ui, line);
+	}
+	free(hello);
+}
+
+static void attach_ssh_live_closed(void *ctx, int host, uint32_t source)
+{
+	struct attach_ssh_live *lv = ctx;
+	store_source_closed(lv->store, attach_ssh_live_id(lv, host, source));
+}
+
+static void attach_ssh_live_loss(void *ctx, int host, uint32_t source, uint64_t frames, uint64_t bytes)
+{
+	struct attach_ssh_live *lv = ctx;
+	(void)source;
+	(void)bytes;
+	/* One total per host is enough for the status line; the newest total of a source wins. */
+	if (frames > lv->lost[host])
+		lv->lost[host] = frames;
+}
+
+static void attach_ssh_live_note(void *ctx, int host, const char *line)
+{
+	struct attach_ssh_live *lv = ctx;
+	(void)host;
+	(void)line;
+	(void)lv; /* the status line is rebuilt from ssh_host_line each frame */
+}
+
+/* The status line's note: each host's state and last line. */
+static void attach_ssh_live_status(struct attach_ssh_live *lv, int count)
+{
+	size_t len = 0;
+	lv->note[0] = '\0';
+	for (int i = 0; i < count && len < sizeof lv->note - 1; i++) {
+		int n =
+		    snprintf(lv->note + len, sizeof lv->note - len, "%s%s: %s%s", i ? " | " : "",
+		             ssh_host_name(lv->relays, i), ssh_host_connected(lv->relays, i) ? "up" : "DOWN",
+		             lv->lost[i] ? " (relay lost frames)" : "");
+		if (n < 0)
+			break;
+		len += (size_t)n;
+		const char *line = ssh_host_line(lv->relays, i);
+		if (!ssh_host_connected(lv->relays, i) && line[0] && len < sizeof lv->note - 1) {
+			n = snprintf(lv->note + len, sizeof lv->note - len, " %s", line);
+			if (n > 0)
+				len += (size_t)n;
+		}
+		if (len >= sizeof lv->note)
+			len = sizeof lv->note - 1;
+	}
+}
+
+/* The live view over every host's relay until the user leaves (the processes run on). */
+static int attach_ssh_live(const struct cli_args *args, char **names, int count,
+                           const struct ssh_config *config)
+{
+	static struct attach_ssh_live lv;
+	char cause_buf[512];
+	lv.store = store_new();
+	store_set_memory_limit(
+	    lv.store, (size_t)(args->ui.memory_mb ? args->ui.memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
+	lv.ids = xcalloc((size_t)count, sizeof *lv.ids);
+	lv.id_caps = xcalloc((size_t)count, sizeof *lv.id_caps);
+	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
+	const char *latency_env = getenv("CUSCOPE_LATENCY");
+	lv.latency = latency_env && *latency_env == '1';
+	/* The armed processes' past arrives first, in a burst: latency is counted after it. */
+	lv.start_ns = clock_mono_ns() + ATTACH_SSH_LATENCY_SKIP_NS;
+	struct ssh_callbacks cb = {.ctx = &lv,
+	                           .frame = attach_ssh_live_frame,
+	                           .closed = attach_ssh_live_closed,
+	                           .loss = attach_ssh_live_loss,
+	                           .note = attach_ssh_live_note};
+	int rc = 0;
+	lv.relays = ssh_hosts_new(names, count, config, &cb, cause_buf, sizeof cause_buf);
+	if (!lv.relays) {
+		log_error("attach: %s", cause_buf);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	const char *cause = NULL;
+	lv.ui = ui_new(lv.store, &args->ui, &cause);
+	if (!lv.ui) {
+		log_error("attach: %s", cause ? cause : "cannot start the terminal UI");
+		ssh_hosts_free(lv.relays);
+		rc = 1;
+		goto out;
+	}
+	cli_restore_on_crash();
+	char command[300];
+	snprintf(command, sizeof command, "ssh %s", args->ssh);
+	struct ui_status status = {.command = command, .live = 1, .target_alive = 1};
+	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0;
+	ui_draw(lv.ui, &status, 1);
+	while (!attach_ssh_stop) {
+		ssh_hosts_pump(lv.relays, 20, STDIN_FILENO);
+		int actions = ui_handle_input(lv.ui, &status);
+		/* The processes are not ours to stop: every way out leaves them running. */
+		if (actions & (UI_ACTION_QUIT | UI_ACTION_DETACH | UI_ACTION_STOP | UI_ACTION_INTERRUPT))
+			break;
+		uint64_t now = clock_mono_ns();
+		if (now - rate_start >= 1000000000ull) {
+			uint64_t events = store_event_count(lv.store);
+			status.events_per_s =
+			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
+			rate_events = events;
+			rate_start = now;
+		}
+		if (now - last_draw >= ATTACH_SSH_FRAME_NS) {
+			attach_ssh_live_status(&lv, count);
+			status.log_note = lv.note;
+			status.now_ns = now;
+			ui_draw(lv.ui, &status, 0);
+			last_draw = now;
+			attach_ssh_latency_drawn(&lv, clock_mono_ns());
+		}
+	}
+	if (attach_ssh_stop != SIGHUP)
+		ui_free(lv.ui);
+	log_set_sink(NULL);
+	ssh_hosts_finish(lv.relays, ATTACH_SSH_FINISH_MS);
+	ssh_hosts_free(lv.relays);
+	if (attach_ssh_stop != SIGHUP)
+		log_error("detached from %s; their processes run on", args->ssh);
+	attach_ssh_latency_report(&lv);
+out:
+	for (int i = 0; i < count; i++)
+		free(lv.ids[i]);
+	free(lv.ids);
+	free(lv.id_caps);
+	free(lv.lost);
+	free(lv.samples);
+	store_free(lv.store);
+	return rc;
+}
+
+int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
+{
+	char cause[512];
+	(void)argv;
+	if (!args->ssh) {
+		log_error("attach: --via needs --ssh HOST,... (the hosts it is run for)");
+		return CLI_EXIT_USAGE;
+	}
+	if (args->first != argc) {
+		log_error("attach: --ssh takes no process id: every armed process on the hosts is followed");
+		return CLI_EXIT_USAGE;
+	}
+	if (args->record && !args->output) {
+		log_error("attach: --record needs -o 'run-%%h.cuscope' (one capture per host)");
+		return CLI_EXIT_USAGE;
+	}
+	if (!args->record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		log_error("attach: the live view needs a terminal; use --record -o 'run-%%h.cuscope'");
+		return CLI_EXIT_USAGE;
+	}
+	char **names;
+	int count = ssh_parse_hosts(args->ssh, &names, cause, sizeof cause);
+	if (count < 0) {
+		log_error("attach: --ssh: %s", cause);
+		return CLI_EXIT_USAGE;
+	}
+	char self[PATH_MAX];
+	const char *remote = args->remote_cuscope;
+	if (!remote) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n <= 0) {
+			log_error("attach: cannot tell this binary's path; name it with --remote-cuscope");
+			return CLI_EXIT_USAGE;
+		}
+		self[n] = '\0';
+		remote = self;
+	}
+	if (!args->record) {
+		struct ssh_config live_config = {
+		    .remote_cuscope = remote, .via = args->via, .job = args->job};
+		struct sigaction sa = {0};
+		sa.sa_handler = attach_ssh_on_signal;
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		int live_rc = attach_ssh_live(args, names, count, &live_config);
+		for (int i = 0; i < count; i++)
+			free(names[i]);
+		free(names);
+		return live_rc;
+	}
+	struct attach_ssh a = {.hosts = xcalloc((size_t)count, sizeof *a.hosts)};
+	int rc = 0, opened = 0;
+	/* Every name is expanded and checked before any file is made or host reached. */
+	for (int i = 0; i < count && !rc; i++) {
+		struct outpattern_vars vars = {.get = attach_ssh_getenv, .host = names[i]};
+		struct attach_ssh_host *h = &a.hosts[i];
+		if (outpattern_expand(args->output, &vars, h->output, sizeof h->output, cause,
+		                      sizeof cause)) {
+			log_error("attach: -o %s: %s", args->output, cause);
+			rc = CLI_EXIT_USAGE;
+		}
+		for (int j = 0; j < i && !rc; j++)
+			if (strcmp(a.hosts[j].output, h->output) == 0) {
+				log_error("attach: -o %s names one file for %s and %s: put %%h in it",
+				          args->output, names[j], names[i]);
+				rc = CLI_EXIT_USAGE;
+			}
+	}
+	for (int i = 0; i < count && !rc; i++, opened++) {
+		a.hosts[i].writer = record_open_output("attach", a.hosts[i].output);
+		if (!a.hosts[i].writer)
+			rc = CLI_EXIT_USAGE;
+	}
+	struct ssh_config config = {.remote_cuscope = remote, .via = args->via, .job = args->job};
+	struct ssh_callbacks cb = {
+	    .ctx = &a, .frame = attach_ssh_frame, .loss = attach_ssh_loss, .note = attach_ssh_note};
+	if (!rc) {
+		a.relays = ssh_hosts_new(names, count, &config, &cb, cause, sizeof cause);
+		if (!a.relays) {
+			log_error("attach: %s", cause);
+			rc = CLI_EXIT_USAGE;
+		}
+	}
+	if (rc) {
+		for (int i = 0; i < opened; i++)
+			if (a.hosts[i].writer)
+				capture_writer_abandon(a.hosts[i].writer);
+		goto out;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = attach_ssh_on_signal; /* no SA_RESTART: the wait returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	uint64_t start = clock_mono_ns(), last_flush = start;
+	uint64_t duration = (uint64_t)(args->duration_s * 1e9);
+	while (!attach_ssh_stop && (!duration || clock_mono_ns() - start < duration)) {
+		ssh_hosts_pump(a.relays, 100, -1);
+		int failed = 0;
+		for (int i = 0; i < count; i++)
+			failed += ssh_host_failed(a.relays, i);
+		if (failed == count)
+			break; /* each said why in its line */
+		if (clock_mono_ns() - last_flush >= ATTACH_SSH_FLUSH_NS) {
+			for (int i = 0; i < count; i++)
+				if (!a.hosts[i].write_error)
+					capture_writer_flush(a.hosts[i].writer);
+			last_flush = clock_mono_ns();
+		}
+	}
+	/* The relays end with their stdin; each detaches its collectors (which run on) and
+	 * passes on their final counts first. */
+	ssh_hosts_finish(a.relays, ATTACH_SSH_FINISH_MS);
+	for (int i = 0; i < count; i++) {
+		struct attach_ssh_host *h = &a.hosts[i];
+		int connected_once = ssh_host_remote_name(a.relays, i)[0] != '\0';
+		if (!connected_once || !h->frames) {
+			/* Nothing came from it: whatever -o named before stays as it was. */
+			capture_writer_abandon(h->writer);
+			rc = 1;
+			if (ssh_host_failed(a.relays, i) && !h->frames)
+				continue; /* its line said why */
+			log_error("attach: %s: nothing recorded (%s)", names[i],
+			          connected_once ? "no armed process there"
+			                         : (ssh_host_line(a.relays, i)[0] ? ssh_host_line(a.relays, i)
+			                                                          : "no relay answered"));
+			continue;
+		}
+		attach_ssh_manifest(&a, i);
+		int close_rc = capture_writer_close(h->writer);
+		if (close_rc || h->write_error) {
+			if (close_rc)
+				log_error("attach: %s: cannot finish %s: %s", names[i], h->output,
+				          strerror(-close_rc));
+			rc = 1;
+		}
+		if (h->lost_frames)
+			log_warn("attach: %s: the link was too slow: the relay dropped %llu frames "
+			         "(counted in the capture's manifest)",
+			         names[i], (unsigned long long)h->lost_frames);
+	}
+	ssh_hosts_free(a.relays);
+out:
+	for (int i = 0; i < count; i++) {
+		free(a.hosts[i].source_lost);
+		free(names[i]);
+	}
+	free(names);
+	free(a.hosts);
+	return rc;
+}
