@@ -3,6 +3,7 @@
  * the terminal), read without ever blocking on one host; see ssh.h.
  */
 #include "cuscope/ssh.h"
+#include "cuscope/escape.h"
 #include "cuscope/clock.h"
 #include "cuscope/relay.h"
 #include "cuscope/wire.h"
@@ -385,8 +386,12 @@ static void ssh_read_err(struct ssh_hosts *s, int i)
 		if (buf[k] == '\n' || buf[k] == '\r') {
 			if (h->err_len) {
 				h->err_part[h->err_len] = '\0';
-				snprintf(h->err_last, sizeof h->err_last, "%s", h->err_part);
-				ssh_note(s, i, "%s", h->err_part);
+				/* The remote side writes these bytes (its shell, banner, relay): escaped
+				 * before any terminal, log or status line sees them. */
+				char *safe = escape_term_dup(h->err_part);
+				snprintf(h->err_last, sizeof h->err_last, "%s", safe);
+				ssh_note(s, i, "%s", safe);
+				free(safe);
 			}
 			h->err_len = 0;
 		} else if (h->err_len + 1 < sizeof h->err_part) {
