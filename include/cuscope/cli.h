@@ -102,6 +102,8 @@ struct cli_args {
 	int record;                   /* attach --record */
 	int detached;                 /* run --detached */
 	const char *ssh;              /* attach --ssh HOST,...: relays through ssh, NULL = a local PID */
+	const char *hosts_file;       /* attach --hosts FILE: the hosts, one per line */
+	int slurm_nodes;              /* attach --slurm-nodes: the hosts of SLURM_JOB_NODELIST */
 	const char *via;              /* attach --via TEMPLATE: instead of ssh, {host} replaced */
 	const char *remote_cuscope;   /* attach --remote-cuscope PATH, NULL = this binary's path */
 	const char *job;              /* attach --ssh / relay --job ID: only that Slurm job's processes */

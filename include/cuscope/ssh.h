@@ -35,6 +35,16 @@ struct ssh_config {
  * refused); returns the count, or -1 with one line in cause.
  */
 int ssh_parse_hosts(const char *list, char ***hosts, char *cause, size_t cause_size);
+/*
+ * Host names from a file (one per line; blank lines and '#' comments skipped; a regular file of at
+ * most 64 KiB) as a comma-separated list for ssh_parse_hosts (malloc'd); NULL with one line in cause.
+ */
+char *ssh_hosts_file(const char *path, char *cause, size_t cause_size);
+/*
+ * A Slurm node list (SLURM_JOB_NODELIST: "gpu[01-03,07],login1", zero padding kept) expanded into a
+ * comma-separated list (malloc'd, at most 4096 hosts); NULL with one line in cause.
+ */
+char *ssh_slurm_nodelist(const char *list, char *cause, size_t cause_size);
 /* Starts a relay on each of count hosts (names copied); NULL with cause if a template is bad. */
 struct ssh_hosts *ssh_hosts_new(char *const *hosts, int count, const struct ssh_config *config,
                                 const struct ssh_callbacks *cb, char *cause, size_t cause_size);

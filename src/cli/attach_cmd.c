@@ -18,7 +18,7 @@ int cli_attach(int argc, char **argv)
 	int rc = cli_parse_options(CLI_ATTACH, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
-	if (args.ssh || args.via)
+	if (args.ssh || args.via || args.hosts_file || args.slurm_nodes)
 		return attach_ssh_run(&args, argc, argv);
 	if (args.job || args.remote_cuscope) {
 		log_error("attach: --job and --remote-cuscope go with --ssh HOST,...");

@@ -311,8 +311,16 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 		goto out;
 	}
 	cli_restore_on_crash();
+	/* The hosts as the title names them: the first few, then how many more. */
+	char hosts_text[240] = "";
+	for (int i = 0; i < count && i < 4; i++)
+		snprintf(hosts_text + strlen(hosts_text), sizeof hosts_text - strlen(hosts_text), "%s%s",
+		         i ? "," : "", names[i]);
+	if (count > 4)
+		snprintf(hosts_text + strlen(hosts_text), sizeof hosts_text - strlen(hosts_text), " +%d more",
+		         count - 4);
 	char command[300];
-	snprintf(command, sizeof command, "ssh %s", args->ssh);
+	snprintf(command, sizeof command, "ssh %s", hosts_text);
 	struct ui_status status = {.command = command, .live = 1, .target_alive = 1};
 	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0;
 	ui_draw(lv.ui, &status, 1);
@@ -345,7 +353,7 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	ssh_hosts_finish(lv.relays, ATTACH_SSH_FINISH_MS);
 	ssh_hosts_free(lv.relays);
 	if (attach_ssh_stop != SIGHUP)
-		log_error("detached from %s; their processes run on", args->ssh);
+		log_error("detached from %s; their processes run on", hosts_text);
 	attach_ssh_latency_report(&lv);
 out:
 	for (int i = 0; i < count; i++)
@@ -362,26 +370,54 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 {
 	char cause[512];
 	(void)argv;
-	if (!args->ssh) {
-		log_error("attach: --via needs --ssh HOST,... (the hosts it is run for)");
+	if (!!args->ssh + !!args->hosts_file + !!args->slurm_nodes != 1) {
+		log_error("attach: name the hosts once: --ssh HOST,..., --hosts FILE or --slurm-nodes%s",
+		          args->ssh || args->hosts_file || args->slurm_nodes ? ""
+		                                                             : " (--via needs one of them)");
 		return CLI_EXIT_USAGE;
 	}
+	/* The one list of hosts: as given, from a file, or from the Slurm job's node list. */
+	char *host_list = NULL;
+	if (args->hosts_file) {
+		host_list = ssh_hosts_file(args->hosts_file, cause, sizeof cause);
+	} else if (args->slurm_nodes) {
+		const char *nodes = getenv("SLURM_JOB_NODELIST");
+		if (!nodes || !*nodes)
+			snprintf(cause, sizeof cause,
+			         "SLURM_JOB_NODELIST is not set (run inside the job's allocation, e.g. "
+			         "srun --overlap --jobid=J, or give --hosts FILE)");
+		else
+			host_list = ssh_slurm_nodelist(nodes, cause, sizeof cause);
+	}
+	if ((args->hosts_file || args->slurm_nodes) && !host_list) {
+		log_error("attach: %s: %s", args->hosts_file ? "--hosts" : "--slurm-nodes", cause);
+		return CLI_EXIT_USAGE;
+	}
+	const char *hosts = host_list ? host_list : args->ssh;
 	if (args->first != argc) {
 		log_error("attach: --ssh takes no process id: every armed process on the hosts is followed");
+		free(host_list);
 		return CLI_EXIT_USAGE;
 	}
 	if (args->record && !args->output) {
 		log_error("attach: --record needs -o 'run-%%h.cuscope' (one capture per host)");
+		free(host_list);
 		return CLI_EXIT_USAGE;
 	}
 	if (!args->record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
 		log_error("attach: the live view needs a terminal; use --record -o 'run-%%h.cuscope'");
+		free(host_list);
 		return CLI_EXIT_USAGE;
 	}
 	char **names;
-	int count = ssh_parse_hosts(args->ssh, &names, cause, sizeof cause);
+	int count = ssh_parse_hosts(hosts, &names, cause, sizeof cause);
+	free(host_list);
 	if (count < 0) {
-		log_error("attach: --ssh: %s", cause);
+		log_error("attach: %s: %s",
+		          args->hosts_file    ? "--hosts"
+		          : args->slurm_nodes ? "--slurm-nodes"
+		                              : "--ssh",
+		          cause);
 		return CLI_EXIT_USAGE;
 	}
 	char self[PATH_MAX];

@@ -131,6 +131,21 @@ static int cli_opt_ssh(struct cli_args *a, const char *verb, const char *arg)
 	return 0;
 }
 
+static int cli_opt_hosts(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	a->hosts_file = arg;
+	return 0;
+}
+
+static int cli_opt_slurm_nodes(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	(void)arg;
+	a->slurm_nodes = 1;
+	return 0;
+}
+
 static int cli_opt_via(struct cli_args *a, const char *verb, const char *arg)
 {
 	(void)verb;
@@ -477,6 +492,8 @@ static const struct cli_option cli_options[] = {
     {"record", 'r', no_argument, CLI_ATTACH, cli_opt_record},
     {"detached", 0, no_argument, CLI_RUN, cli_opt_detached},
     {"ssh", 0, required_argument, CLI_ATTACH, cli_opt_ssh},
+    {"hosts", 0, required_argument, CLI_ATTACH, cli_opt_hosts},
+    {"slurm-nodes", 0, no_argument, CLI_ATTACH, cli_opt_slurm_nodes},
     {"via", 0, required_argument, CLI_ATTACH, cli_opt_via},
     {"remote-cuscope", 0, required_argument, CLI_ATTACH, cli_opt_remote_cuscope},
     {"job", 0, required_argument, CLI_ATTACH | CLI_RELAY, cli_opt_job},

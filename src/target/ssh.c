@@ -10,6 +10,7 @@
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -87,6 +88,179 @@ int ssh_parse_hosts(const char *list, char ***hosts, char *cause, size_t cause_s
 	}
 	*hosts = out;
 	return count;
+}
+
+#define SSH_HOSTS_FILE_MAX (64u << 10)
+#define SSH_HOSTS_MAX      4096
+
+/* Appends name (n bytes) to the comma list at *out (length *len, capacity *cap). */
+static void ssh_list_add(char **out, size_t *len, size_t *cap, const char *name, size_t n)
+{
+	xgrow((void **)out, cap, *len + n + 2, 1);
+	if (*len)
+		(*out)[(*len)++] = ',';
+	memcpy(*out + *len, name, n);
+	*len += n;
+	(*out)[*len] = '\0';
+}
+
+char *ssh_hosts_file(const char *path, char *cause, size_t cause_size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		snprintf(cause, cause_size, "cannot read %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	/* A FIFO or device could block or never end. */
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)SSH_HOSTS_FILE_MAX) {
+		snprintf(cause, cause_size, "%s is not a host file (a regular file of at most %u KiB)", path,
+		         SSH_HOSTS_FILE_MAX >> 10);
+		close(fd);
+		return NULL;
+	}
+	char *text = xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	text[got] = '\0';
+	char *out = NULL;
+	size_t len = 0, cap = 0;
+	int count = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		line += strspn(line, " \t\r");
+		size_t n = strcspn(line, " \t\r");
+		if (!n)
+			continue;
+		if (line[n + strspn(line + n, " \t\r")] != '\0') {
+			snprintf(cause, cause_size, "%s: one host name per line ('%.60s')", path, line);
+			free(text);
+			free(out);
+			return NULL;
+		}
+		if (++count > SSH_HOSTS_MAX)
+			break;
+		ssh_list_add(&out, &len, &cap, line, n);
+	}
+	free(text);
+	if (!out || count > SSH_HOSTS_MAX) {
+		snprintf(cause, cause_size, count ? "%s: more than %d hosts" : "%s names no host", path,
+		         SSH_HOSTS_MAX);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Expands one item of a node list ("gpu[01-03,07]" or "login1") onto the list. 0, or -1 with cause. */
+static int ssh_slurm_item(const char *item, size_t n, char **out, size_t *len, size_t *cap, int *count,
+                          char *cause, size_t cause_size)
+{
+	const char *open_b = memchr(item, '[', n);
+	if (!open_b) {
+		ssh_list_add(out, len, cap, item, n);
+		return ++*count > SSH_HOSTS_MAX ? -1 : 0;
+	}
+	const char *close_b = memchr(open_b, ']', n - (size_t)(open_b - item));
+	const char *suffix = close_b ? close_b + 1 : NULL;
+	size_t suffix_len = close_b ? n - (size_t)(suffix - item) : 0;
+	if (!close_b || memchr(suffix, '[', suffix_len) || open_b == item) {
+		snprintf(cause, cause_size,
+		         "cannot expand the node list item '%.*s' (one [ranges] per name); give the hosts "
+		         "with --hosts FILE (scontrol show hostnames)",
+		         (int)(n > 80 ? 80 : n), item);
+		return -1;
+	}
+	size_t prefix_len = (size_t)(open_b - item);
+	for (const char *r = open_b + 1; r < close_b;) {
+		const char *comma = memchr(r, ',', (size_t)(close_b - r));
+		const char *end = comma ? comma : close_b;
+		const char *dash = memchr(r, '-', (size_t)(end - r));
+		const char *lo_end = dash ? dash : end;
+		size_t width = (size_t)(lo_end - r);
+		char *stop;
+		char digits[24];
+		int ok = width > 0 && width < sizeof digits;
+		unsigned long lo = 0, hi = 0;
+		if (ok) {
+			memcpy(digits, r, width);
+			digits[width] = '\0';
+			lo = strtoul(digits, &stop, 10);
+			ok = *stop == '\0' && digits[0] >= '0' && digits[0] <= '9';
+		}
+		hi = lo;
+		if (ok && dash) {
+			size_t hw = (size_t)(end - dash - 1);
+			ok = hw > 0 && hw < sizeof digits;
+			if (ok) {
+				memcpy(digits, dash + 1, hw);
+				digits[hw] = '\0';
+				hi = strtoul(digits, &stop, 10);
+				ok = *stop == '\0' && digits[0] >= '0' && digits[0] <= '9' && hi >= lo;
+			}
+		}
+		if (!ok || hi - lo >= SSH_HOSTS_MAX) {
+			snprintf(cause, cause_size, "bad range '%.*s' in the node list item '%.*s'",
+			         (int)(end - r > 40 ? 40 : end - r), r, (int)(n > 80 ? 80 : n), item);
+			return -1;
+		}
+		for (unsigned long v = lo; v <= hi; v++) {
+			char name[512];
+			int k = snprintf(name, sizeof name, "%.*s%0*lu%.*s", (int)prefix_len, item,
+			                 (int)width, v, (int)suffix_len, suffix);
+			if (k < 0 || (size_t)k >= sizeof name)
+				return -1;
+			ssh_list_add(out, len, cap, name, (size_t)k);
+			if (++*count > SSH_HOSTS_MAX)
+				return -1;
+		}
+		r = comma ? comma + 1 : close_b;
+	}
+	return 0;
+}
+
+char *ssh_slurm_nodelist(const char *list, char *cause, size_t cause_size)
+{
+	char *out = NULL;
+	size_t len = 0, cap = 0;
+	int count = 0;
+	cause[0] = '\0';
+	for (const char *p = list; *p;) {
+		/* Items are split at commas outside brackets. */
+		const char *q = p;
+		int depth = 0;
+		while (*q && (depth || *q != ',')) {
+			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+			q++;
+		}
+		if (q > p &&
+		    ssh_slurm_item(p, (size_t)(q - p), &out, &len, &cap, &count, cause, cause_size)) {
+			if (!cause[0])
+				snprintf(cause, cause_size, "the node list names more than %d hosts",
+				         SSH_HOSTS_MAX);
+			free(out);
+			return NULL;
+		}
+		p = *q ? q + 1 : q;
+	}
+	if (!out)
+		snprintf(cause, cause_size, "the node list is empty");
+	return out;
 }
 
 /* Sets the host's line, and passes it on. */
