@@ -187,4 +187,11 @@ int capture_read(const char *path, struct store *store, struct capture_read_resu
 int capture_read_with(const char *path, struct store *store, const struct capture_read_options *opts,
                       struct capture_read_result *result, char *msg_buf, size_t msg_size, const char **cause);
 
+/*
+ * Moves every CLOCK_MONOTONIC time of one frame by shift_ns, in place (0, "none", stays 0): the
+ * reader's own shift, for frames that arrive live from another host (attach --ssh). The frame must
+ * be of today's layout and have passed wire_frame_check.
+ */
+void capture_frame_shift(uint32_t type, void *frame, uint32_t length, int64_t shift_ns);
+
 #endif

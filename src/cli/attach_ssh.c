@@ -132,7 +132,15 @@ struct attach_ssh_live {
 	int **ids; /* per host: store source + 1 by the host's local source, 0 = none yet */
 	size_t *id_caps;
 	int next_id;
-	uint64_t *lost;  /* per host: frames the relay dropped (sum of its sources' newest totals) */
+	uint64_t *lost; /* per host: frames the relay dropped (sum of its sources' newest totals) */
+	/* One time axis for every host, this machine's: a host's times move by its clock anchor's
+	 * offset (REALTIME - MONOTONIC of its first process) minus ours, as several captures are
+	 * aligned (so as well as the hosts' wall clocks agree), and the view's "now" is right. */
+	int64_t *shift;     /* per host, ns */
+	uint8_t *anchored;  /* per host: shift is known */
+	int64_t ref_offset; /* REALTIME - MONOTONIC here */
+	uint8_t *moved;     /* a frame copy with its times moved */
+	size_t moved_cap;
 	char note[1024]; /* one line per host, joined for the status line */
 	/* CUSCOPE_LATENCY=1: event -> drawn, for hosts that share our CLOCK_MONOTONIC (127.0.0.1). */
 	int latency;
@@ -216,8 +224,26 @@ static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t
 		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
 		payload = hello;
 	}
-	attach_ssh_latency_note(lv, type, payload, length);
+	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello) && !lv->anchored[host]) {
+		struct wire_hello h;
+		memcpy(&h, payload, sizeof h);
+		/* Both halves are read together by the collector at start; either 0 means none. */
+		if (h.anchor_mono_ns && h.anchor_real_ns) {
+			int64_t offset = (int64_t)(h.anchor_real_ns - h.anchor_mono_ns);
+			/* unsigned: a crafted anchor wraps rather than overflows */
+			lv->shift[host] = (int64_t)((uint64_t)offset - (uint64_t)lv->ref_offset);
+			lv->anchored[host] = 1;
+		}
+	}
 	const char *cause = NULL;
+	if (lv->shift[host] && wire_frame_check(type, payload, length, &cause) == 0) {
+		xgrow((void **)&lv->moved, &lv->moved_cap, length ? length : 1, 1);
+		memcpy(lv->moved, payload, length);
+		capture_frame_shift(type, lv->moved, length, lv->shift[host]);
+		payload = lv->moved;
+	}
+	attach_ssh_latency_note(lv, type, payload, length);
+	cause = NULL;
 	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
 		char line[300];
 		snprintf(line, sizeof line, "%s: %s", ssh_host_name(lv->relays, host), cause);
@@ -286,6 +312,11 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	lv.ids = xcalloc((size_t)count, sizeof *lv.ids);
 	lv.id_caps = xcalloc((size_t)count, sizeof *lv.id_caps);
 	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
+	lv.shift = xcalloc((size_t)count, sizeof *lv.shift);
+	lv.anchored = xcalloc((size_t)count, sizeof *lv.anchored);
+	uint64_t here_mono, here_real;
+	clock_anchor(&here_mono, &here_real);
+	lv.ref_offset = (int64_t)(here_real - here_mono);
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv.latency = latency_env && *latency_env == '1';
 	/* The armed processes' past arrives first, in a burst: latency is counted after it. */
@@ -361,6 +392,9 @@ out:
 	free(lv.ids);
 	free(lv.id_caps);
 	free(lv.lost);
+	free(lv.shift);
+	free(lv.anchored);
+	free(lv.moved);
 	free(lv.samples);
 	store_free(lv.store);
 	return rc;

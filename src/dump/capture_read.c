@@ -259,6 +259,13 @@ static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struc
 	}
 }
 
+void capture_frame_shift(uint32_t type, void *frame, uint32_t length, int64_t shift_ns)
+{
+	struct capture_read_options o = {.shift_ns = shift_ns};
+	if (shift_ns)
+		reader_shift(type, frame, length, &o);
+}
+
 /*
  * Ingests the frames of one verified chunk region. In a context region only a HELLO the source
  * lacks and STRING frames are taken (both are repeats of what earlier chunks carried). 0 or -EPROTO.

@@ -831,6 +831,33 @@ static void test_writer_errors(void **state)
 	store_free(st);
 }
 
+/* A live frame from another host moved onto this machine's axis: every time of the frame moves
+ * (an OSRT event's end too), 0 ("none") stays 0, other fields do not change. */
+static void test_frame_shift(void **state)
+{
+	(void)state;
+	struct wire_event ev[3];
+	memset(ev, 0, sizeof ev);
+	ev[0] = (struct wire_event){.time_ns = 1000, .value = 7, .tid = 5, .kind = WIRE_EV_NVTX_PUSH};
+	ev[1] = (struct wire_event){.time_ns = 2000, .value = 2500, .tid = 5, .kind = WIRE_EV_OSRT};
+	ev[2] = (struct wire_event){.time_ns = 0, .value = 0, .tid = 5, .kind = WIRE_EV_NVTX_POP};
+	const char *cause = NULL;
+	assert_int_equal(wire_frame_check(WIRE_FRAME_EVENTS, ev, sizeof ev, &cause), 0);
+	capture_frame_shift(WIRE_FRAME_EVENTS, ev, sizeof ev, -500);
+	assert_true(ev[0].time_ns == 500 && ev[0].value == 7 && ev[0].tid == 5);
+	assert_true(ev[1].time_ns == 1500 && ev[1].value == 2000);
+	assert_true(ev[2].time_ns == 0);
+	struct wire_gpu_event g;
+	memset(&g, 0, sizeof g);
+	g.start_ns = 10000;
+	g.end_ns = 12000;
+	g.correlation_id = 9;
+	capture_frame_shift(WIRE_FRAME_GPU, &g, sizeof g, 2500000000ll);
+	assert_true(g.start_ns == 2500010000ull && g.end_ns == 2500012000ull && g.correlation_id == 9);
+	capture_frame_shift(WIRE_FRAME_GPU, &g, sizeof g, 0);
+	assert_true(g.start_ns == 2500010000ull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -844,6 +871,7 @@ int main(void)
 	    cmocka_unit_test(test_newer_version),
 	    cmocka_unit_test(test_newer_wire_version_message),
 	    cmocka_unit_test(test_writer_errors),
+	    cmocka_unit_test(test_frame_shift),
 	};
 	return cmocka_run_group_tests_name("capture", tests, setup, teardown);
 }
