@@ -15,6 +15,7 @@
 #include "cuscope/ui.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
+#include "livekeep.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -122,7 +123,8 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 
 /* ---- the live view: every host's sources in one store ---- */
 
-#define ATTACH_SSH_FRAME_NS        33000000ull /* at most ~30 frames per second, as live mode */
+#define ATTACH_SSH_FRAME_NS        33000000ull  /* at most ~30 frames per second, as live mode */
+#define ATTACH_SSH_KEEP_FLUSH_NS   500000000ull /* the live capture file: flushed, bounded */
 #define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
 
 struct attach_ssh_live {
@@ -141,7 +143,8 @@ struct attach_ssh_live {
 	int64_t ref_offset; /* REALTIME - MONOTONIC here */
 	uint8_t *moved;     /* a frame copy with its times moved */
 	size_t moved_cap;
-	char note[1024]; /* one line per host, joined for the status line */
+	struct live_keep keep; /* every host's frames, as shown, for `d` dumps */
+	char note[1024];       /* one line per host, joined for the status line */
 	/* CUSCOPE_LATENCY=1: event -> drawn, for hosts that share our CLOCK_MONOTONIC (127.0.0.1). */
 	int latency;
 	uint64_t start_ns;      /* events older than this are not counted (ATTACH_SSH_LATENCY_SKIP_NS) */
@@ -243,6 +246,7 @@ static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t
 		payload = lv->moved;
 	}
 	attach_ssh_latency_note(lv, type, payload, length);
+	live_keep_frame(&lv->keep, id, type, payload, length);
 	cause = NULL;
 	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
 		char line[300];
@@ -317,6 +321,7 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	uint64_t here_mono, here_real;
 	clock_anchor(&here_mono, &here_real);
 	lv.ref_offset = (int64_t)(here_real - here_mono);
+	live_keep_open(&lv.keep, NULL, args->ui.disk_mb);
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv.latency = latency_env && *latency_env == '1';
 	/* The armed processes' past arrives first, in a burst: latency is counted after it. */
@@ -353,7 +358,7 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	char command[300];
 	snprintf(command, sizeof command, "ssh %s", hosts_text);
 	struct ui_status status = {.command = command, .live = 1, .target_alive = 1};
-	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0;
+	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0, last_flush = rate_start;
 	ui_draw(lv.ui, &status, 1);
 	while (!attach_ssh_stop) {
 		ssh_hosts_pump(lv.relays, 20, STDIN_FILENO);
@@ -369,6 +374,11 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 			rate_events = events;
 			rate_start = now;
 		}
+		live_keep_dump(&lv.keep, lv.ui, now);
+		if (now - last_flush >= ATTACH_SSH_KEEP_FLUSH_NS) {
+			live_keep_flush(&lv.keep, lv.store, lv.ui);
+			last_flush = now;
+		}
 		if (now - last_draw >= ATTACH_SSH_FRAME_NS) {
 			attach_ssh_live_status(&lv, count);
 			status.log_note = lv.note;
@@ -381,6 +391,8 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	if (attach_ssh_stop != SIGHUP)
 		ui_free(lv.ui);
 	log_set_sink(NULL);
+	/* A dump still running is finished first: nothing captured is lost. */
+	live_keep_finish(&lv.keep);
 	ssh_hosts_finish(lv.relays, ATTACH_SSH_FINISH_MS);
 	ssh_hosts_free(lv.relays);
 	if (attach_ssh_stop != SIGHUP)
@@ -395,6 +407,7 @@ out:
 	free(lv.shift);
 	free(lv.anchored);
 	free(lv.moved);
+	live_keep_close(&lv.keep);
 	free(lv.samples);
 	store_free(lv.store);
 	return rc;

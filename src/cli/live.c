@@ -1,5 +1,4 @@
 /* Live mode: launch the target, follow its session, feed the store and drive the ncurses UI. */
-#include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/cli.h"
 #include "cuscope/launch.h"
@@ -12,12 +11,12 @@
 #include "cuscope/watch.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
+#include "livekeep.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define LIVE_FRAME_NS 33000000ull /* at most ~30 frames per second */
@@ -43,105 +42,8 @@ struct live {
 	struct ui *ui;
 	int protocol_error;
 	struct latency latency;
-	/* Everything received also goes to a capture file in the session, so `d` can dump any part
-	 * of it later without stopping the live view. */
-	struct capture_writer *keep;
-	char keep_path[700];
-	char keep_dir[512]; /* attach: our own session directory holding the keep file */
-	struct capture_snapshot *dump;
-	char dump_path[512];
-	uint64_t dump_said_ns;
-	uint64_t keep_cap;       /* bytes of the live capture file (--disk-mb) */
-	unsigned keep_rotations; /* times it was full and restarted */
+	struct live_keep keep; /* the live capture file `d` dumps are cut from */
 };
-
-#define LIVE_DUMP_STEP_BYTES (8u << 20) /* per loop pass: the view keeps drawing while a dump runs */
-
-/* Starts the dump the UI asked for, if any. */
-static void live_dump_start(struct live *lv)
-{
-	uint64_t from, to;
-	char path[512];
-	if (lv->dump || !ui_dump_request(lv->ui, path, sizeof path, &from, &to))
-		return;
-	if (!lv->keep) {
-		ui_message(lv->ui, "dump: the live capture file could not be created at start");
-		return;
-	}
-	const char *cause = NULL;
-	lv->dump = capture_snapshot_start(lv->keep, path, from, to, &cause);
-	if (!lv->dump) {
-		char line[700];
-		snprintf(line, sizeof line, "dump: %s: %s", cause, path);
-		ui_message(lv->ui, line);
-		return;
-	}
-	snprintf(lv->dump_path, sizeof lv->dump_path, "%s", path);
-}
-
-/* Moves a running dump forward a step and reports progress. */
-static void live_dump_step(struct live *lv, uint64_t now)
-{
-	if (!lv->dump)
-		return;
-	int rc = capture_snapshot_step(lv->dump, LIVE_DUMP_STEP_BYTES);
-	uint64_t done, total;
-	capture_snapshot_progress(lv->dump, &done, &total);
-	char line[800];
-	if (rc == 0) {
-		if (now - lv->dump_said_ns > 200000000ull) {
-			snprintf(line, sizeof line, "dump: %.0f%% of %.1f MB to %s (capture continues)",
-			         total ? 100.0 * (double)done / (double)total : 100.0, (double)total / 1e6,
-			         lv->dump_path);
-			ui_message(lv->ui, line);
-			lv->dump_said_ns = now;
-		}
-		return;
-	}
-	if (rc < 0)
-		snprintf(line, sizeof line, "dump: writing %s failed: %s", lv->dump_path, strerror(-rc));
-	else
-		snprintf(line, sizeof line, "dump: wrote %s (%.1f MB); open it with cuscope view",
-		         lv->dump_path, (double)total / 1e6);
-	ui_message(lv->ui, line);
-	capture_snapshot_free(lv->dump);
-	lv->dump = NULL;
-}
-
-static int live_keep_emit(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
-{
-	struct live *lv = ctx;
-	return capture_writer_frame(lv->keep, (uint32_t)source, type, payload, length);
-}
-
-/*
- * Bounds the live capture file (--disk-mb): once it is full (and no dump reads it) a new one
- * starts, opened with the identity of every connected process so that it reads on its own.
- */
-static void live_keep_bound(struct live *lv)
-{
-	struct stat sb;
-	/* The writer fills FILE.partial until it is closed (see capture_writer_open). */
-	if (!lv->keep || lv->dump || !capture_writer_partial_path(lv->keep) ||
-	    stat(capture_writer_partial_path(lv->keep), &sb) != 0 || (uint64_t)sb.st_size < lv->keep_cap)
-		return;
-	capture_writer_abandon(lv->keep);
-	int err = 0;
-	const char *why = NULL;
-	lv->keep = capture_writer_open(lv->keep_path, &err, &why);
-	if (lv->keep && store_replay_identity(lv->store, live_keep_emit, lv) != 0) {
-		capture_writer_abandon(lv->keep);
-		lv->keep = NULL;
-	}
-	if (!lv->keep)
-		ui_message(lv->ui,
-		           "live capture file reached --disk-mb and no new one could start: no dumps");
-	else if (!lv->keep_rotations)
-		ui_message(lv->ui,
-		           "live capture file reached --disk-mb: it restarts whenever full (dumps cover "
-		           "the current one)");
-	lv->keep_rotations++;
-}
 
 static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
 {
@@ -187,8 +89,7 @@ static int live_frame(void *ctx, int source, uint32_t type, const void *payload,
 	struct live *lv = ctx;
 	const char *cause = NULL;
 	latency_note_frame(&lv->latency, type, payload, length);
-	if (lv->keep)
-		capture_writer_frame(lv->keep, (uint32_t)source, type, payload, length);
+	live_keep_frame(&lv->keep, source, type, payload, length);
 	if (store_feed(lv->store, source, type, payload, length, &cause) != 0) {
 		char line[256];
 		snprintf(line, sizeof line, "dropped a connection: %s", cause);
@@ -211,19 +112,6 @@ static void live_error(void *ctx, int source, pid_t pid, const char *message)
 	(void)source;
 	lv->protocol_error = 1;
 	log_error("pid %d: %s", (int)pid, message);
-}
-
-/* Removes the keep file (and, after an attach, our own session directory that held it). */
-static void live_keep_remove(struct live *lv)
-{
-	if (lv->keep) {
-		capture_writer_abandon(lv->keep);
-		lv->keep = NULL;
-	}
-	if (lv->keep_dir[0]) {
-		session_remove(lv->keep_dir, getuid());
-		lv->keep_dir[0] = '\0';
-	}
 }
 
 /*
@@ -282,23 +170,9 @@ static void live_open(struct live *lv, const struct launch *launch, const struct
 	lv->store = store_new();
 	store_set_memory_limit(
 	    lv->store, (size_t)(ui_opts->memory_mb ? ui_opts->memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
-	lv->keep_cap = (uint64_t)(ui_opts->disk_mb ? ui_opts->disk_mb : UI_DISK_MB_DEFAULT) << 20;
 	/* The keep file is ours: in our own session, never in an attached target's (its user could
 	 * plant links there), created 0600 without following any. */
-	const char *keep_dir = launch->session_dir;
-	if (launch->attached) {
-		const char *why = NULL;
-		if (session_create(lv->keep_dir, sizeof lv->keep_dir, &why) == 0)
-			keep_dir = lv->keep_dir;
-		else
-			keep_dir = NULL;
-	}
-	if (keep_dir) {
-		int err = 0;
-		const char *why = NULL;
-		snprintf(lv->keep_path, sizeof lv->keep_path, "%s/live.cuscope", keep_dir);
-		lv->keep = capture_writer_open(lv->keep_path, &err, &why);
-	}
+	live_keep_open(&lv->keep, launch->attached ? NULL : launch->session_dir, ui_opts->disk_mb);
 	const char *latency_env = getenv("CUSCOPE_LATENCY");
 	lv->latency.enabled = latency_env && *latency_env == '1';
 	if (lv->latency.enabled)
@@ -308,7 +182,7 @@ static void live_open(struct live *lv, const struct launch *launch, const struct
 /* Frees what live_open made (the keep file is removed). */
 static void live_close(struct live *lv)
 {
-	live_keep_remove(lv);
+	live_keep_close(&lv->keep);
 	free(lv->latency.samples);
 	lv->latency.samples = NULL;
 	store_free(lv->store);
@@ -357,12 +231,9 @@ static void live_loop(struct live *lv, struct watch *w, struct launch *launch, s
 			rate_events = events;
 			rate_start = now;
 		}
-		live_dump_start(lv);
-		live_dump_step(lv, now);
-		if (lv->keep && (step & WATCH_FLUSH)) {
-			capture_writer_flush(lv->keep);
-			live_keep_bound(lv);
-		}
+		live_keep_dump(&lv->keep, lv->ui, now);
+		if (step & WATCH_FLUSH)
+			live_keep_flush(&lv->keep, lv->store, lv->ui);
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status->now_ns = now;
 			launch_log_note(launch, log_note, sizeof log_note);
@@ -370,20 +241,6 @@ static void live_loop(struct live *lv, struct watch *w, struct launch *launch, s
 			ui_draw(lv->ui, status, 0);
 			last_draw = now;
 			latency_frame_drawn(&lv->latency, clock_mono_ns());
-		}
-	}
-}
-
-/* A dump still running when the user leaves is finished first: nothing captured is lost. */
-static void live_dump_finish(struct live *lv)
-{
-	while (lv->dump) {
-		int rc = capture_snapshot_step(lv->dump, 64u << 20);
-		if (rc != 0) {
-			if (rc < 0)
-				log_error("dump to %s failed: %s", lv->dump_path, strerror(-rc));
-			capture_snapshot_free(lv->dump);
-			lv->dump = NULL;
 		}
 	}
 }
@@ -461,8 +318,9 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 	if (w.leave_signal != SIGHUP)
 		ui_free(lv.ui);
 	log_set_sink(NULL);
-	live_dump_finish(&lv);
-	live_keep_remove(&lv);
+	/* A dump still running is finished first: nothing captured is lost. */
+	live_keep_finish(&lv.keep);
+	live_keep_close(&lv.keep);
 	int rc = live_end(&lv, &w, &launch);
 	live_close(&lv);
 	return rc;
