@@ -35,6 +35,7 @@ struct ssh_host {
 	struct relay_decoder dec;
 	uint32_t base;     /* local source number of this run's relay source 0 */
 	uint32_t next;     /* local sources used so far (the next run starts here) */
+	int too_many;      /* the relays named more than SSH_SOURCES_MAX sources: given up */
 	uint64_t retry_ns; /* DOWN: when to start again */
 	uint64_t backoff_ns;
 	unsigned starts;
@@ -91,6 +92,8 @@ int ssh_parse_hosts(const char *list, char ***hosts, char *cause, size_t cause_s
 }
 
 #define SSH_HOSTS_FILE_MAX (64u << 10)
+#define SSH_SOURCES_MAX    65536u /* processes relayed from one host over all its runs */
+#define SSH_SOURCE_GAP_MAX 64u    /* source numbers a relay may skip at once */
 #define SSH_HOSTS_MAX      4096
 
 /* Appends name (n bytes) to the comma list at *out (length *len, capacity *cap). */
@@ -478,9 +481,16 @@ static int ssh_record(void *ctx, const struct relay_header *rh, const void *payl
 	struct ssh_hosts *s = ctx;
 	int i = s->current;
 	struct ssh_host *h = &s->hosts[i];
-	/* Relay sources are dense from 0: a number far ahead would only be a broken stream. */
-	if (rh->kind != RELAY_ERROR && rh->source > (1u << 20))
+	/* Relay sources are dense from 0: a record names a source already seen or one of the next
+	 * few (a relay that could not send a source's first frame skips its number). A number far
+	 * ahead is a broken (or hostile) stream, which must not make us grow tables or call back
+	 * once per number skipped; and a host gets at most SSH_SOURCES_MAX over all its runs. */
+	if (rh->kind != RELAY_ERROR && rh->source > h->next - h->base + SSH_SOURCE_GAP_MAX)
 		return -EPROTO;
+	if (rh->kind != RELAY_ERROR && h->base + rh->source >= SSH_SOURCES_MAX) {
+		h->too_many = 1;
+		return -EPROTO;
+	}
 	if (rh->kind == RELAY_FRAME && (rh->type == 0 || rh->type >= WIRE_FRAME_TYPE_MAX))
 		return -EPROTO;
 	uint32_t local = h->base + rh->source;
@@ -528,14 +538,19 @@ static void ssh_read_out(struct ssh_hosts *s, int i)
 		char cause[400];
 		struct relay_sink sink = {s, ssh_record};
 		s->current = i;
+		cause[0] = '\0';
 		int rc = relay_decoder_feed(&h->dec, buf, (size_t)n, &sink, cause, sizeof cause);
 		if (!had_line && h->dec.have_line && !rc) {
 			snprintf(h->remote, sizeof h->remote, "%s (cuscope %s)", h->dec.host, h->dec.version);
 			ssh_note(s, i, "connected to %s", h->remote);
 		}
 		if (rc) {
-			int mismatch = !had_line || strstr(cause, "version mismatch");
-			if (rc != -EPROTO)
+			int mismatch = !had_line || strstr(cause, "version mismatch") || h->too_many;
+			if (h->too_many)
+				snprintf(cause, sizeof cause,
+				         "more than %u processes relayed from this host: given up",
+				         SSH_SOURCES_MAX);
+			else if (rc != -EPROTO || !cause[0])
 				snprintf(cause, sizeof cause, "the relay's stream is corrupt");
 			ssh_note(s, i, "%s", cause);
 			ssh_down(s, i, mismatch);
