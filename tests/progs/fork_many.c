@@ -5,7 +5,7 @@
  *
  *   fork_many N      N children that exit at once (one after another), a pause, then one child
  *                    that sleeps until it is SIGKILLed 1.5 s later (or, on a loaded machine, once
- *                    its collector holds a socket, up to 20 s); prints "killed P"
+ *                    the viewer has connected to it, up to 20 s); prints "killed P"
  *   fork_many -r     one child SIGKILLed as above, reaped, then (root: through ns_last_pid)
  *                    children until one has the killed child's pid again, which exits normally;
  *                    prints "killed P" and "reused P" (or "noreuse" when the pid could not be had)
@@ -26,28 +26,32 @@ static void nap(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether process p has a socket open (its collector's connection to the recorder). */
-static int has_socket(pid_t p)
+/* Sockets process p has open: its collector's listening socket, then the viewer's connection. */
+static int socket_count(pid_t p)
 {
 	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)p);
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
-	int found = 0;
-	for (struct dirent *e; !found && (e = readdir(d));) {
+	int count = 0;
+	for (struct dirent *e; (e = readdir(d));) {
 		char path[400], target[64];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		ssize_t n = readlink(path, target, sizeof target - 1);
-		found = n > 0 && strncmp(target, "socket:", 7) == 0;
+		count += n > 0 && strncmp(target, "socket:", 7) == 0;
 	}
 	closedir(d);
-	return found;
+	return count;
 }
 
-/* Forks a child that sleeps until killed, kills it after 1.5 s and reaps it; returns its pid. The
- * kill waits until the child's collector has its socket (a loaded machine can take longer than
- * 1.5 s to let the child connect; killed before, it leaves no stream to check), then 0.3 s more. */
+/*
+ * Forks a child that sleeps until killed, kills it after 1.5 s and reaps it; returns its pid. The
+ * kill waits (up to 20 s) until the viewer has connected to the child's collector (a listening
+ * socket and the accepted connection): on a loaded machine a viewer still busy with thousands of
+ * earlier streams can take longer than 1.5 s to find it, and a child killed before leaves no
+ * stream to check.
+ */
 static pid_t kill_one(void)
 {
 	pid_t p = fork();
@@ -56,7 +60,7 @@ static pid_t kill_one(void)
 			pause();
 	}
 	nap(1500);
-	for (int waited = 0; waited < 185 && !has_socket(p); waited++)
+	for (int waited = 0; waited < 185 && socket_count(p) < 2; waited++)
 		nap(100);
 	nap(300);
 	kill(p, SIGKILL);
