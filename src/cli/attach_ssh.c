@@ -413,15 +413,18 @@ out:
 	return rc;
 }
 
-int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
+/*
+ * The hosts of attach --ssh / --hosts / --slurm-nodes, checked with the other options that go with
+ * them; their count (names allocated), or -1 after one error line.
+ */
+static int attach_ssh_names(const struct cli_args *args, int argc, char ***names)
 {
 	char cause[512];
-	(void)argv;
 	if (!!args->ssh + !!args->hosts_file + !!args->slurm_nodes != 1) {
 		log_error("attach: name the hosts once: --ssh HOST,..., --hosts FILE or --slurm-nodes%s",
 		          args->ssh || args->hosts_file || args->slurm_nodes ? ""
 		                                                             : " (--via needs one of them)");
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
 	/* The one list of hosts: as given, from a file, or from the Slurm job's node list. */
 	char *host_list = NULL;
@@ -438,26 +441,25 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 	}
 	if ((args->hosts_file || args->slurm_nodes) && !host_list) {
 		log_error("attach: %s: %s", args->hosts_file ? "--hosts" : "--slurm-nodes", cause);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
 	const char *hosts = host_list ? host_list : args->ssh;
 	if (args->first != argc) {
 		log_error("attach: --ssh takes no process id: every armed process on the hosts is followed");
 		free(host_list);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
 	if (args->record && !args->output) {
 		log_error("attach: --record needs -o 'run-%%h.cuscope' (one capture per host)");
 		free(host_list);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
 	if (!args->record && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
 		log_error("attach: the live view needs a terminal; use --record -o 'run-%%h.cuscope'");
 		free(host_list);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
-	char **names;
-	int count = ssh_parse_hosts(hosts, &names, cause, sizeof cause);
+	int count = ssh_parse_hosts(hosts, names, cause, sizeof cause);
 	free(host_list);
 	if (count < 0) {
 		log_error("attach: %s: %s",
@@ -465,14 +467,28 @@ int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
 		          : args->slurm_nodes ? "--slurm-nodes"
 		                              : "--ssh",
 		          cause);
-		return CLI_EXIT_USAGE;
+		return -1;
 	}
+	return count;
+}
+
+int attach_ssh_run(const struct cli_args *args, int argc, char **argv)
+{
+	(void)argv;
+	char cause[512];
+	char **names;
+	int count = attach_ssh_names(args, argc, &names);
+	if (count < 0)
+		return CLI_EXIT_USAGE;
 	char self[PATH_MAX];
 	const char *remote = args->remote_cuscope;
 	if (!remote) {
 		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 		if (n <= 0) {
 			log_error("attach: cannot tell this binary's path; name it with --remote-cuscope");
+			for (int i = 0; i < count; i++)
+				free(names[i]);
+			free(names);
 			return CLI_EXIT_USAGE;
 		}
 		self[n] = '\0';
