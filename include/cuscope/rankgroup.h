@@ -25,6 +25,16 @@ struct rankgroup_proc {
  * with that pid; walks are bounded by n, so a cycle of reused pids cannot loop.
  */
 void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *out);
+
+/* Processes by (capture, pid), to find a parent: sort the keys once, then look up. */
+struct rankgroup_key {
+	uint32_t capture;
+	pid_t pid;
+	size_t index; /* the caller's index of the process */
+};
+void rankgroup_keys_sort(struct rankgroup_key *keys, size_t n);
+/* The index of the process pid of a capture (its first one when the pid was reused), or SIZE_MAX. */
+size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, pid_t pid);
 /* The restart a process belongs to: TORCHELASTIC_RESTART_COUNT, unknown (-1) counted as 0. */
 int32_t rankgroup_restart(int32_t restart_count);
 /*

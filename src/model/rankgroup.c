@@ -7,13 +7,6 @@
 
 #include "cuscope/xalloc.h"
 
-/* A process by (capture, pid), to find a parent. */
-struct rankgroup_key {
-	uint32_t capture;
-	pid_t pid;
-	size_t index;
-};
-
 static int rankgroup_cmp_key(const void *a, const void *b)
 {
 	const struct rankgroup_key *x = a, *y = b;
@@ -24,8 +17,12 @@ static int rankgroup_cmp_key(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Index of the first process pid of a capture, or SIZE_MAX. */
-static size_t rankgroup_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, pid_t pid)
+void rankgroup_keys_sort(struct rankgroup_key *keys, size_t n)
+{
+	qsort(keys, n, sizeof *keys, rankgroup_cmp_key);
+}
+
+size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, pid_t pid)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -64,7 +61,7 @@ void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *o
 	struct rankgroup_key *keys = xcalloc(n, sizeof *keys);
 	for (size_t i = 0; i < n; i++)
 		keys[i] = (struct rankgroup_key){procs[i].capture, procs[i].pid, i};
-	qsort(keys, n, sizeof *keys, rankgroup_cmp_key);
+	rankgroup_keys_sort(keys, n);
 	struct rankgroup_pair *pairs = NULL;
 	size_t count = 0, cap = 0;
 	for (size_t j = 0; j < n; j++) {
@@ -72,7 +69,7 @@ void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *o
 			continue;
 		size_t q = j;
 		for (size_t hops = 0; hops < n; hops++) {
-			size_t parent = rankgroup_find(keys, n, procs[q].capture, procs[q].ppid);
+			size_t parent = rankgroup_keys_find(keys, n, procs[q].capture, procs[q].ppid);
 			if (parent == SIZE_MAX || parent == q || parent == j)
 				break;
 			if (procs[parent].rank < 0) {

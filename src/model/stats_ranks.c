@@ -80,37 +80,6 @@ static uint64_t stats_ranks_overlap(const struct intervals *a, const struct inte
 	return sum;
 }
 
-/* Processes sorted by (capture, pid), to find a parent. */
-struct proc_key {
-	uint32_t capture;
-	pid_t pid;
-	size_t index;
-};
-
-static int stats_ranks_cmp_key(const void *a, const void *b)
-{
-	const struct proc_key *x = a, *y = b;
-	if (x->capture != y->capture)
-		return x->capture < y->capture ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* Store index of the process pid of a capture (its first one when the pid was reused), or SIZE_MAX. */
-static size_t stats_ranks_find(const struct proc_key *keys, size_t n, uint32_t capture, pid_t pid)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (keys[mid].capture < capture || (keys[mid].capture == capture && keys[mid].pid < pid))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && keys[lo].capture == capture && keys[lo].pid == pid ? keys[lo].index : SIZE_MAX;
-}
-
 /*
  * Whether string ids have a property (a launch API, an NCCL kernel), each name looked at once per
  * computation rather than once per event: an open-addressed table of ids; when it is full, names are
@@ -395,13 +364,13 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 	if (!np)
 		return 0;
 	struct store_process_info *info = xcalloc(np, sizeof *info);
-	struct proc_key *keys = xcalloc(np, sizeof *keys);
+	struct rankgroup_key *keys = xcalloc(np, sizeof *keys);
 	size_t *owner = xcalloc(np, sizeof *owner);
 	for (size_t p = 0; p < np; p++) {
 		store_process_get(st, p, &info[p]);
-		keys[p] = (struct proc_key){info[p].capture, info[p].pid, p};
+		keys[p] = (struct rankgroup_key){info[p].capture, info[p].pid, p};
 	}
-	qsort(keys, np, sizeof *keys, stats_ranks_cmp_key);
+	rankgroup_keys_sort(keys, np);
 	/*
 	 * A process whose parent has the same rank (a DataLoader or compile worker, an exec'd child)
 	 * belongs to the parent's rank: walk up to the first process whose parent has another rank or
@@ -415,7 +384,7 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 			continue;
 		size_t q = p;
 		for (size_t hops = 0; hops < np; hops++) {
-			size_t parent = stats_ranks_find(keys, np, info[q].capture, info[q].ppid);
+			size_t parent = rankgroup_keys_find(keys, np, info[q].capture, info[q].ppid);
 			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank ||
 			    rankgroup_restart(info[parent].restart_count) !=
 			        rankgroup_restart(info[p].restart_count))
