@@ -51,6 +51,23 @@ void threads_emit_name(struct sender *s, const struct known_thread *t)
 	frames_push_event(s, &ev);
 }
 
+/* Reads a thread's kernel name into comm; 0 when the thread is gone or the file unreadable. */
+static int threads_read_comm(pid_t tid, char *comm, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, comm, size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	return 1;
+}
+
 /* Reads /proc/self/task: new threads and renames produce THREAD_NAME, vanished ones THREAD_EXIT. */
 void threads_scan(struct sender *s, uint64_t now)
 {
@@ -64,18 +81,16 @@ void threads_scan(struct sender *s, uint64_t now)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == s->tid || collector_is_own_tid(tid))
 			continue;
-		char path[64], comm[32] = "";
-		snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t n = read(fd, comm, sizeof comm - 1);
-			close(fd);
-			if (n > 0) {
-				comm[n] = '\0';
-				comm[strcspn(comm, "\n")] = '\0';
-			}
-		}
+		char comm[32];
+		int have_comm = threads_read_comm(tid, comm, sizeof comm);
 		struct known_thread *t = threads_find(s, tid);
+		/* A thread ending during the scan has no comm left to read: that is not a rename to "",
+		 * and the next scan reports its end. */
+		if (!have_comm) {
+			if (t)
+				t->seen = 1;
+			continue;
+		}
 		if (!t) {
 			t = threads_add(s, tid, now);
 			if (!t)
