@@ -7,6 +7,7 @@
 
 #include "cuscope/clock.h"
 #include "cuscope/cpuview.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/viewport.h"
 
@@ -72,7 +73,7 @@ void rankspane_update(struct rankspane *rp, const struct store *store, uint64_t 
 {
 	uint64_t t0 = clock_mono_ns();
 	struct stats_rank_row *rows;
-	size_t n = stats_ranks_compute(store, NULL, &rows);
+	size_t n = stats_ranks_compute_bounded(store, NULL, STEPS_LIVE_EVENTS, &rows);
 	rankspane_set_rows(rp, rows, n);
 	rp->computed = 1;
 	rp->generation = generation;

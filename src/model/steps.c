@@ -26,7 +26,8 @@
  * thread would be, so the ranges line up with that thread's lanes and a rank's GPU idle time inside a
  * step counts the time the CPU took to launch. When launch calls are unknown (API tracing off, graph
  * kernels, older than the launch index) the anchor's GPU start is used instead, for every step of the
- * process (gpu_time says which). The last iteration counts once it holds half the usual events.
+ * process (gpu_time says which). The last iteration counts once it holds half the usual events; with no
+ * next start it ends where its last work (launch call or kernel) ends, so it may read shorter.
  */
 #include "cuscope/steps.h"
 
@@ -326,9 +327,8 @@ static void steps_ranges(const struct steps_work *w, const struct steps_cand *c,
 			b = a + c->period < w->n ? a + c->period : w->n;
 			end = 0;
 			for (size_t i = a; i < b; i++) {
-				uint64_t e = gpu                ? ev[i].gpu_end_ns
-				             : ev[i].cpu_end_ns ? ev[i].cpu_end_ns
-				                                : ev[i].cpu_ns;
+				uint64_t e =
+				    ev[i].cpu_end_ns > ev[i].gpu_end_ns ? ev[i].cpu_end_ns : ev[i].gpu_end_ns;
 				if (e > end)
 					end = e;
 			}

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "cuscope/stats.h"
+#include "cuscope/stats_ranks.h"
 #include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
@@ -249,7 +251,7 @@ static void string(struct store *st, uint32_t id, const char *text)
 	feed(st, WIRE_FRAME_STRING, buf, sizeof s + s.length);
 }
 
-static void hello(struct store *st)
+static void hello(struct store *st, int32_t rank)
 {
 	unsigned char buf[sizeof(struct wire_hello) + 8];
 	struct wire_hello h;
@@ -261,6 +263,10 @@ static void hello(struct store *st)
 	h.ppid = 1;
 	h.start_mono_ns = 1;
 	h.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS | WIRE_FEATURE_CUPTI;
+	if (rank >= 0) {
+		h.ids = WIRE_ID_RANK;
+		h.rank = rank;
+	}
 	h.cmdline_len = 5;
 	memcpy(buf, &h, sizeof h);
 	memcpy(buf + sizeof h, "prog\0", 5);
@@ -314,7 +320,7 @@ static void range(struct store *st, uint64_t start, uint64_t end, uint32_t name)
  */
 static void steps_store(struct store *st, int ops_ranges)
 {
-	hello(st);
+	hello(st, 3);
 	for (uint64_t i = 0; i < 12; i++) {
 		uint64_t t = 1000000 * US + i * 1000 * US;
 		if (ops_ranges)
@@ -347,6 +353,25 @@ static void test_store(void **state)
 	assert_about(r.n, 5);
 	assert_int_equal(r.v[r.n - 1].start_ns, 1011000 * US);
 	steps_result_fini(&r);
+
+	/* The ranks section takes them for rank 3's steps (it has no step range), stats lists them under
+	 * nvtx. */
+	struct stats_rank_row *v;
+	assert_int_equal(stats_ranks_compute(st, NULL, &v), 1);
+	assert_int_equal(v[0].rank, 3);
+	assert_int_equal(v[0].inferred, 1);
+	assert_int_equal(v[0].step_name, 0);
+	assert_about(v[0].steps, 12);
+	assert_int_equal(v[0].step_p50_ns, 1000 * US);
+	free(v);
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	assert_int_equal(stats_write_sections(f, st, STATS_FORMAT_CSV, 1), 0); /* nvtx: the first section */
+	fclose(f);
+	if (!strstr(text, "\nstep,inferred,Inferred,12,") || !strstr(text, ",1000000,1000000,1000000\n"))
+		fail_msg("stats nvtx section lacks the inferred steps:\n%s", text);
+	free(text);
 	store_free(st);
 
 	/* A "step" range that repeats: the process is annotated, nothing is inferred. */
@@ -357,6 +382,10 @@ static void test_store(void **state)
 	assert_int_equal(steps_process_annotated(st, 0), 1);
 	steps_infer(st, 0, 0, &r);
 	assert_int_equal(r.n, 0);
+	assert_int_equal(stats_ranks_compute(st, NULL, &v), 1);
+	assert_int_equal(v[0].inferred, 0);
+	assert_int_equal(v[0].steps, 3);
+	free(v);
 	steps_result_fini(&r);
 	store_free(st);
 }
