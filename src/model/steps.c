@@ -27,7 +27,8 @@
  * step counts the time the CPU took to launch. When launch calls are unknown (API tracing off, graph
  * kernels, older than the launch index) the anchor's GPU start is used instead, for every step of the
  * process (gpu_time says which). The last iteration counts once it holds half the usual events; with no
- * next start it ends where its last work (launch call or kernel) ends, so it may read shorter.
+ * next start it ends where its last work (launch call or kernel) ends, so it may read shorter. The events
+ * before the first anchor count as a step on the same rule (the anchor may sit mid-iteration).
  */
 #include "cuscope/steps.h"
 
@@ -302,6 +303,34 @@ static const struct steps_cand *steps_choose(const struct steps_work *w)
 	return phase;
 }
 
+/*
+ * The events before the anchor's first occurrence: the head of the first iteration when the anchor is not
+ * its first kernel (then the tail of the last one is short, so one of the two counts), put first when they
+ * look like one: half to one and a half the usual events, lasting at most one and a half the median step
+ * (not an initialisation phase, nor CUDA's first call creating its context).
+ */
+static void steps_head(const struct steps_work *w, const struct steps_cand *c, struct steps_result *out)
+{
+	const struct steps_event *ev = w->ev;
+	size_t head = c->pos[0];
+	int gpu = out->gpu_time;
+	if (!out->n || head * 2 < c->period || head > c->period + c->period / 2)
+		return;
+	uint64_t start = gpu ? ev[0].gpu_start_ns : ev[0].cpu_ns, end = out->v[0].start_ns;
+	uint64_t *d = xcalloc(out->n, sizeof *d);
+	for (size_t i = 0; i < out->n; i++)
+		d[i] = out->v[i].end_ns - out->v[i].start_ns;
+	u64_sort(d, out->n);
+	uint64_t med = u64_percentile(d, out->n, 0.5);
+	free(d);
+	if (!start || start >= end || end - start > med + med / 2)
+		return;
+	xgrow((void **)&out->v, &out->cap, out->n + 1, sizeof *out->v);
+	memmove(out->v + 1, out->v, out->n * sizeof *out->v);
+	out->v[0] = (struct steps_range){start, end, ev[0].tid, (uint32_t)head};
+	out->n++;
+}
+
 /* The ranges of the chosen anchor into out. */
 static void steps_ranges(const struct steps_work *w, const struct steps_cand *c, struct steps_result *out)
 {
@@ -339,6 +368,7 @@ static void steps_ranges(const struct steps_work *w, const struct steps_cand *c,
 		out->v[out->n++] = (struct steps_range){start, end, ev[a].tid, (uint32_t)(b - a)};
 		prev_end = end;
 	}
+	steps_head(w, c, out);
 	if (out->n < STEPS_MIN_STEPS)
 		out->n = 0;
 }
