@@ -42,10 +42,16 @@
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
-#define STEPS_REGULAR      0.8  /* fraction of intervals within half the median of it */
-#define STEPS_REGULAR_SPAN 0.6  /* fraction of the span those intervals cover */
-#define STEPS_MID_MASS     0.2  /* most events whose names are in 25%..75% of the segments */
-#define STEPS_COVER        0.5  /* an anchor spans at least this fraction of the stream */
+#define STEPS_REGULAR      0.8 /* fraction of intervals within half the median of it */
+#define STEPS_REGULAR_SPAN 0.6 /* fraction of the span those intervals cover */
+#define STEPS_MID_MASS     0.2 /* most events whose names are in 25%..75% of the segments */
+#define STEPS_COVER        0.5 /* an anchor spans at least this fraction of the stream */
+/*
+ * Fewest events a step: forward, backward and an optimizer take more; a shorter repeat is a kernel loop (an
+ * autotuner trying candidates a, b, a, b, a benchmark), which would otherwise win when the real loop has
+ * run too few iterations to anchor (t280's 2-iteration run).
+ */
+#define STEPS_MIN_PERIOD   4
 #define STEPS_ALIGN        0.75 /* the events after each occurrence are the same (mean mode share) */
 #define STEPS_ALIGN_EVENTS 4    /* how many events after an occurrence are compared */
 
@@ -114,7 +120,7 @@ static int steps_regularity(struct steps_cand *c, uint64_t *tmp, size_t n)
 	}
 	u64_sort(tmp, m);
 	uint64_t med = u64_percentile(tmp, m, 0.5);
-	if (med < 2) /* one kernel a "step": a kernel loop, not an iteration */
+	if (med < STEPS_MIN_PERIOD)
 		return 0;
 	size_t near = 0, shorter = 0;
 	uint64_t near_span = 0;

@@ -229,6 +229,14 @@ static void test_no_repetition(void **state)
 		seq_add(&s, 7);
 	assert_int_equal(detect(&s, &r), 0);
 	assert_int_equal(detect(&s, &r) + (steps_detect(NULL, 0, &r), r.n), 0);
+	/* A kernel loop of 2 or 3 kernels (an autotuner's candidates, a benchmark) is not a training step. */
+	for (uint32_t period = 2; period <= 3; period++) {
+		s.n = 0;
+		for (uint32_t i = 0; i < 3000; i++)
+			seq_add(&s, 500 + i % period);
+		if (detect(&s, &r))
+			fail_msg("a loop of %u kernels: %zu steps inferred", period, r.n);
+	}
 	steps_result_fini(&r);
 	free(s.v);
 }
