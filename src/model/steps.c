@@ -86,12 +86,39 @@ void steps_result_fini(struct steps_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Dense name ids (one radix sort of name << 32 | index). */
+/*
+ * Sorts keys hi << 32 | index, made in index order, by hi (all below hi_max): one counting pass over a
+ * table of hi_max counts when that is not much larger than the keys (token ids are dense), else a radix
+ * sort of the whole keys. Indexes stay ascending within a hi.
+ */
+static void steps_sort_keys(uint64_t *keys, size_t n, uint64_t hi_max)
+{
+	if (hi_max > 4 * (uint64_t)n + 4096) {
+		u64_sort(keys, n);
+		return;
+	}
+	size_t *start = xcalloc((size_t)hi_max + 1, sizeof *start);
+	uint64_t *out = xcalloc(n ? n : 1, sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		start[(keys[i] >> 32) + 1]++;
+	for (size_t h = 1; h <= hi_max; h++)
+		start[h] += start[h - 1];
+	for (size_t i = 0; i < n; i++)
+		out[start[keys[i] >> 32]++] = keys[i];
+	memcpy(keys, out, n * sizeof *keys);
+	free(out);
+	free(start);
+}
+
+/* Dense name ids (one sort of name << 32 | index). */
 static void steps_dense(struct steps_work *w)
 {
-	for (size_t i = 0; i < w->n; i++)
+	uint32_t top = 0;
+	for (size_t i = 0; i < w->n; i++) {
 		w->keys[i] = (uint64_t)w->ev[i].name << 32 | i;
-	u64_sort(w->keys, w->n);
+		top = w->ev[i].name > top ? w->ev[i].name : top;
+	}
+	steps_sort_keys(w->keys, w->n, (uint64_t)top + 1);
 	uint32_t d = 0;
 	for (size_t i = 0; i < w->n; i++) {
 		if (i && w->keys[i] >> 32 != w->keys[i - 1] >> 32)
@@ -149,7 +176,7 @@ static void steps_level(struct steps_work *w, int bigram)
 		uint64_t tok = bigram ? (uint64_t)w->dense[i - 1] * w->names + w->dense[i] : w->dense[i];
 		w->keys[k++] = tok << 32 | i;
 	}
-	u64_sort(w->keys, k);
+	steps_sort_keys(w->keys, k, bigram ? (uint64_t)w->names * w->names : w->names);
 	for (size_t i = 0; i < k;) {
 		size_t j = i;
 		while (j < k && w->keys[j] >> 32 == w->keys[i] >> 32)
@@ -203,11 +230,14 @@ static void steps_consistency(const struct steps_work *w, struct steps_cand *c, 
 			presence[d]++;
 		}
 	}
-	size_t mid = 0, total = c->pos[segs] - c->pos[0];
-	for (size_t i = c->pos[0]; i < c->pos[segs]; i++) {
-		double f = (double)presence[w->dense[i]] / (double)segs;
-		mid += f > 0.25 && f < 0.75;
+	/* Per name whether it is in some but not most segments (last[] reused), then per event. */
+	for (uint32_t d = 0; d < w->names; d++) {
+		double f = (double)presence[d] / (double)segs;
+		last[d] = f > 0.25 && f < 0.75;
 	}
+	size_t mid = 0, total = c->pos[segs] - c->pos[0];
+	for (size_t i = c->pos[0]; i < c->pos[segs]; i++)
+		mid += last[w->dense[i]];
 	c->mid = total ? (double)mid / (double)total : 1;
 	/*
 	 * The events right after each occurrence: a loop starts its iteration the same way every time, while
@@ -516,7 +546,7 @@ static size_t steps_rows(const struct store *st, size_t p, int api, struct steps
 }
 
 struct steps_item {
-	uint64_t key; /* launch order: correlation id, else start */
+	uint64_t key; /* start time */
 	const struct store_gpu_op *op;
 	pid_t tid;
 };
@@ -524,9 +554,80 @@ struct steps_item {
 static int steps_item_cmp(const void *a, const void *b)
 {
 	const struct steps_item *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->op->start_ns < y->op->start_ns ? -1 : x->op->start_ns > y->op->start_ns;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
+ * Sorts keys correlation id << 32 | index by id: the ids of a window are a dense range (one a CUDA call), so
+ * by their offset from the smallest, counted in one pass (steps_sort_keys).
+ */
+static void steps_sort_corr(uint64_t *keys, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		lo = keys[i] >> 32 < lo ? keys[i] >> 32 : lo;
+		hi = keys[i] >> 32 > hi ? keys[i] >> 32 : hi;
+	}
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++)
+		keys[i] -= lo << 32;
+	steps_sort_keys(keys, n, hi - lo + 1);
+	for (size_t i = 0; i < n; i++)
+		keys[i] += lo << 32;
+}
+
+/* Launch calls look back this far before the first kernel read (a launch precedes its kernel). */
+#define STEPS_LAUNCH_LOOKBACK_NS 1000000000ull
+
+/*
+ * Fills the launch calls of ev[0..n) (kernels of items, in correlation order: keys sorted) by a merge
+ * with the process's API calls sorted by correlation id: two radix sorts and a walk, where a lookup per
+ * kernel (store_gpu_op_get_launch) cost most of the computation.
+ */
+static void steps_join_launches(const struct store *st, size_t p, uint64_t from, const uint64_t *keys,
+                                size_t n, struct steps_event *ev)
+{
+	struct steps_row *rows = NULL;
+	size_t nrows = steps_rows(st, p, 1, &rows);
+	uint64_t look = from > STEPS_LAUNCH_LOOKBACK_NS ? from - STEPS_LAUNCH_LOOKBACK_NS : 0;
+	const struct store_gpu_op **calls = NULL;
+	pid_t *tids = NULL;
+	uint64_t *ck = NULL;
+	size_t m = 0, cap = 0, tcap = 0, kcap = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		size_t i = timerow_bound(rows[r].ops, rows[r].n, sizeof *rows[r].ops, TIMEROW_START, look, 0);
+		for (; i < rows[r].n; i++) {
+			const struct store_gpu_op *op = &rows[r].ops[i];
+			if (!steps_is_api(op) || !op->correlation_id || m >= UINT32_MAX)
+				continue;
+			xgrow((void **)&calls, &cap, m + 1, sizeof *calls);
+			xgrow((void **)&tids, &tcap, m + 1, sizeof *tids);
+			xgrow((void **)&ck, &kcap, m + 1, sizeof *ck);
+			calls[m] = op;
+			tids[m] = rows[r].tid;
+			ck[m] = (uint64_t)op->correlation_id << 32 | m;
+			m++;
+		}
+	}
+	free(rows);
+	steps_sort_corr(ck, m);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		uint64_t corr = keys[i] >> 32;
+		while (j < m && ck[j] >> 32 < corr)
+			j++;
+		if (j == m)
+			break;
+		if (ck[j] >> 32 == corr) {
+			const struct store_gpu_op *c = calls[(uint32_t)ck[j]];
+			ev[i].tid = tids[(uint32_t)ck[j]];
+			ev[i].cpu_ns = c->start_ns;
+			ev[i].cpu_end_ns = c->end_ns;
+		}
+	}
+	free(calls);
+	free(tids);
+	free(ck);
 }
 
 /* Process p's kernels (or API calls) since the cutoff, in launch order, into *out; returns the count. */
@@ -537,39 +638,51 @@ static size_t steps_gather(const struct store *st, size_t p, int api, size_t max
 	uint64_t from = steps_cutoff(rows, nrows, max);
 	struct steps_item *items = NULL;
 	size_t n = 0, cap = 0;
-	int all_corr = 1;
+	int all_corr = !api;
 	for (size_t r = 0; r < nrows; r++) {
 		size_t i =
 		    from ? timerow_bound(rows[r].ops, rows[r].n, sizeof *rows[r].ops, TIMEROW_START, from, 0)
 		         : 0;
-		for (; i < rows[r].n; i++) {
+		for (; i < rows[r].n && n < UINT32_MAX; i++) {
 			const struct store_gpu_op *op = &rows[r].ops[i];
 			if (api ? !steps_is_api(op) : op->kind != WIRE_GPU_KERNEL)
 				continue;
 			xgrow((void **)&items, &cap, n + 1, sizeof *items);
-			items[n++] = (struct steps_item){op->correlation_id, op, rows[r].tid};
+			items[n++] = (struct steps_item){op->start_ns, op, rows[r].tid};
 			all_corr &= op->correlation_id != 0;
 		}
 	}
 	free(rows);
-	/* Correlation ids number a process's API calls in the order they were made: the launch order across
-	 * streams and threads. Without them (some were lost), GPU start order. */
-	for (size_t i = 0; i < n; i++)
-		if (api || !all_corr)
-			items[i].key = items[i].op->start_ns;
+	*out = n ? xcalloc(n, sizeof **out) : NULL;
+	if (all_corr && n) {
+		/*
+		 * Correlation ids number a process's API calls in the order they were made: the launch order
+		 * across streams and threads (a radix sort of id << 32 | index).
+		 */
+		uint64_t *keys = xcalloc(n, sizeof *keys);
+		for (size_t i = 0; i < n; i++)
+			keys[i] = (uint64_t)items[i].op->correlation_id << 32 | i;
+		steps_sort_corr(keys, n);
+		for (size_t i = 0; i < n; i++) {
+			const struct store_gpu_op *op = items[(uint32_t)keys[i]].op;
+			(*out)[i] = (struct steps_event){op->name_id, 0, 0, 0, op->start_ns, op->end_ns};
+		}
+		steps_join_launches(st, p, from, keys, n, *out);
+		free(keys);
+		free(items);
+		return n;
+	}
+	/* API calls, or kernels without correlation ids (some were lost): in start order. */
 	if (n)
 		qsort(items, n, sizeof *items, steps_item_cmp);
-	*out = n ? xcalloc(n, sizeof **out) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct store_gpu_op *op = items[i].op;
 		struct steps_event *e = &(*out)[i];
-		e->name = op->name_id;
 		if (api) {
 			*e = (struct steps_event){op->name_id, items[i].tid, op->start_ns, op->end_ns, 0, 0};
 			continue;
 		}
-		e->gpu_start_ns = op->start_ns;
-		e->gpu_end_ns = op->end_ns;
+		*e = (struct steps_event){op->name_id, 0, 0, 0, op->start_ns, op->end_ns};
 		struct store_gpu_launch launch;
 		if (store_gpu_op_get_launch(st, p, op, &launch) == 0) {
 			e->tid = launch.tid;

@@ -15,6 +15,7 @@
 
 #define UI_STEPS_REFRESH_NS 1000000000ull /* a recomputation at most this often */
 #define UI_STEPS_KEEP       65536u        /* steps kept per process (the oldest go) */
+#define UI_STEPS_SHARE      20            /* the time between computations: at least 20 x their cost */
 
 void ui_steps_fini(struct ui_steps *s)
 {
@@ -71,7 +72,11 @@ int ui_steps_update(struct ui *ui)
 {
 	struct ui_steps *s = &ui->steps;
 	uint64_t gen = store_generation(ui->store), now = clock_mono_ns();
-	if (ui->view.paused || (s->at_ns && (gen == s->generation || now - s->at_ns < UI_STEPS_REFRESH_NS)))
+	/* At most once a second, and spending at most 1/UI_STEPS_SHARE of the time (many processes, many
+	 * kernels). */
+	uint64_t wait = s->cost_ns * UI_STEPS_SHARE > UI_STEPS_REFRESH_NS ? s->cost_ns * UI_STEPS_SHARE
+	                                                                  : UI_STEPS_REFRESH_NS;
+	if (ui->view.paused || (s->at_ns && (gen == s->generation || now - s->at_ns < wait)))
 		return 0;
 	s->generation = gen;
 	s->at_ns = now;

@@ -394,7 +394,8 @@ void ui_ranks_jump(struct ui *ui);
 
 /* ---- steps.c ---- */
 /*
- * Recomputes the inferred steps (at most once a second, when the store changed, not while paused) over each
+ * Recomputes the inferred steps (when the store changed, not while paused, at most once a second and 5% of
+ * the time) over each
  * process's newest STEPS_LIVE_EVENTS kernels, keeps the older ones, feeds the finished ones to the NVTX
  * panel ("step (inferred)") and marks the layout's step rows. 1 when a row came or went (rebuild).
  */
