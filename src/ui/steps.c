@@ -40,7 +40,8 @@ static void ui_steps_merge(struct ui_steps_proc *sp, const struct steps_result *
 	size_t drop = keep + r->n > UI_STEPS_KEEP ? keep + r->n - UI_STEPS_KEEP : 0;
 	if (drop > keep)
 		drop = keep;
-	memmove(sp->v, sp->v + drop, (keep - drop) * sizeof *sp->v);
+	if (drop) /* (sp->v may still be NULL: no memmove of nothing) */
+		memmove(sp->v, sp->v + drop, (keep - drop) * sizeof *sp->v);
 	sp->first_index += drop;
 	keep -= drop;
 	size_t take = r->n < UI_STEPS_KEEP ? r->n : UI_STEPS_KEEP;

@@ -6,8 +6,9 @@
 # domain "inferred" (style Inferred), each about the iteration's length; the ranks section counts the
 # same steps for rank 0, marked inferred; the Chrome export holds the same count of "step" ranges of
 # category "inferred" on the process's "step (inferred)" track, and the Perfetto export equals the JSON
-# (tests/runtime/perfetto_check.py; that part is skipped, with a line, without the perfetto wheel). The
-# same program with 2 iterations infers nothing (no evidence of a loop).
+# (tests/runtime/perfetto_check.py; that part is skipped, with a line, without the perfetto wheel); the
+# ASan/UBSan CLI infers the same, reporting nothing. The same program with 2 iterations infers nothing (no
+# evidence of a loop).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/runtime/fake_cupti.sh
@@ -63,6 +64,18 @@ if [ -x "$PFPY" ] && "$PFPY" -c 'import perfetto.protos.perfetto.trace.perfetto_
 else
 	echo "t280: perfetto part skipped: no $PFPY with the perfetto wheel (make deps installs it)"
 fi
+
+# The same stats and exports from the ASan/UBSan CLI: the same steps, nothing reported.
+[ -x "$CUSCOPE_ASAN" ] || fail "$CUSCOPE_ASAN not built (make BUILD=build-asan ASAN=1 build-asan/bin/cuscope)"
+cs_stats -b "$CUSCOPE_ASAN" "$T/loop.cap" "$T/asan.stats.json"
+for f in chrome perfetto; do
+	timeout 120 "$CUSCOPE_ASAN" export --format=$f -o "$T/asan.$f" "$T/loop.cap" 2>"$T/asan.$f.err" ||
+		fail "ASan export --format=$f failed: $(head -c 300 "$T/asan.$f.err")"
+done
+no_sanitizer_report "$T/asan.stats.json.err" "$T/asan.chrome.err" "$T/asan.perfetto.err"
+cmp -s <(grep -o '"domain": *"inferred"[^}]*' "$T/loop.stats.json") \
+	<(grep -o '"domain": *"inferred"[^}]*' "$T/asan.stats.json") ||
+	fail "the ASan CLI inferred other steps: $(grep -o '"domain": *"inferred"[^}]*' "$T/asan.stats.json")"
 
 # Two iterations are no loop: nothing inferred.
 loop_record short 2
