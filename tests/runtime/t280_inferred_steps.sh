@@ -73,6 +73,7 @@ for f in chrome perfetto; do
 		fail "ASan export --format=$f failed: $(head -c 300 "$T/asan.$f.err")"
 done
 no_sanitizer_report "$T/asan.stats.json.err" "$T/asan.chrome.err" "$T/asan.perfetto.err"
+grep -q '"domain": *"inferred"' "$T/asan.stats.json" || fail "the ASan CLI's stats lack the inferred steps"
 cmp -s <(grep -o '"domain": *"inferred"[^}]*' "$T/loop.stats.json") \
 	<(grep -o '"domain": *"inferred"[^}]*' "$T/asan.stats.json") ||
 	fail "the ASan CLI inferred other steps: $(grep -o '"domain": *"inferred"[^}]*' "$T/asan.stats.json")"

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "cuscope/layout.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_ranks.h"
 #include "cuscope/steps.h"
@@ -279,9 +280,17 @@ static void hello(struct store *st, int32_t rank)
 	memcpy(buf, &h, sizeof h);
 	memcpy(buf + sizeof h, "prog\0", 5);
 	feed(st, WIRE_FRAME_HELLO, buf, sizeof h + 5);
-	static const char *const names[] = {"gemm", "relu",    "loss", "sgd", "cudaLaunchKernel",
-	                                    "step", "aten::mm"};
-	for (uint32_t i = 0; i < 7; i++)
+	static const char *const names[] = {"gemm",
+	                                    "relu",
+	                                    "loss",
+	                                    "sgd",
+	                                    "cudaLaunchKernel",
+	                                    "step",
+	                                    "aten::mm",
+	                                    "cudaMemcpyAsync",
+	                                    "cudaStreamSynchronize",
+	                                    "cudaEventRecord"};
+	for (uint32_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		string(st, i + 1, names[i]);
 }
 
@@ -398,6 +407,66 @@ static void test_store(void **state)
 	store_free(st);
 }
 
+/* One CUDA API call of thread 500 (no kernel record: kernel tracing off). */
+static void api_call(struct store *st, uint64_t start, uint32_t name)
+{
+	static uint32_t corr = 100000;
+	struct wire_gpu_event e;
+	memset(&e, 0, sizeof e);
+	e.kind = WIRE_GPU_API_RUNTIME;
+	e.start_ns = start;
+	e.end_ns = start + 2 * US;
+	e.tid = 500;
+	e.name_id = name;
+	e.correlation_id = corr++;
+	feed(st, WIRE_FRAME_GPU, &e, sizeof e);
+}
+
+/* Without kernels, the CUDA API call stream: copy, 3 launches, an event, a sync; 10 iterations. */
+static void test_api_stream(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, -1);
+	static const uint32_t loop[] = {8, 5, 5, 5, 10, 9};
+	for (uint64_t i = 0; i < 10; i++)
+		for (uint64_t k = 0; k < 6; k++)
+			api_call(st, 1000000 * US + i * 1000 * US + k * 20 * US, loop[k]);
+	struct steps_result r = {0};
+	steps_infer(st, 0, 0, &r);
+	assert_about(r.n, 10);
+	assert_int_equal(r.api, 1);
+	assert_int_equal(r.gpu_time, 0);
+	assert_int_equal(r.v[1].start_ns - r.v[0].start_ns, 1000 * US);
+	steps_result_fini(&r);
+	store_free(st);
+}
+
+/* The layout's "step (inferred)" row: under the process header while set, gone when cleared. */
+static void test_layout_row(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	steps_store(st, 0);
+	struct layout l;
+	layout_init(&l);
+	layout_build(&l, st);
+	size_t without = l.count;
+	assert_int_equal(l.rows[1].kind == LAYOUT_ROW_STEPS, 0);
+	layout_set_steps(&l, 0, 1);
+	layout_build(&l, st);
+	assert_int_equal(l.count, without + 1);
+	assert_int_equal(l.rows[0].kind, LAYOUT_ROW_PROCESS);
+	assert_int_equal(l.rows[1].kind, LAYOUT_ROW_STEPS);
+	assert_int_equal(l.rows[1].pid, 500);
+	layout_set_steps(&l, 7, 0); /* a process never set: nothing to clear */
+	layout_set_steps(&l, 0, 0);
+	layout_build(&l, st);
+	assert_int_equal(l.count, without);
+	layout_fini(&l);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +474,7 @@ int main(void)
 	    cmocka_unit_test(test_noise),         cmocka_unit_test(test_varying_counts),
 	    cmocka_unit_test(test_bigram),        cmocka_unit_test(test_gpu_time),
 	    cmocka_unit_test(test_no_repetition), cmocka_unit_test(test_store),
+	    cmocka_unit_test(test_api_stream),    cmocka_unit_test(test_layout_row),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
