@@ -19,7 +19,8 @@
  * in an eval must not beat a clean anchor), the most regular first and then the lowest coefficient of
  * variation. Several tokens are often equally good (every kernel of the optimizer occurs once a step):
  * the phase is then the one with the longest median idle time before it, which is where a loop waits
- * for its data or a sync, i.e. where an iteration starts.
+ * for its data or a sync, i.e. where an iteration starts; and when that wait sits elsewhere in the iteration,
+ * at the same kernel nearly every time, the steps begin after it instead (steps_bounds).
  *
  * A step starts at the CPU start of its anchor's launch call (on the launching thread), and ends where
  * the next one starts: an iteration is a CPU-side loop body, as an NVTX step range on the training
@@ -345,10 +346,10 @@ static const struct steps_cand *steps_choose(const struct steps_work *w)
  * look like one: half to one and a half the usual events, lasting at most one and a half the median step
  * (not an initialisation phase, nor CUDA's first call creating its context).
  */
-static void steps_head(const struct steps_work *w, const struct steps_cand *c, struct steps_result *out)
+static void steps_head(const struct steps_work *w, const struct steps_cand *c, size_t head,
+                       struct steps_result *out)
 {
 	const struct steps_event *ev = w->ev;
-	size_t head = c->pos[0];
 	int gpu = out->gpu_time;
 	if (!out->n || head * 2 < c->period || head > c->period + c->period / 2)
 		return;
@@ -367,23 +368,65 @@ static void steps_head(const struct steps_work *w, const struct steps_cand *c, s
 	out->n++;
 }
 
-/* The ranges of the chosen anchor into out. */
-static void steps_ranges(const struct steps_work *w, const struct steps_cand *c, struct steps_result *out)
+/*
+ * Where the steps begin: at the anchor's occurrences, or, when the loop's longest wait lies elsewhere in
+ * its iteration (the anchor is the loss, the wait is for the data before the forward pass), after that
+ * wait: in each stretch since the previous occurrence, the event after the longest idle time, when that
+ * is the same kernel in most stretches (STEPS_ALIGN of them) and its wait is clearly longer (twice) than
+ * the anchor's own. The count stays the anchor's; only the phase moves. Returns count indexes (free them).
+ */
+static size_t *steps_bounds(const struct steps_work *w, const struct steps_cand *c)
+{
+	size_t *b = xcalloc(c->count, sizeof *b);
+	uint32_t *votes = xcalloc(w->names ? w->names : 1, sizeof *votes);
+	uint64_t *wait = xcalloc(c->count, sizeof *wait), *own = xcalloc(c->count, sizeof *own);
+	uint32_t mode = 0;
+	for (size_t j = 0; j < c->count; j++) {
+		size_t hi = c->pos[j], lo = j ? c->pos[j - 1] + 1 : hi > c->period ? hi - c->period + 1 : 0;
+		size_t best = hi;
+		uint64_t bg = hi ? steps_gap_before(w->ev, hi) : 0;
+		own[j] = bg;
+		for (size_t k = lo ? lo : 1; k < hi; k++) {
+			uint64_t g = steps_gap_before(w->ev, k);
+			if (g > bg) {
+				bg = g;
+				best = k;
+			}
+		}
+		b[j] = best;
+		wait[j] = bg;
+		uint32_t v = ++votes[w->dense[best]];
+		mode = v > mode ? v : mode;
+	}
+	u64_sort(wait, c->count);
+	u64_sort(own, c->count);
+	uint64_t wait_med = u64_percentile(wait, c->count, 0.5), own_med = u64_percentile(own, c->count, 0.5);
+	if ((double)mode < STEPS_ALIGN * (double)c->count || wait_med < 2 * own_med + 1)
+		memcpy(b, c->pos, c->count * sizeof *b);
+	free(votes);
+	free(wait);
+	free(own);
+	return b;
+}
+
+/* The ranges of the chosen anchor, starting at pos (steps_bounds), into out. */
+static void steps_ranges(const struct steps_work *w, const struct steps_cand *c, const size_t *pos,
+                         struct steps_result *out)
 {
 	const struct steps_event *ev = w->ev;
 	int gpu = 0;
 	for (size_t j = 0; j < c->count; j++)
-		gpu |= !ev[c->pos[j]].cpu_ns;
+		gpu |= !ev[pos[j]].cpu_ns;
 	out->gpu_time = gpu;
 	out->bigram = c->bigram;
-	out->anchor = ev[c->pos[c->count - 1]].name;
+	out->anchor = ev[pos[c->count - 1]].name;
 	out->period = c->period;
 	uint64_t prev_end = 0;
 	for (size_t j = 0; j < c->count; j++) {
-		size_t a = c->pos[j], b;
+		size_t a = pos[j], b;
 		uint64_t start = gpu ? ev[a].gpu_start_ns : ev[a].cpu_ns, end;
 		if (j + 1 < c->count) {
-			b = c->pos[j + 1];
+			b = pos[j + 1];
 			end = gpu ? ev[b].gpu_start_ns : ev[b].cpu_ns;
 		} else {
 			/* The last iteration: complete enough when it holds half the usual events. */
@@ -404,7 +447,7 @@ static void steps_ranges(const struct steps_work *w, const struct steps_cand *c,
 		out->v[out->n++] = (struct steps_range){start, end, ev[a].tid, (uint32_t)(b - a)};
 		prev_end = end;
 	}
-	steps_head(w, c, out);
+	steps_head(w, c, pos[0], out);
 	if (out->n < STEPS_MIN_STEPS)
 		out->n = 0;
 }
@@ -425,8 +468,11 @@ void steps_detect(const struct steps_event *ev, size_t n, struct steps_result *o
 	free(w.keys);
 	steps_check(&w);
 	const struct steps_cand *c = steps_choose(&w);
-	if (c)
-		steps_ranges(&w, c, out);
+	if (c) {
+		size_t *pos = steps_bounds(&w, c);
+		steps_ranges(&w, c, pos, out);
+		free(pos);
+	}
 	for (size_t i = 0; i < w.cand_count; i++)
 		free(w.cand[i].pos);
 	free(w.cand);
