@@ -26,7 +26,10 @@ int rankspane_due(const struct rankspane *rp, uint64_t generation, uint64_t now_
 {
 	if (!rp->computed)
 		return 1;
-	return generation != rp->generation && now_ns - rp->computed_at_ns >= RANKSPANE_REFRESH_NS;
+	uint64_t wait = rp->compute_cost_ns * RANKSPANE_SHARE > RANKSPANE_REFRESH_NS
+	                    ? rp->compute_cost_ns * RANKSPANE_SHARE
+	                    : RANKSPANE_REFRESH_NS;
+	return generation != rp->generation && now_ns - rp->computed_at_ns >= wait;
 }
 
 /* A restarted worker's " (restart K)" after its rank, "" for a first start; returns its length. */
