@@ -22,7 +22,7 @@ tm_wait 'step \(inferred\)' 15 "view: the inferred steps row"
 tm_screen >"$T/screen.txt"
 # The panel: "step (inferred)" with n = the finished steps.
 n=$(sed -nE 's/^ step \(inferred\) +([0-9]+) .*/\1/p' "$T/screen.txt" | head -n 1)
-[ -n "$n" ] && [ "$n" -ge 38 ] && [ "$n" -le 40 ] ||
+{ [ -n "$n" ] && [ "$n" -ge 38 ] && [ "$n" -le 40 ]; } ||
 	fail "NVTX panel: want 'step (inferred)' with 38..40 steps, got '$n': $(grep -E 'NVTX|inferred' "$T/screen.txt" | oneline)"
 
 # Tab + Enter on it: the window on the slowest step, the steps row selected, its boxes wide.

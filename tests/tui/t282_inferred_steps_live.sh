@@ -21,9 +21,9 @@ tm_screen_has 'EXITED' && fail "the program ended before the live check (slow ma
 tm_wait 'EXITED \(code 0\)' 30 "status after the program exits"
 sleep 2.5 # the last computation (at most once a second, and 5% of the time)
 last=$(steps_n)
-[ -n "$first" ] && [ -n "$last" ] && [ "$first" -lt "$last" ] ||
+{ [ -n "$first" ] && [ -n "$last" ] && [ "$first" -lt "$last" ]; } ||
 	fail "the inferred step count did not grow while live: $first then $last"
-[ "$last" -ge 248 ] && [ "$last" -le 251 ] || fail "after the run: $last inferred steps, want 250 +- 2"
+{ [ "$last" -ge 248 ] && [ "$last" -le 251 ]; } || fail "after the run: $last inferred steps, want 250 +- 2"
 tm_keys q
 tm_wait_exit 0 10
 exit 0
