@@ -122,10 +122,10 @@ void rankspane_row_text(const struct rankspane *rp, size_t i, char *buf, size_t 
 	int straggler = i == 0 && rp->count > 1 && r->steps;
 	char restart[32];
 	rankspane_restart_text(r, restart, sizeof restart);
-	snprintf(buf, size, " %6d%-*s%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s", (int)r->rank, rp->restart_w,
+	snprintf(buf, size, " %6d%-*s%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s%s", (int)r->rank, rp->restart_w,
 	         restart, rp->multi_host ? "  " : "", rp->multi_host ? RANKSPANE_HOST_W : 0, host,
 	         (int)r->pid, (unsigned long long)r->steps, p50, p99, nccl, comp, idle,
-	         straggler ? "  < straggler" : "");
+	         straggler ? "  < straggler" : "", r->inferred && r->steps ? "  (steps inferred)" : "");
 }
 
 void rankspane_select(struct rankspane *rp, long delta, size_t height)

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cuscope/layout.h"
+#include "cuscope/rankspane.h"
 #include "cuscope/stats.h"
 #include "cuscope/stats_ranks.h"
 #include "cuscope/steps.h"
@@ -396,6 +397,15 @@ static void test_store(void **state)
 	assert_about(v[0].steps, 12);
 	assert_int_equal(v[0].step_p50_ns, 1000 * US);
 	free(v);
+	/* The ranks pane says so on the rank's row. */
+	struct rankspane rp;
+	rankspane_init(&rp);
+	rankspane_update(&rp, st, store_generation(st), 1);
+	char row[256];
+	rankspane_row_text(&rp, 0, row, sizeof row);
+	if (!strstr(row, "(steps inferred)"))
+		fail_msg("ranks pane row without the inferred mark: %s", row);
+	rankspane_fini(&rp);
 	char *text = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&text, &size);
