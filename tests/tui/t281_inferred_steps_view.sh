@@ -39,6 +39,7 @@ tm_wait_exit 0 10
 # The same under the sanitizers (the ASan/UBSan CLI): nothing reported, exit 0.
 [ -x "$CUSCOPE_ASAN" ] || fail "$CUSCOPE_ASAN not built (make BUILD=build-asan ASAN=1 build-asan/bin/cuscope)"
 tm kill-server 2>/dev/null
+TMUX_SOCK=$TMUX_SOCK-asan # a server of its own: the first one may still be going away
 rm -f "$T/exit"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 tm_start 120 40 "cd $T && $CUSCOPE_ASAN view $T/cap 2>$T/asan.err; echo EXIT=\$? >$T/exit; exec sleep 3600"
