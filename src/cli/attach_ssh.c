@@ -444,45 +444,53 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	uint64_t last = store_last_ns(lv->store);
 	uint64_t from = last > ATTACH_SSH_REFIT_WINDOW_NS ? last - ATTACH_SSH_REFIT_WINDOW_NS : 0;
-	uint64_t *ref = NULL;
-	size_t n_ref = 0;
-	int any_fitted = 0;
-	for (int i = 0; i < count; i++)
-		any_fitted |= lv->clocks[i].fitted;
-	if (lv->ref_host < 0) {
-		for (int i = 0; i < count && lv->ref_host < 0; i++) {
-			if (!lv->clocks[i].anchored)
-				continue;
-			n_ref = attach_ssh_host_ends(lv, i, 0, &ref);
-			if (n_ref)
-				lv->ref_host = i;
-		}
-	} else {
-		/* Tracking hosts need only the window; a host not fitted yet matches from the start. */
-		int all_fitted = 1;
-		for (int i = 0; i < count; i++)
-			if (i != lv->ref_host && lv->clocks[i].anchored && !lv->clocks[i].fitted)
-				all_fitted = 0;
-		n_ref = attach_ssh_host_ends(lv, lv->ref_host, all_fitted && any_fitted ? from : 0, &ref);
+	/* The reference's ends: all of them for a host matched from the start, the window's for the
+	 * hosts tracked by their last fit (read once each, when some host needs them). */
+	uint64_t *ref_all = NULL, *ref_win = NULL;
+	size_t n_all = 0, n_win = 0;
+	int have_all = 0, have_win = 0;
+	for (int i = 0; i < count && lv->ref_host < 0; i++) {
+		if (!lv->clocks[i].anchored)
+			continue;
+		n_all = attach_ssh_host_ends(lv, i, 0, &ref_all);
+		have_all = 1;
+		if (n_all)
+			lv->ref_host = i;
 	}
 	for (int i = 0; i < count; i++) {
 		struct attach_ssh_clock *clk = &lv->clocks[i];
 		if (!clk->anchored) {
 			clk->shown = (struct store_capture_clock){
 			    .method = "none", .residual_p50_ns = -1, .residual_max_ns = -1};
-		} else if (i == lv->ref_host) {
-			clk->shown = (struct store_capture_clock){
-			    .method = "reference", .offset_ns = clk->anchor_move, .matched = n_ref};
-		} else if (n_ref) {
+			continue;
+		}
+		if (lv->ref_host < 0 || i == lv->ref_host) {
+			clk->shown =
+			    (struct store_capture_clock){.method = lv->ref_host < 0 ? "anchor" : "reference",
+			                                 .offset_ns = clk->anchor_move,
+			                                 .residual_p50_ns = lv->ref_host < 0 ? -1 : 0,
+			                                 .residual_max_ns = lv->ref_host < 0 ? -1 : 0};
+			continue;
+		}
+		if (clk->fitted && !have_win) {
+			n_win = attach_ssh_host_ends(lv, lv->ref_host, from, &ref_win);
+			have_win = 1;
+		} else if (!clk->fitted && !have_all) {
+			n_all = attach_ssh_host_ends(lv, lv->ref_host, 0, &ref_all);
+			have_all = 1;
+		}
+		const uint64_t *ref = clk->fitted ? ref_win : ref_all;
+		size_t n_ref = clk->fitted ? n_win : n_all;
+		if (n_ref)
 			attach_ssh_refit_host(lv, i, ref, n_ref, from);
-		} else if (!clk->fitted) {
+		else if (!clk->fitted)
 			clk->shown = (struct store_capture_clock){.method = "anchor",
 			                                          .offset_ns = clk->anchor_move,
 			                                          .residual_p50_ns = -1,
 			                                          .residual_max_ns = -1};
-		}
 	}
-	free(ref);
+	free(ref_all);
+	free(ref_win);
 	int rotated = lv->keep.rotations != lv->said_rotations;
 	lv->said_rotations = lv->keep.rotations;
 	for (int i = 0; i < count; i++)
