@@ -132,6 +132,7 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 #define ATTACH_SSH_REFIT_NS        1000000000ull  /* collectives matched again this often */
 #define ATTACH_SSH_REFIT_WINDOW_NS 10000000000ull /* once fitted, the collectives of this last span */
 #define ATTACH_SSH_SAY_NS          30000000000ull /* an unchanged alignment is written this often */
+#define ATTACH_SSH_REF_WAIT_NS     5000000000ull  /* the reference waits this long for every host */
 
 /* One host's clock: its anchor's move, refined by matching its collectives (clock_align.h). */
 struct attach_ssh_clock {
@@ -163,6 +164,7 @@ struct attach_ssh_live {
 	int ref_host;                    /* the host others' collectives are matched to, -1 = none yet */
 	int64_t ref_offset;              /* REALTIME - MONOTONIC here */
 	uint64_t refit_at_ns;            /* the next refit */
+	uint64_t began_ns;               /* when the view started */
 	unsigned said_rotations;         /* the live file's restarts the manifest was written for */
 	uint64_t refits, refit_cpu_ns, refit_cpu_max_ns;
 	uint8_t *moved; /* a frame copy with its times moved */
@@ -449,7 +451,13 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 	uint64_t *ref_all = NULL, *ref_win = NULL;
 	size_t n_all = 0, n_win = 0;
 	int have_all = 0, have_win = 0;
-	for (int i = 0; i < count && lv->ref_host < 0; i++) {
+	/* The reference is the first host in the order given that has collectives, chosen once every
+	 * host announced a process (or ATTACH_SSH_REF_WAIT_NS passed), not the first to answer. */
+	int anchored = 0;
+	for (int i = 0; i < count; i++)
+		anchored += lv->clocks[i].anchored;
+	int choose = anchored == count || now - lv->began_ns >= ATTACH_SSH_REF_WAIT_NS;
+	for (int i = 0; i < count && lv->ref_host < 0 && choose; i++) {
 		if (!lv->clocks[i].anchored)
 			continue;
 		n_all = attach_ssh_host_ends(lv, i, 0, &ref_all);
@@ -560,6 +568,7 @@ static int attach_ssh_live(const struct cli_args *args, char **names, int count,
 	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
 	lv.clocks = xcalloc((size_t)count, sizeof *lv.clocks);
 	lv.ref_host = -1;
+	lv.began_ns = clock_mono_ns();
 	uint64_t here_mono, here_real;
 	clock_anchor(&here_mono, &here_real);
 	lv.ref_offset = (int64_t)(here_real - here_mono);
