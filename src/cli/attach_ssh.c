@@ -130,7 +130,8 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 #define ATTACH_SSH_KEEP_FLUSH_NS   500000000ull /* the live capture file: flushed, bounded */
 #define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
 #define ATTACH_SSH_REFIT_NS        1000000000ull  /* collectives matched again this often */
-#define ATTACH_SSH_REFIT_WINDOW_NS 10000000000ull /* once fitted, the collectives of this last span */
+#define ATTACH_SSH_REFIT_WINDOW_NS 3000000000ull  /* once fitted, the collectives of this last span */
+#define ATTACH_SSH_RETRY_MAX_NS    30000000000ull /* a host not fitted yet is tried again at most this late */
 #define ATTACH_SSH_SAY_NS          30000000000ull /* an unchanged alignment is written this often */
 #define ATTACH_SSH_REF_WAIT_NS     5000000000ull  /* the reference waits this long for every host */
 
@@ -143,7 +144,9 @@ struct attach_ssh_clock {
 	int fitted;       /* fit is the last good fit, which path follows */
 	struct clock_align_fit fit;
 	struct store_capture_clock shown; /* what the status line, the manifest and stats say */
-	uint64_t said_ns;                 /* when shown was last written to the manifest */
+	uint64_t retry_at_ns,
+	    retry_ns;     /* not fitted yet: matched again then (backing off: all its ends are read) */
+	uint64_t said_ns; /* when shown was last written to the manifest */
 	int64_t said_offset_ns;
 	const char *said_method;
 };
@@ -165,7 +168,8 @@ struct attach_ssh_live {
 	int64_t ref_offset;              /* REALTIME - MONOTONIC here */
 	uint64_t refit_at_ns;            /* the next refit */
 	uint64_t began_ns;               /* when the view started */
-	unsigned said_rotations;         /* the live file's restarts the manifest was written for */
+	uint64_t ref_retry_at_ns, ref_retry_ns; /* no reference yet: looked for again then */
+	unsigned said_rotations;                /* the live file's restarts the manifest was written for */
 	uint64_t refits, refit_cpu_ns, refit_cpu_max_ns;
 	uint8_t *moved; /* a frame copy with its times moved */
 	size_t moved_cap;
@@ -435,6 +439,15 @@ static void attach_ssh_say_clock(struct attach_ssh_live *lv, int host, uint64_t 
 	clk->said_ns = now;
 }
 
+/* Sets the next try after one that found nothing: 1 s, doubling to ATTACH_SSH_RETRY_MAX_NS. */
+static void attach_ssh_backoff(uint64_t *at_ns, uint64_t *step_ns, uint64_t now)
+{
+	*step_ns = !*step_ns                                ? ATTACH_SSH_REFIT_NS
+	           : *step_ns * 2 > ATTACH_SSH_RETRY_MAX_NS ? ATTACH_SSH_RETRY_MAX_NS
+	                                                    : *step_ns * 2;
+	*at_ns = now + *step_ns;
+}
+
 /* Every ATTACH_SSH_REFIT_NS: the reference host (the first with collectives), then every other
  * host matched to it; its cost is counted (CUSCOPE_LATENCY=1 reports it). */
 static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now)
@@ -456,7 +469,8 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 	int anchored = 0;
 	for (int i = 0; i < count; i++)
 		anchored += lv->clocks[i].anchored;
-	int choose = anchored == count || now - lv->began_ns >= ATTACH_SSH_REF_WAIT_NS;
+	int choose = (anchored == count || now - lv->began_ns >= ATTACH_SSH_REF_WAIT_NS) &&
+	             lv->ref_host < 0 && now >= lv->ref_retry_at_ns;
 	for (int i = 0; i < count && lv->ref_host < 0 && choose; i++) {
 		if (!lv->clocks[i].anchored)
 			continue;
@@ -465,6 +479,8 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 		if (n_all)
 			lv->ref_host = i;
 	}
+	if (choose && lv->ref_host < 0) /* no collectives anywhere yet: look again later, less often */
+		attach_ssh_backoff(&lv->ref_retry_at_ns, &lv->ref_retry_ns, now);
 	for (int i = 0; i < count; i++) {
 		struct attach_ssh_clock *clk = &lv->clocks[i];
 		if (!clk->anchored) {
@@ -480,6 +496,8 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 			                                 .residual_max_ns = lv->ref_host < 0 ? -1 : 0};
 			continue;
 		}
+		if (!clk->fitted && now < clk->retry_at_ns)
+			continue;
 		if (clk->fitted && !have_win) {
 			n_win = attach_ssh_host_ends(lv, lv->ref_host, from, &ref_win);
 			have_win = 1;
@@ -496,6 +514,10 @@ static void attach_ssh_refit(struct attach_ssh_live *lv, int count, uint64_t now
 			                                          .offset_ns = clk->anchor_move,
 			                                          .residual_p50_ns = -1,
 			                                          .residual_max_ns = -1};
+		/* Not fitted: every end it has is read each time, so a host without (good) collectives
+		 * is tried less and less often. */
+		if (!clk->fitted)
+			attach_ssh_backoff(&clk->retry_at_ns, &clk->retry_ns, now);
 	}
 	free(ref_all);
 	free(ref_win);
