@@ -381,6 +381,9 @@ static void attach_ssh_refit_host(struct attach_ssh_live *lv, int host, const ui
 	if (good) {
 		clk->fit = fit;
 		clk->fitted = 1;
+		/* Only times after the newest seen move: what the store and the live file hold stays
+		 * (moving it would rewrite every row of the host's lanes and the file's chunks), and
+		 * the path keeps each host time's move, so its ends are unmoved exactly above. */
 		clock_align_path_steer(&clk->path, clk->high_ns + 1, &fit, CLOCK_ALIGN_LIVE_SLEW);
 		int64_t now_move = clock_align_move(&fit, clk->high_ns);
 		*s = (struct store_capture_clock){
