@@ -73,6 +73,7 @@ struct layout_lane {
 struct layout_process {
 	pid_t pid, ppid;
 	uint32_t capture;
+	char host[64];         /* its HELLO's (several hosts share one capture live: attach --ssh) */
 	int32_t rank;          /* -1 when unknown */
 	size_t launcher_ranks; /* ranks under it when it has none (rankgroup_launchers), else 0 */
 	int fold_decided;      /* its default fold was applied, or the user chose: never applied again */

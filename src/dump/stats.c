@@ -680,15 +680,16 @@ static const struct column align_cols[] = {
     {"residual_max_ns", CELL_INT},
 };
 
-/* One row per capture (cli_load_captures kept its alignment); host from its first process. */
+/* One row per capture (cli_load_captures kept its alignment), host from its first process; or one
+ * per host of a live view's capture (clock_align_manifest_apply), all of capture 0. */
 static void section_clock_alignment(const struct store *st, struct table *t)
 {
-	for (uint32_t c = 0; c < store_capture_count(st); c++) {
-		struct store_capture_clock k;
+	struct store_capture_clock k;
+	for (uint32_t c = 0; c < store_capture_count(st) || store_capture_get_clock(st, c, &k) == 0; c++) {
 		if (store_capture_get_clock(st, c, &k) != 0)
 			continue;
-		const char *host = "";
-		for (size_t p = 0; p < store_process_count(st); p++) {
+		const char *host = k.host;
+		for (size_t p = 0; !host[0] && p < store_process_count(st); p++) {
 			struct store_process_info pi;
 			store_process_get(st, p, &pi);
 			if (pi.capture == c) {
@@ -696,8 +697,8 @@ static void section_clock_alignment(const struct store *st, struct table *t)
 				break;
 			}
 		}
-		stats_table_row(t, (int64_t)c, host, k.method, k.offset_ns, k.correction_ns, k.drift_ppb,
-		                (int64_t)k.matched, (int64_t)k.unmatched, (int64_t)k.outliers,
+		stats_table_row(t, k.host[0] ? 0 : (int64_t)c, host, k.method, k.offset_ns, k.correction_ns,
+		                k.drift_ppb, (int64_t)k.matched, (int64_t)k.unmatched, (int64_t)k.outliers,
 		                k.residual_p50_ns, k.residual_max_ns);
 	}
 }
@@ -798,7 +799,10 @@ int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_for
 		fputc('{', out);
 	int first = 1;
 	for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
-		if (!(mask & 1u << s) || (sections[s].several && store_capture_count(st) < 2))
+		/* A live view's capture of several hosts (attach --ssh) kept how each was aligned. */
+		struct store_capture_clock kept;
+		int aligned = store_capture_count(st) >= 2 || store_capture_get_clock(st, 0, &kept) == 0;
+		if (!(mask & 1u << s) || (sections[s].several && !aligned))
 			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
 		if (sections[s].build_steps)

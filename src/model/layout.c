@@ -1,6 +1,7 @@
 #include "cuscope/layout.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,8 +325,9 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 			lp->fold_decided = 0;
 		}
 		if (lp->pid != pi.pid || lp->ppid != pi.ppid || lp->capture != pi.capture ||
-		    lp->rank != pi.rank)
+		    lp->rank != pi.rank || strncmp(lp->host, pi.host, sizeof lp->host - 1) != 0)
 			layout->launchers_stale = 1;
+		snprintf(lp->host, sizeof lp->host, "%s", pi.host);
 		lp->pid = pi.pid;
 		lp->ppid = pi.ppid;
 		lp->capture = pi.capture;
@@ -373,7 +375,8 @@ static void layout_fold_launchers(struct layout *layout)
 	size_t *ranks = xcalloc(n ? n : 1, sizeof *ranks);
 	for (size_t p = 0; p < n; p++)
 		rp[p] = (struct rankgroup_proc){layout->procs[p].capture, layout->procs[p].pid,
-		                                layout->procs[p].ppid, layout->procs[p].rank};
+		                                layout->procs[p].ppid, layout->procs[p].rank,
+		                                layout->procs[p].host};
 	rankgroup_launchers(rp, n, ranks);
 	for (size_t p = 0; p < n; p++) {
 		struct layout_process *lp = &layout->procs[p];

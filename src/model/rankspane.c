@@ -48,12 +48,17 @@ void rankspane_set_rows(struct rankspane *rp, struct stats_rank_row *rows, size_
 	int had = rp->sel < rp->count;
 	uint32_t capture = had ? rp->rows[rp->sel].capture : 0;
 	pid_t pid = had ? rp->rows[rp->sel].pid : 0;
+	/* Hosts of one live view share a capture and may share pids. */
+	const char *host = had && rp->rows[rp->sel].host ? rp->rows[rp->sel].host : "";
+	char host_copy[64];
+	snprintf(host_copy, sizeof host_copy, "%s", host);
 	free(rp->rows);
 	rp->rows = rows;
 	rp->count = count;
 	size_t sel = 0;
 	for (size_t i = 0; had && i < count; i++)
-		if (rows[i].capture == capture && rows[i].pid == pid)
+		if (rows[i].capture == capture && rows[i].pid == pid &&
+		    strcmp(rows[i].host ? rows[i].host : "", host_copy) == 0)
 			sel = i;
 	rp->sel = sel;
 	if (rp->top > rp->sel)

@@ -348,6 +348,9 @@ static int stats_ranks_cmp_row(const void *a, const void *b)
 		return x->restart < y->restart ? -1 : 1;
 	if (x->capture != y->capture)
 		return x->capture < y->capture ? -1 : 1;
+	int h = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+	if (h)
+		return h < 0 ? -1 : 1;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
@@ -393,7 +396,7 @@ size_t stats_ranks_compute_bounded(const struct store *st, const char *step_rang
 	size_t *owner = xcalloc(np, sizeof *owner);
 	for (size_t p = 0; p < np; p++) {
 		store_process_get(st, p, &info[p]);
-		keys[p] = (struct rankgroup_key){info[p].capture, info[p].pid, p};
+		keys[p] = (struct rankgroup_key){info[p].capture, info[p].pid, p, info[p].host};
 	}
 	rankgroup_keys_sort(keys, np);
 	/*
@@ -409,7 +412,8 @@ size_t stats_ranks_compute_bounded(const struct store *st, const char *step_rang
 			continue;
 		size_t q = p;
 		for (size_t hops = 0; hops < np; hops++) {
-			size_t parent = rankgroup_keys_find(keys, np, info[q].capture, info[q].ppid);
+			size_t parent =
+			    rankgroup_keys_find(keys, np, info[q].capture, info[q].host, info[q].ppid);
 			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank ||
 			    rankgroup_restart(info[parent].restart_count) !=
 			        rankgroup_restart(info[p].restart_count))

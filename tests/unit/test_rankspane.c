@@ -129,6 +129,23 @@ static void test_selection(void **state)
 	v[2] = (struct stats_rank_row){.rank = 2, .pid = 821};
 	rankspane_set_rows(&rp, v, 3);
 	assert_int_equal(rp.sel, 0);
+	/* Two hosts' ranks with one pid (a live view of several hosts): the selection keeps its host. */
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	rankspane_select(&rp, 1, 3);
+	assert_int_equal(rp.sel, 1);
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	assert_int_equal(rp.sel, 0);
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	assert_int_equal(rp.sel, 1);
 	/* Gone: back to the first row. */
 	rankspane_select(&rp, 2, 3);
 	v = rows_new(1);
