@@ -101,4 +101,23 @@ const struct trigger_firing *trigger_engine_firing(const struct trigger_engine *
 const char *trigger_gap_cause(const struct store *store, size_t process, pid_t tid, uint64_t from_ns,
                               uint64_t to_ns);
 
+/*
+ * A firing as a capture keeps it: a NOTICE of topic WIRE_NOTICE_TOPIC_TRIGGER on the stream of the
+ * process it concerns, written by the viewer, so `stats` lists it and old captures read as before.
+ */
+struct trigger_notice {
+	uint64_t time_ns;  /* CLOCK_MONOTONIC: when the condition became true */
+	uint64_t value_ns; /* what it measured */
+	uint64_t pre_ns;   /* the dump's pre-window asked for */
+	uint64_t held_ns;  /* of which the capture held data (the flight recorder may hold less) */
+	int32_t pid;
+	char cause[32];              /* gap-explained: the cause found, else "" */
+	char file[512];              /* the dump holding it, "" when none was written */
+	char expr[TRIGGER_EXPR_MAX]; /* the trigger */
+};
+/* The notice's one line of text into buf (cut at size); returns its length. */
+size_t trigger_notice_format(const struct trigger_notice *n, char *buf, size_t size);
+/* Reads a notice's text back: 0, or -EINVAL when it is not one. */
+int trigger_notice_parse(const char *text, struct trigger_notice *out);
+
 #endif

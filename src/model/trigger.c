@@ -7,6 +7,7 @@
 #include "cuscope/xalloc.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -690,4 +691,74 @@ size_t trigger_engine_eval(struct trigger_engine *e, const struct store *st, uin
 		added++;
 	}
 	return added;
+}
+
+/* ---- firings as capture notices ---- */
+
+size_t trigger_notice_format(const struct trigger_notice *n, char *buf, size_t size)
+{
+	/* The file is length-prefixed and the expression last, so both may hold any byte but control
+	 * characters (a store turns those into spaces). */
+	int len = snprintf(buf, size,
+	                   "trigger time_ns=%" PRIu64 " pid=%d value_ns=%" PRIu64 " pre_ns=%" PRIu64
+	                   " held_ns=%" PRIu64 " cause=%s file=%zu:%s expr=%s",
+	                   n->time_ns, (int)n->pid, n->value_ns, n->pre_ns, n->held_ns,
+	                   n->cause[0] ? n->cause : "-", strlen(n->file), n->file, n->expr);
+	if (len < 0)
+		return 0;
+	return (size_t)len < size ? (size_t)len : size ? size - 1 : 0;
+}
+
+/* "key=" then an unsigned number and one space at *p: 0 and the value, *p moved past it. */
+static int trigger_notice_u64(const char **p, const char *key, uint64_t *out)
+{
+	size_t k = strlen(key);
+	if (strncmp(*p, key, k) != 0 || !(**p && (*p)[k] >= '0' && (*p)[k] <= '9'))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(*p + k, &end, 10);
+	if (errno || *end != ' ')
+		return -EINVAL;
+	*out = v;
+	*p = end + 1;
+	return 0;
+}
+
+int trigger_notice_parse(const char *text, struct trigger_notice *out)
+{
+	memset(out, 0, sizeof *out);
+	const char *p = text;
+	uint64_t pid = 0, flen = 0;
+	if (strncmp(p, "trigger ", 8) != 0)
+		return -EINVAL;
+	p += 8;
+	if (trigger_notice_u64(&p, "time_ns=", &out->time_ns) || trigger_notice_u64(&p, "pid=", &pid) ||
+	    trigger_notice_u64(&p, "value_ns=", &out->value_ns) ||
+	    trigger_notice_u64(&p, "pre_ns=", &out->pre_ns) ||
+	    trigger_notice_u64(&p, "held_ns=", &out->held_ns) || strncmp(p, "cause=", 6) != 0 ||
+	    pid > INT32_MAX)
+		return -EINVAL;
+	out->pid = (int32_t)pid;
+	p += 6;
+	size_t clen = strcspn(p, " ");
+	if (!p[clen] || clen >= sizeof out->cause)
+		return -EINVAL;
+	if (!(clen == 1 && *p == '-'))
+		memcpy(out->cause, p, clen);
+	p += clen + 1;
+	if (strncmp(p, "file=", 5) != 0)
+		return -EINVAL;
+	p += 5;
+	char *end;
+	errno = 0;
+	flen = strtoull(p, &end, 10);
+	if (errno || end == p || *end != ':' || flen >= sizeof out->file || strlen(end + 1) < flen)
+		return -EINVAL;
+	memcpy(out->file, end + 1, flen);
+	p = end + 1 + flen;
+	if (strncmp(p, " expr=", 6) != 0 || strlen(p + 6) >= sizeof out->expr)
+		return -EINVAL;
+	snprintf(out->expr, sizeof out->expr, "%s", p + 6);
+	return 0;
 }

@@ -414,6 +414,42 @@ static void test_firings_time_order(void **state)
 	store_free(st);
 }
 
+/* A firing written as a notice reads back whole, odd file names included; other text is refused. */
+static void test_notice_roundtrip(void **state)
+{
+	(void)state;
+	struct trigger_notice n = {.time_ns = 123456789012ull,
+	                           .value_ns = 51 * MS,
+	                           .pre_ns = 5000 * MS,
+	                           .held_ns = 1200 * MS,
+	                           .pid = 4242};
+	snprintf(n.cause, sizeof n.cause, "sleep");
+	snprintf(n.file, sizeof n.file, "/tmp/a dir/x expr=y.cuscope");
+	snprintf(n.expr, sizeof n.expr, "range:train/fwd pass>p99*2");
+	char text[1024];
+	trigger_notice_format(&n, text, sizeof text);
+	struct trigger_notice back;
+	assert_int_equal(trigger_notice_parse(text, &back), 0);
+	assert_int_equal(back.time_ns, n.time_ns);
+	assert_int_equal(back.value_ns, n.value_ns);
+	assert_int_equal(back.pre_ns, n.pre_ns);
+	assert_int_equal(back.held_ns, n.held_ns);
+	assert_int_equal(back.pid, 4242);
+	assert_string_equal(back.cause, "sleep");
+	assert_string_equal(back.file, n.file);
+	assert_string_equal(back.expr, n.expr);
+	n.cause[0] = n.file[0] = '\0';
+	trigger_notice_format(&n, text, sizeof text);
+	assert_int_equal(trigger_notice_parse(text, &back), 0);
+	assert_string_equal(back.cause, "");
+	assert_string_equal(back.file, "");
+	const char *bad[] = {"", "GPU tracing unavailable", "trigger time_ns=1 pid=2",
+	                     "trigger time_ns=1 pid=2 value_ns=3 pre_ns=4 held_ns=5 cause=- file=99:x expr=y",
+	                     "trigger time_ns=x pid=2 value_ns=3 pre_ns=4 held_ns=5 cause=- file=0: expr=y"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_not_equal(trigger_notice_parse(bad[i], &back), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_gpu_idle_lag),
 	    cmocka_unit_test(test_gap_explained),
 	    cmocka_unit_test(test_firings_time_order),
+	    cmocka_unit_test(test_notice_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
