@@ -7,6 +7,7 @@
 #include "cuscope/stats_cpu.h"
 #include "cuscope/stats_ranks.h"
 #include "cuscope/store.h"
+#include "cuscope/trigger.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -680,6 +681,41 @@ static void section_clock_alignment(const struct store *st, struct table *t)
 	}
 }
 
+/* ---- triggers: the firings a viewer wrote into the capture as notices ---- */
+
+static const struct column trigger_cols[] = {
+    {"time_ns", CELL_INT}, {"expr", CELL_STR},  {"value", CELL_INT},  {"pid", CELL_INT},
+    {"file", CELL_STR},    {"cause", CELL_STR}, {"pre_ns", CELL_INT}, {"pre_held_ns", CELL_INT},
+};
+
+static int trigger_time_cmp(const void *a, const void *b)
+{
+	const struct trigger_notice *x = a, *y = b;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+static void section_triggers(const struct store *st, struct table *t)
+{
+	struct trigger_notice *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t p = 0; p < store_process_count(st); p++)
+		for (size_t i = 0; i < store_notice_count(st, p); i++) {
+			struct store_notice_info ni;
+			store_notice_get(st, p, i, &ni);
+			if (ni.topic != WIRE_NOTICE_TOPIC_TRIGGER)
+				continue;
+			xgrow((void **)&v, &cap, n + 1, sizeof *v);
+			if (trigger_notice_parse(ni.text, &v[n]) == 0)
+				n++;
+		}
+	qsort(v, n, sizeof *v, trigger_time_cmp);
+	for (size_t i = 0; i < n; i++)
+		stats_table_row(t, (int64_t)v[i].time_ns, v[i].expr, (int64_t)v[i].value_ns,
+		                (int64_t)v[i].pid, v[i].file, v[i].cause, (int64_t)v[i].pre_ns,
+		                (int64_t)v[i].held_ns);
+	free(v);
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -710,6 +746,7 @@ static const struct section sections[] = {
     {"cost", COLS(cost_cols), section_cost},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
     {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
+    {"triggers", COLS(trigger_cols), section_triggers},
 };
 
 int stats_format_parse(const char *text, enum stats_format *out)
@@ -756,7 +793,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment";
+	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment, triggers";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
