@@ -27,7 +27,7 @@ tm_wait 'no GPU idle gap after the cursor' 5 "] still the GPU-gap key"
 tm_keys '?'
 tm_wait '\} \{ +next / previous trigger firing' 5 "help lists } {"
 tm_keys Escape
-tm_wait 'EXITED \(code 0\)' 20 "the program ended"
+tm_wait 'exited \(code 0\)' 20 "the program ended"
 tm_keys q
 tm_wait_exit 0 20
 exit 0
