@@ -241,11 +241,10 @@ struct trigger_state {
 	uint8_t *dmatch; /* by domain id, same */
 	size_t dmatch_n;
 	uint64_t quiet_until_ns; /* fires again only from here on */
-	uint64_t window[TRIGGER_PCT_WINDOW];
+	uint64_t window[TRIGGER_PCT_WINDOW]; /* durations in order of completion (a ring) */
+	uint64_t sorted[TRIGGER_PCT_WINDOW]; /* the same, sorted: the percentile is a lookup */
 	size_t window_n, window_pos;
 	uint64_t completed; /* instances seen complete */
-	uint64_t threshold_ns;
-	int threshold_valid;
 };
 
 struct trigger_engine {
@@ -363,19 +362,45 @@ static void trigger_candidate(struct trigger_engine *e, size_t t, uint64_t time_
 /* The percentile threshold of a range trigger now: 1 and *out once armed, else 0. */
 static int trigger_pct_threshold(struct trigger_engine *e, size_t t, uint64_t *out)
 {
-	struct trigger_state *s = &e->state[t];
+	const struct trigger_state *s = &e->state[t];
 	if (s->completed < TRIGGER_PCT_ARM)
 		return 0;
-	if (!s->threshold_valid) {
-		uint64_t sorted[TRIGGER_PCT_WINDOW];
-		memcpy(sorted, s->window, s->window_n * sizeof *sorted);
-		u64_sort(sorted, s->window_n);
-		double p = (double)u64_percentile(sorted, s->window_n, e->specs[t].q / 100.0);
-		s->threshold_ns = (uint64_t)(p * e->specs[t].factor);
-		s->threshold_valid = 1;
-	}
-	*out = s->threshold_ns;
+	double p = (double)u64_percentile(s->sorted, s->window_n, e->specs[t].q / 100.0);
+	*out = (uint64_t)(p * e->specs[t].factor);
 	return 1;
+}
+
+/* First index of sorted[0..n) holding a value >= v. */
+static size_t trigger_lower_bound(const uint64_t *sorted, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sorted[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* One more completed duration: the oldest leaves a full window, both arrays stay in step (each
+ * instance costs a binary search and a short move, never a sort). */
+static void trigger_window_add(struct trigger_state *s, uint64_t dur)
+{
+	if (s->window_n == TRIGGER_PCT_WINDOW) {
+		uint64_t old = s->window[s->window_pos];
+		size_t i = trigger_lower_bound(s->sorted, s->window_n, old);
+		memmove(&s->sorted[i], &s->sorted[i + 1], (s->window_n - i - 1) * sizeof *s->sorted);
+		s->window_n--;
+	}
+	size_t i = trigger_lower_bound(s->sorted, s->window_n, dur);
+	memmove(&s->sorted[i + 1], &s->sorted[i], (s->window_n - i) * sizeof *s->sorted);
+	s->sorted[i] = dur;
+	s->window_n++;
+	s->window[s->window_pos] = dur;
+	s->window_pos = (s->window_pos + 1) % TRIGGER_PCT_WINDOW;
+	s->completed++;
 }
 
 /* A range instance that completed: a candidate when it ran past the threshold, then (percentile
@@ -391,13 +416,7 @@ static void trigger_range_completed(struct trigger_engine *e, size_t t, const st
 	}
 	if (trigger_pct_threshold(e, t, &thr) && dur > thr)
 		trigger_candidate(e, t, r->start_ns + thr, dur, pid, "");
-	struct trigger_state *s = &e->state[t];
-	s->window[s->window_pos] = dur;
-	s->window_pos = (s->window_pos + 1) % TRIGGER_PCT_WINDOW;
-	if (s->window_n < TRIGGER_PCT_WINDOW)
-		s->window_n++;
-	s->completed++;
-	s->threshold_valid = 0;
+	trigger_window_add(&e->state[t], dur);
 }
 
 /* A range still open at now: a candidate once now passed start + threshold. */
