@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # What triggers cost the viewer: `cuscope record` of a busy NVTX workload (tests/progs/trigger_stall
-# busy SECONDS: a "step" range holding 50 "op" ranges, as fast as it goes) with no trigger and with
+# busy SECONDS RATE: RATE "step" ranges per second, each holding 50 "op" ranges) with no trigger and with
 # four (range DUR, range percentile, gpu-idle, gap-explained), ROUNDS (default 5) interleaved
 # rounds. Measured: the cuscope process's own CPU time (utime + stime of /proc/PID/stat, its
 # children excluded: the workload is not counted), sampled until it exits, as % of its wall time;
 # the workload's steps and the events the capture holds per second (so that both rows handled the
-# same stream). Prints medians; passes or
-# fails nothing.
+# same stream). A third row, one trigger (range DUR), tells the store's feeding (record keeps no
+# store without triggers) from the evaluation. Prints medians; passes or fails nothing.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
 CLI=$PWD/$B/bin/cuscope
 PROG=$PWD/$B/tests/progs/trigger_stall
 SECONDS_RUN=${SECONDS_RUN:-4}
+RATE=${RATE:-4000} # steps/s: 51 ranges, 102 events each; 0 = as fast as it goes
 ROUNDS=${ROUNDS:-5}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,9 +27,10 @@ one()
 {
 	local mode=$1 args=()
 	[ "$mode" = triggers ] && args=("${TRIGGERS[@]}")
+	[ "$mode" = one ] && args=(--trigger 'range:step>50ms' --dump-dir "$tmp/dumps")
 	local t0 t1 last=""
 	t0=$(date +%s.%N)
-	"$CLI" record -o "$tmp/$mode.cap" "${args[@]}" -- "$PROG" busy "$SECONDS_RUN" >"$tmp/out" 2>"$tmp/err" &
+	"$CLI" record -o "$tmp/$mode.cap" "${args[@]}" -- "$PROG" busy "$SECONDS_RUN" "$RATE" >"$tmp/out" 2>"$tmp/err" &
 	local pid=$!
 	while [ -r "/proc/$pid/stat" ]; do
 		s=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && [ -n "$s" ] && last=$s
@@ -45,12 +47,13 @@ one()
 	rm -rf "$tmp/dumps"
 }
 
-echo "method: cuscope record -- trigger_stall busy $SECONDS_RUN, $ROUNDS interleaved rounds, none then 4 triggers:"
+echo "method: cuscope record -- trigger_stall busy $SECONDS_RUN $RATE, $ROUNDS interleaved rounds: none, one, then 4 triggers:"
 echo "        ${TRIGGERS[*]:0:8}"
 for _ in $(seq "$ROUNDS"); do
 	one none
+	one one
 	one triggers
 done
-for m in none triggers; do
+for m in none one triggers; do
 	echo "$m: cuscope CPU median $(median <"$tmp/$m.cpu") % of wall (rounds: $(tr '\n' ' ' <"$tmp/$m.cpu")); workload steps median $(median <"$tmp/$m.steps"); events recorded per s median $(median <"$tmp/$m.rate")"
 done

@@ -14,8 +14,9 @@
  *       (stand-in CUDA at CUSCOPE_CUPTI_PATH, as fake_cuda_app) kernels, then a nanosleep of
  *       GAP_MS between two kernels: the GPU idles from the end of the first; one crossing line per
  *       CROSS_MS (gap start + CROSS_MS), then a few more kernels and 400 ms of quiet
- *   trigger_stall busy SECONDS
- *       a busy NVTX workload (nested ranges as fast as it can, no stall) for the cost measure
+ *   trigger_stall busy SECONDS [STEPS_PER_S]
+ *       a busy NVTX workload for the cost measure: "step" ranges of 50 "op" ranges each, no stall;
+ *       as fast as it can, or paced at STEPS_PER_S (the same stream whatever the viewer costs)
  */
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
@@ -121,9 +122,14 @@ static int busy(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
-	long long end = mono_ns() + (long long)(atof(argv[2]) * 1e9);
+	long long start = mono_ns(), end = start + (long long)(atof(argv[2]) * 1e9);
+	double rate = argc > 3 ? atof(argv[3]) : 0;
 	unsigned long n = 0;
 	while (mono_ns() < end) {
+		/* Paced: wait for this step's slot (sleeps of at least 1 ms, the rest catches up). */
+		long long due = rate > 0 ? start + (long long)((double)n * 1e9 / rate) : 0;
+		if (rate > 0 && due - mono_ns() >= 1000000)
+			sleep_ms((double)(due - mono_ns()) / 1e6);
 		nvtxRangePushA("step");
 		for (int i = 0; i < 50; i++) {
 			nvtxRangePushA("op");
