@@ -119,5 +119,7 @@ struct trigger_notice {
 size_t trigger_notice_format(const struct trigger_notice *n, char *buf, size_t size);
 /* Reads a notice's text back: 0, or -EINVAL when it is not one. */
 int trigger_notice_parse(const char *text, struct trigger_notice *out);
+/* The firings a store's captures hold, by time: *out (malloc'd, the caller frees), their count. */
+size_t trigger_notices(const struct store *store, struct trigger_notice **out);
 
 #endif

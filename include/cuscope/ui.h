@@ -73,6 +73,8 @@ void ui_message(struct ui *ui, const char *text);
  * } and {; the first firing pauses the view centred on it.
  */
 void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr);
+/* A firing a capture holds: marked and reachable with } and {, nothing else (cuscope view). */
+void ui_trigger_mark(struct ui *ui, uint64_t time_ns, const char *expr);
 /* Restores the terminal from a signal or crash path (async-signal-tolerant best effort). */
 void ui_emergency_restore(void);
 

@@ -688,27 +688,10 @@ static const struct column trigger_cols[] = {
     {"file", CELL_STR},    {"cause", CELL_STR}, {"pre_ns", CELL_INT}, {"pre_held_ns", CELL_INT},
 };
 
-static int trigger_time_cmp(const void *a, const void *b)
-{
-	const struct trigger_notice *x = a, *y = b;
-	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
-}
-
 static void section_triggers(const struct store *st, struct table *t)
 {
-	struct trigger_notice *v = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t p = 0; p < store_process_count(st); p++)
-		for (size_t i = 0; i < store_notice_count(st, p); i++) {
-			struct store_notice_info ni;
-			store_notice_get(st, p, i, &ni);
-			if (ni.topic != WIRE_NOTICE_TOPIC_TRIGGER)
-				continue;
-			xgrow((void **)&v, &cap, n + 1, sizeof *v);
-			if (trigger_notice_parse(ni.text, &v[n]) == 0)
-				n++;
-		}
-	qsort(v, n, sizeof *v, trigger_time_cmp);
+	struct trigger_notice *v;
+	size_t n = trigger_notices(st, &v);
 	for (size_t i = 0; i < n; i++)
 		stats_table_row(t, (int64_t)v[i].time_ns, v[i].expr, (int64_t)v[i].value_ns,
 		                (int64_t)v[i].pid, v[i].file, v[i].cause, (int64_t)v[i].pre_ns,

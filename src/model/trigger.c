@@ -240,7 +240,7 @@ struct trigger_state {
 	size_t match_n;
 	uint8_t *dmatch; /* by domain id, same */
 	size_t dmatch_n;
-	uint64_t quiet_until_ns; /* fires again only from here on */
+	uint64_t quiet_until_ns;             /* fires again only from here on */
 	uint64_t window[TRIGGER_PCT_WINDOW]; /* durations in order of completion (a ring) */
 	uint64_t sorted[TRIGGER_PCT_WINDOW]; /* the same, sorted: the percentile is a lookup */
 	size_t window_n, window_pos;
@@ -780,4 +780,30 @@ int trigger_notice_parse(const char *text, struct trigger_notice *out)
 		return -EINVAL;
 	snprintf(out->expr, sizeof out->expr, "%s", p + 6);
 	return 0;
+}
+
+static int trigger_notice_cmp(const void *a, const void *b)
+{
+	const struct trigger_notice *x = a, *y = b;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+size_t trigger_notices(const struct store *st, struct trigger_notice **out)
+{
+	struct trigger_notice *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t p = 0; p < store_process_count(st); p++)
+		for (size_t i = 0; i < store_notice_count(st, p); i++) {
+			struct store_notice_info ni;
+			store_notice_get(st, p, i, &ni);
+			if (ni.topic != WIRE_NOTICE_TOPIC_TRIGGER)
+				continue;
+			xgrow((void **)&v, &cap, n + 1, sizeof *v);
+			if (trigger_notice_parse(ni.text, &v[n]) == 0)
+				n++;
+		}
+	if (n)
+		qsort(v, n, sizeof *v, trigger_notice_cmp);
+	*out = v;
+	return n;
 }

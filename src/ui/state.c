@@ -300,7 +300,7 @@ void ui_trigger_show(struct ui *ui, size_t i)
 	ui_say(ui, msg);
 }
 
-void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr)
+void ui_trigger_mark(struct ui *ui, uint64_t time_ns, const char *expr)
 {
 	struct ui_trigger_marks *m = &ui->triggers;
 	if (m->count >= UI_TRIGGERS_MAX)
@@ -315,10 +315,18 @@ void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr)
 	m->time_ns[m->count] = time_ns;
 	snprintf(m->expr[m->count], sizeof m->expr[0], "%s", expr);
 	m->count++;
-	if (m->count > 1) {
+}
+
+void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr)
+{
+	size_t before = ui->triggers.count;
+	ui_trigger_mark(ui, time_ns, expr);
+	if (ui->triggers.count == before)
+		return;
+	if (before) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "trigger %.60s fired again (%zu firings; } { walk them)", expr,
-		         m->count);
+		         ui->triggers.count);
 		ui_message(ui, msg);
 		return;
 	}
