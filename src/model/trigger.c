@@ -272,7 +272,8 @@ struct trigger_engine *trigger_engine_new(const struct trigger_spec *specs, size
 	struct trigger_engine *e = xcalloc(1, sizeof *e);
 	e->specs = xcalloc(count ? count : 1, sizeof *e->specs);
 	e->state = xcalloc(count ? count : 1, sizeof *e->state);
-	memcpy(e->specs, specs, count * sizeof *specs);
+	if (count)
+		memcpy(e->specs, specs, count * sizeof *specs);
 	e->count = count;
 	e->cfg = *config;
 	for (size_t i = 0; i < count; i++) {
@@ -649,7 +650,8 @@ static void trigger_scan_gpus(struct trigger_engine *e, const struct store *st, 
 		if (g->cursor_ns >= gpu_now)
 			continue;
 		size_t n = trigger_gpu_ops(e, st, g->key, g->cursor_ns, gpu_now);
-		qsort(e->ops, n, sizeof *e->ops, trigger_cmp_op);
+		if (n > 1)
+			qsort(e->ops, n, sizeof *e->ops, trigger_cmp_op);
 		for (size_t i = 0; i < n; i++) {
 			const struct store_gpu_op *op = &e->ops[i].op;
 			if (op->start_ns >= gpu_now)
@@ -692,7 +694,8 @@ size_t trigger_engine_eval(struct trigger_engine *e, const struct store *st, uin
 	if (e->need_gpu && now > lag)
 		trigger_scan_gpus(e, st, now - lag);
 	/* In time order, so a trigger's quiet time after one firing holds back the later ones. */
-	qsort(e->cand, e->cand_n, sizeof *e->cand, trigger_cmp_firing);
+	if (e->cand_n > 1)
+		qsort(e->cand, e->cand_n, sizeof *e->cand, trigger_cmp_firing);
 	size_t added = 0;
 	for (size_t i = 0; i < e->cand_n; i++) {
 		struct trigger_firing *f = &e->cand[i];
@@ -802,7 +805,7 @@ size_t trigger_notices(const struct store *st, struct trigger_notice **out)
 			if (trigger_notice_parse(ni.text, &v[n]) == 0)
 				n++;
 		}
-	if (n)
+	if (n > 1)
 		qsort(v, n, sizeof *v, trigger_notice_cmp);
 	*out = v;
 	return n;
