@@ -255,8 +255,12 @@ static void live_loop(struct live *lv, struct watch *w, struct launch *launch, s
 		if (lv->trig)
 			live_triggers(lv);
 		live_keep_dump(&lv->keep, lv->ui, now);
-		if (step & WATCH_FLUSH)
+		if (step & WATCH_FLUSH) {
+			unsigned rotations = lv->keep.rotations;
 			live_keep_flush(&lv->keep, lv->store, lv->ui);
+			if (lv->trig && lv->keep.rotations != rotations)
+				trig_hook_file_restarted(lv->trig);
+		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status->now_ns = now;
 			launch_log_note(launch, log_note, sizeof log_note);

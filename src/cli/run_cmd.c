@@ -119,8 +119,12 @@ static int run_watch(struct launch *launch, struct trig_hook *trig)
 	}
 	for (;;) {
 		int step = watch_step(&w);
-		if (step & WATCH_FLUSH)
+		if (step & WATCH_FLUSH) {
+			unsigned rotations = rw.keep.rotations;
 			live_keep_flush(&rw.keep, trig->store, NULL);
+			if (rw.keep.rotations != rotations)
+				trig_hook_file_restarted(trig);
+		}
 		trig_hook_step(trig, rw.keep.writer);
 		if (step & WATCH_KILLED)
 			log_warn("run: pid %d ignored the stop signal; killing it", (int)launch->pid);

@@ -197,6 +197,8 @@ static void trig_notice(struct trig_hook *h, struct capture_writer *w, const str
 	    .time_ns = f->time_ns, .value_ns = f->value_ns, .pre_ns = h->pre_ns, .pid = f->pid};
 	/* The pre-window as far as the stream reaches back (an attached flight recorder may hold less). */
 	uint64_t first = store_first_ns(h->store);
+	if (h->file_from_ns > first)
+		first = h->file_from_ns;
 	uint64_t from = win->from_ns > first ? win->from_ns : first;
 	n.held_ns = f->time_ns > from ? f->time_ns - from : 0;
 	if (n.held_ns > h->pre_ns)
@@ -316,6 +318,12 @@ size_t trig_hook_step(struct trig_hook *h, struct capture_writer *w)
 			h->win[i].state = TRIG_WINDOW_READY;
 	trig_dumps(h, w, TRIG_DUMP_STEP_BYTES);
 	return added;
+}
+
+void trig_hook_file_restarted(struct trig_hook *h)
+{
+	if (h->eng)
+		h->file_from_ns = store_last_ns(h->store);
 }
 
 void trig_hook_finish(struct trig_hook *h, struct capture_writer *w)

@@ -51,6 +51,8 @@ struct trig_hook {
 	unsigned dumps_written; /* on disk now */
 	uint64_t dump_bytes;    /* on disk now */
 	int full;               /* --dump-keep oldest and a bound reached: no more dumps */
+	uint64_t
+	    file_from_ns; /* the capture dumps are cut from starts here (it restarted), 0 = at the start */
 	unsigned said_full;
 };
 
@@ -72,6 +74,8 @@ void trig_hook_frame(struct trig_hook *h, int source, uint32_t type, const void 
  * from w forward a step. Returns how many firings are new.
  */
 size_t trig_hook_step(struct trig_hook *h, struct capture_writer *w);
+/* The capture dumps are cut from restarted (--disk-mb): older time is no longer in it. */
+void trig_hook_file_restarted(struct trig_hook *h);
 /* At the end of the session: every window's dump is written with what there is. */
 void trig_hook_finish(struct trig_hook *h, struct capture_writer *w);
 void trig_hook_fini(struct trig_hook *h);
