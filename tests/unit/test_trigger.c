@@ -110,7 +110,7 @@ static void api(struct store *st, uint32_t tid, uint64_t start, uint64_t end, ui
 	feed(st, WIRE_FRAME_GPU, &e, sizeof e);
 }
 
-enum { S_STEP = 1, S_FWD, S_DOM, S_KERNEL, S_LAUNCH, S_SLEEP, S_READ };
+enum { S_STEP = 1, S_FWD, S_DOM, S_KERNEL, S_LAUNCH, S_SLEEP, S_READ, S_GC, S_MUTEX };
 
 static struct store *new_store(void)
 {
@@ -123,6 +123,8 @@ static struct store *new_store(void)
 	string(st, S_LAUNCH, "cudaLaunchKernel");
 	string(st, S_SLEEP, "nanosleep");
 	string(st, S_READ, "read");
+	string(st, S_GC, "gc gen 2");
+	string(st, S_MUTEX, "pthread_mutex_lock");
 	return st;
 }
 
@@ -392,6 +394,13 @@ static void test_gap_explained(void **state)
 	assert_string_equal(trigger_gap_cause(st, 0, 7, T0 + MS, T0 + 41 * MS), "sleep");
 	assert_string_equal(trigger_gap_cause(st, 0, 7, T0 + 42 * MS, T0 + 45 * MS), "read");
 	assert_string_equal(trigger_gap_cause(st, 0, 99, T0, T0 + MS), "unknown");
+	/* GC covering most of a gap explains it, even inside a blocking call; a lock; a call that
+	 * covers less than half explains nothing. */
+	event(st, WIRE_EV_GC, 7, T0 + 100 * MS, T0 + 130 * MS, S_GC, 0);
+	assert_string_equal(trigger_gap_cause(st, 0, 7, T0 + 100 * MS, T0 + 140 * MS), "gc");
+	event(st, WIRE_EV_OSRT, 7, T0 + 200 * MS, T0 + 260 * MS, S_MUTEX, 0);
+	assert_string_equal(trigger_gap_cause(st, 0, 7, T0 + 200 * MS, T0 + 250 * MS), "lock");
+	assert_string_equal(trigger_gap_cause(st, 0, 7, T0 + 240 * MS, T0 + 300 * MS), "unknown");
 	trigger_engine_free(e);
 	store_free(st);
 }
