@@ -57,8 +57,18 @@ int trig_hook_init(struct trig_hook *h, const struct cli_triggers *opt, double g
 {
 	memset(h, 0, sizeof *h);
 	h->last_source = -1;
-	if (!opt->count)
+	if (!opt->count) {
+		/* Dump options alone would silently do nothing. */
+		if (opt->dump_dir || opt->pre_set || opt->post_set || opt->dump_max || opt->dump_max_mb ||
+		    opt->keep_newest) {
+			log_error("%s%s--dump-dir, --pre, --post, --dump-max, --dump-max-mb and --dump-keep "
+			          "go with "
+			          "--trigger EXPR",
+			          verb, *verb ? ": " : "");
+			return CLI_EXIT_USAGE;
+		}
 		return 0;
+	}
 	if (opt->dump_dir && trig_check_dir(opt->dump_dir, verb) != 0)
 		return CLI_EXIT_USAGE;
 	struct trigger_spec specs[CLI_TRIGGERS_MAX];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad trigger input gets one line and exit 2 before anything runs, on every verb that takes
 # --trigger: a malformed expression (the line shows the grammar), bad --pre/--post/--dump-max/
-# --dump-keep values, a --dump-dir that is a file, run --detached with a trigger. No capture file
+# --dump-keep values, a --dump-dir that is a file, dump options without a trigger, run --detached
+# with a trigger. No capture file
 # and no dump directory appear, and the command is never started.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -36,6 +37,10 @@ one_line dir 2 "record: --dump-dir $T/afile/d: " \
 	"$CUSCOPE" record -o "$T/c" --trigger 'range:step>1s' --dump-dir "$T/afile/d" -- sh -c "touch $T/ran"
 one_line dir2 2 "run: --dump-dir $T/afile: not a directory" \
 	"$CUSCOPE" run --trigger 'range:step>1s' --dump-dir "$T/afile" -- sh -c "touch $T/ran"
+one_line alone 2 "record: --dump-dir, --pre, .* go with --trigger EXPR" \
+	"$CUSCOPE" record -o "$T/c" --dump-dir "$T/d" -- sh -c "touch $T/ran"
+one_line alone2 2 "run: --dump-dir, --pre, .* go with --trigger EXPR" "$CUSCOPE" run --post 1s -- true
+[ -e "$T/d" ] && fail "--dump-dir without a trigger made its directory"
 [ -e "$T/c" ] && fail "a refused record left a capture"
 [ -e "$T/ran" ] && fail "the command was started although an option was refused"
 exit 0
