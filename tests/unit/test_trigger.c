@@ -239,6 +239,28 @@ static void test_range_open_fires(void **state)
 	store_free(st);
 }
 
+/* Start/end ranges (the process's async lane, ended on another thread) count as push/pop ones. */
+static void test_range_startend(void **state)
+{
+	(void)state;
+	struct store *st = new_store();
+	const char *ex[] = {"range:step>20ms"};
+	struct trigger_engine *e = engine(ex, 1, MS, 0);
+	event(st, WIRE_EV_NVTX_START, 7, T0, 1, S_STEP, 0);
+	event(st, WIRE_EV_NVTX_START, 7, T0 + 5 * MS, 2, S_STEP, 0);
+	event(st, WIRE_EV_NVTX_END, 8, T0 + 10 * MS, 2, 0, 0);
+	assert_int_equal(trigger_engine_eval(e, st, T0 + 21 * MS), 1);
+	assert_int_equal(trigger_engine_firing(e, 0)->time_ns, T0 + 20 * MS);
+	event(st, WIRE_EV_NVTX_START, 7, T0 + 30 * MS, 3, S_STEP, 0);
+	event(st, WIRE_EV_NVTX_END, 8, T0 + 80 * MS, 3, 0, 0);
+	event(st, WIRE_EV_NVTX_END, 8, T0 + 90 * MS, 1, 0, 0);
+	assert_int_equal(trigger_engine_eval(e, st, T0 + 100 * MS), 1);
+	assert_int_equal(trigger_engine_firing(e, 1)->time_ns, T0 + 50 * MS);
+	assert_int_equal(trigger_engine_firing(e, 1)->value_ns, 50 * MS);
+	trigger_engine_free(e);
+	store_free(st);
+}
+
 /* Ranges that start and end between two passes are judged when found; short ones never fire; a
  * trigger is quiet for the re-arm time after it fired; other names and domains do not count. */
 static void test_range_completed_rearm(void **state)
@@ -473,6 +495,7 @@ int main(void)
 	    cmocka_unit_test(test_gap_explained),
 	    cmocka_unit_test(test_firings_time_order),
 	    cmocka_unit_test(test_notice_roundtrip),
+	    cmocka_unit_test(test_range_startend),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
