@@ -81,7 +81,6 @@ struct trigger_engine;
 struct trigger_engine *trigger_engine_new(const struct trigger_spec *specs, size_t count,
                                           const struct trigger_config *config);
 void trigger_engine_free(struct trigger_engine *eng);
-size_t trigger_engine_spec_count(const struct trigger_engine *eng);
 const struct trigger_spec *trigger_engine_spec(const struct trigger_engine *eng, size_t index);
 /*
  * Looks at what store received since the last call, judging open ranges and gaps against now_ns

@@ -308,11 +308,6 @@ void trigger_engine_free(struct trigger_engine *e)
 	free(e);
 }
 
-size_t trigger_engine_spec_count(const struct trigger_engine *e)
-{
-	return e->count;
-}
-
 const struct trigger_spec *trigger_engine_spec(const struct trigger_engine *e, size_t index)
 {
 	return &e->specs[index];
