@@ -81,11 +81,13 @@ struct trigger_engine;
 struct trigger_engine *trigger_engine_new(const struct trigger_spec *specs, size_t count,
                                           const struct trigger_config *config);
 void trigger_engine_free(struct trigger_engine *eng);
+/* Spec index of the engine (as given to trigger_engine_new). */
 const struct trigger_spec *trigger_engine_spec(const struct trigger_engine *eng, size_t index);
 /*
  * Looks at what store received since the last call, judging open ranges and gaps against now_ns
- * (the newest time the stream is known to be complete up to: see the CLI's use). Returns how many
- * firings were appended (one pass's in time order).
+ * (the newest time the stream is known to be complete up to: see the CLI's use). A trigger fires
+ * at most once per config.rearm_ns; a crossing found after a later firing of its trigger is quiet.
+ * Returns how many firings were appended (one pass's in time order).
  */
 size_t trigger_engine_eval(struct trigger_engine *eng, const struct store *store, uint64_t now_ns);
 /* Firings so far (kept ones), and one of them. */
