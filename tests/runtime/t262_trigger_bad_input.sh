@@ -25,6 +25,8 @@ one_line run 2 "run: --trigger 'range:x>1parsec'.*; use $grammar" \
 	"$CUSCOPE" run --trigger 'range:x>1parsec' -- sh -c "touch $T/ran"
 one_line live 2 "cuscope: --trigger 'gpu-idle>'.*; use $grammar" "$CUSCOPE" --trigger 'gpu-idle>' -- true
 one_line attach 2 "attach: --trigger 'range:'.*; use $grammar" "$CUSCOPE" attach --trigger 'range:' 1
+one_line ssh 2 "attach: --trigger is not available with --ssh yet" \
+	"$CUSCOPE" attach --ssh nohost.invalid --trigger 'range:step>1s'
 one_line pre 2 "record: --pre needs a duration" "$CUSCOPE" record -o "$T/c" --trigger 'gpu-idle>1s' --pre 5 -- true
 one_line post 2 "run: --post needs a duration" "$CUSCOPE" run --trigger 'gpu-idle>1s' --post -1s -- true
 one_line max 2 "record: --dump-max needs a number" "$CUSCOPE" record -o "$T/c" --dump-max 0 -- true
