@@ -182,6 +182,11 @@ $(BUILD)/tests/bench/ranks_bench: tests/bench/ranks_bench.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
 
+# The cost of inferring steps (steps_infer on a store of 1 M kernels without NVTX).
+$(BUILD)/tests/bench/steps_bench: tests/bench/steps_bench.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
+
 deps:
 	$(Q)./tests/install-deps.sh
 

@@ -26,6 +26,7 @@ enum layout_row_kind {
 	LAYOUT_ROW_GC = 9,         /* one gc row of a thread: Python garbage collections */
 	LAYOUT_ROW_COST = 10,      /* the collector's own cost: row 0 added time %, row 1 its CPU */
 	LAYOUT_ROW_IDLE = 11,      /* "15 idle threads": a process's threads that produced nothing yet */
+	LAYOUT_ROW_STEPS = 12,     /* "step (inferred)": steps found in its kernel stream (steps.h) */
 };
 
 /* Idle threads fold into one row from this many on (a single one shows as itself: same rows). */
@@ -90,6 +91,8 @@ struct layout {
 	size_t fold_count, fold_cap;
 	struct layout_process *procs; /* what rows are built from */
 	size_t proc_count, proc_cap;
+	unsigned char *steps; /* by store process index: it has inferred steps (layout_set_steps) */
+	size_t steps_cap;
 	int frozen;          /* rebuilds reuse procs: the view is paused */
 	int launchers_stale; /* a process came or changed since launcher_ranks were worked out */
 };
@@ -114,6 +117,8 @@ void layout_add_osrt(struct layout *layout, size_t process, size_t lane, pid_t p
 void layout_add_gc(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
 /* Appends a process's cost rows (estimated added time, collector CPU) under its header. */
 void layout_add_cost(struct layout *layout, size_t process, pid_t pid);
+/* Says whether process has inferred steps: a "step (inferred)" row under its header from the next rebuild. */
+void layout_set_steps(struct layout *layout, size_t process, int on);
 /* Whether a row belongs to a thread lane (thread, NVTX, CUDA API, blocking-call and GC rows). */
 int layout_is_thread_row(const struct layout_row *row);
 /* Appends a GPU device header. */
@@ -127,7 +132,7 @@ void layout_add_idle(struct layout *layout, size_t process, pid_t pid, size_t co
 int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_cpu_info *ci);
 /*
  * Rebuilds the rows from the store: per process a header, its cost rows (when its collector reports
- * its cost), its threads in order of appearance with
+ * its cost), its inferred steps row (layout_set_steps), its threads in order of appearance with
  * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then the threads
  * that never produced an event folded into one "idle threads" row (when there are LAYOUT_IDLE_FOLD_MIN of
  * them; open, it lists them beneath), then per GPU device (by ordinal) a header and its stream lanes

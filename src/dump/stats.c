@@ -6,6 +6,7 @@
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
 #include "cuscope/stats_ranks.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/trigger.h"
 #include "cuscope/u64.h"
@@ -20,7 +21,9 @@
 
 /* ---- nvtx ---- */
 
-static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
+/* Style 3: steps inferred from a process's kernel stream (steps.h), listed as "step" in domain "inferred". */
+static const char *const style_names[] = {"PushPop", "StartEnd", "Mark", "Inferred"};
+#define STYLE_INFERRED 3
 
 struct nvtx_group {
 	uint32_t name_id, domain_id;
@@ -77,13 +80,28 @@ static struct nvtx_group *group_get(struct nvtx_groups *g, uint32_t name, uint32
 	return e;
 }
 
-static void group_add(struct nvtx_groups *g, const struct store_range *r, int style)
+static void group_add_ns(struct nvtx_group *e, uint64_t d)
 {
-	struct nvtx_group *e = group_get(g, r->name_id, r->domain_id, style);
 	xgrow((void **)&e->durations, &e->cap, e->n + 1, sizeof *e->durations);
-	uint64_t d = r->end_ns - r->start_ns;
 	e->durations[e->n++] = d;
 	e->total += d;
+}
+
+static void group_add(struct nvtx_groups *g, const struct store_range *r, int style)
+{
+	group_add_ns(group_get(g, r->name_id, r->domain_id, style), r->end_ns - r->start_ns);
+}
+
+/* The steps inferred for each process without repeating NVTX ranges, as one group. */
+static void group_add_inferred(struct nvtx_groups *g, const struct store *st)
+{
+	struct steps_result r = {0};
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		steps_infer(st, p, 0, &r);
+		for (size_t i = 0; i < r.n; i++)
+			group_add_ns(group_get(g, 0, 0, STYLE_INFERRED), r.v[i].end_ns - r.v[i].start_ns);
+	}
+	steps_result_fini(&r);
 }
 
 static int cmp_group_total(const void *a, const void *b)
@@ -124,14 +142,17 @@ static void section_nvtx(const struct store *st, struct table *t)
 				group_add(&g, &m[i], 2);
 		}
 	}
+	group_add_inferred(&g, st);
 	if (g.n)
 		qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
 		u64_sort(e->durations, e->n);
-		stats_table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
-		                style_names[e->style], (int64_t)e->n, (int64_t)e->total,
-		                (int64_t)e->durations[0], (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		int inferred = e->style == STYLE_INFERRED;
+		stats_table_row(t, inferred ? "step" : store_string(st, e->name_id),
+		                inferred ? "inferred" : store_string(st, e->domain_id), style_names[e->style],
+		                (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
+		                (int64_t)u64_percentile(e->durations, e->n, 0.50),
 		                (int64_t)u64_percentile(e->durations, e->n, 0.99),
 		                (int64_t)e->durations[e->n - 1]);
 		free(e->durations);
@@ -606,9 +627,10 @@ static void section_counters(const struct store *st, struct table *t)
 /* ---- ranks: the straggler table ---- */
 
 static const struct column rank_cols[] = {
-    {"host", CELL_STR},       {"rank", CELL_INT},        {"pid", CELL_INT},         {"gpu", CELL_STR},
-    {"steps", CELL_INT},      {"step_p50_ns", CELL_INT}, {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT},
-    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT},
+    {"host", CELL_STR},        {"rank", CELL_INT},    {"pid", CELL_INT},
+    {"gpu", CELL_STR},         {"steps", CELL_INT},   {"step_p50_ns", CELL_INT},
+    {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT}, {"compute_ns", CELL_INT},
+    {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT}, {"steps_inferred", CELL_BOOL},
 };
 
 /* Rows in the order stats_ranks_compute sorts them: the straggler (most compute time) first. */
@@ -620,7 +642,7 @@ static void section_ranks(const struct store *st, struct table *t, const char *s
 		stats_table_row(t, v[i].host, (int64_t)v[i].rank, (int64_t)v[i].pid, v[i].gpu,
 		                (int64_t)v[i].steps, (int64_t)v[i].step_p50_ns, (int64_t)v[i].step_p99_ns,
 		                (int64_t)v[i].nccl_ns, (int64_t)v[i].compute_ns, (int64_t)v[i].gpu_idle_ns,
-		                (int64_t)v[i].restart);
+		                (int64_t)v[i].restart, v[i].inferred);
 	free(v);
 }
 

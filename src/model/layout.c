@@ -20,6 +20,7 @@ void layout_fini(struct layout *layout)
 	free(layout->procs);
 	free(layout->rows);
 	free(layout->folds);
+	free(layout->steps);
 	memset(layout, 0, sizeof *layout);
 }
 
@@ -79,6 +80,18 @@ void layout_add_cost(struct layout *layout, size_t process, pid_t pid)
 		r.row = i;
 		layout_push(layout, &r);
 	}
+}
+
+void layout_set_steps(struct layout *layout, size_t process, int on)
+{
+	if (process >= layout->steps_cap) {
+		if (!on)
+			return;
+		size_t old = layout->steps_cap;
+		xgrow((void **)&layout->steps, &layout->steps_cap, process + 1, sizeof *layout->steps);
+		memset(layout->steps + old, 0, layout->steps_cap - old);
+	}
+	layout->steps[process] = (unsigned char)(on != 0);
 }
 
 /* Appends rows 0..rows-1 of one kind of a thread lane. */
@@ -409,6 +422,9 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 	}
 	if (lp->cost)
 		layout_add_cost(layout, p, lp->pid);
+	if (p < layout->steps_cap && layout->steps[p])
+		layout_push(layout,
+		            &(struct layout_row){.kind = LAYOUT_ROW_STEPS, .process = p, .pid = lp->pid});
 	size_t idle = 0;
 	for (size_t l = 0; l < lp->lane_count; l++)
 		idle += lp->lanes[l].kind == STORE_LANE_THREAD && !lp->lanes[l].active;

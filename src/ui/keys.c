@@ -121,6 +121,10 @@ static void ui_panel_jump(struct ui *ui)
 		return;
 	ui_panel_order(ui);
 	const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[ui->nvtx.sel]];
+	if (e->domain_id == NVTX_STATS_INFERRED) {
+		ui_steps_jump(ui, e);
+		return;
+	}
 	struct store_lane_info li;
 	store_lane_get(ui->store, e->process, e->lane, &li);
 	struct inspect_hit hit = {.found = 1,

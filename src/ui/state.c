@@ -136,7 +136,8 @@ void ui_update_view(struct ui *ui, const struct ui_status *status)
 void ui_rebuild_layout(struct ui *ui, int force)
 {
 	uint64_t gen = store_generation(ui->store);
-	if (force || ((gen != ui->lanes.gen_built || !ui->frame.drawn_once) && !ui->view.paused)) {
+	int steps = ui_steps_update(ui); /* a "step (inferred)" row came or went */
+	if (force || ((steps || gen != ui->lanes.gen_built || !ui->frame.drawn_once) && !ui->view.paused)) {
 		layout_build(&ui->lanes.layout, ui->store);
 		ui->lanes.gen_built = gen;
 	}

@@ -264,6 +264,17 @@ check_torch_nvtx()
 	verdict torch_nvtx torch_nvtx "$T/torch_nvtx.json" "$T/torch_nvtx.out"
 }
 
+# Steps without annotations: the MLP loop without NVTX (tests/gpu/torch_steps.py: a periodic eval, a
+# logging sync): stats' nvtx section has one "step" row in domain "inferred" counting the loop's steps +- 1.
+check_torch_steps()
+{
+	need_torch torch_steps || return
+	rec torch_steps 90 "$PY" tests/gpu/torch_steps.py --steps 30
+	record_ok torch_steps || return
+	stats torch_steps || return
+	verdict torch_steps torch_steps "$T/torch_steps.json" "$T/torch_steps.out" "$T/torch_steps.err" "$RC"
+}
+
 # --torch on the launch-bound MLP (tests/gpu/bench_torch.py): stats lists PyTorch's operators
 # (aten::linear, aten::addmm: 8 a step, exact) and the backward ones, and kernels are linked to the
 # operator whose launch call they came from (the JSON export's launch flows start inside an
@@ -753,7 +764,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts clock graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers; do
+	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

@@ -181,6 +181,11 @@ static void test_due(void **state)
 	assert_false(rankspane_due(&rp, 5, 100 + 10 * RANKSPANE_REFRESH_NS)); /* same data: never */
 	assert_false(rankspane_due(&rp, 6, 100 + RANKSPANE_REFRESH_NS - 1));  /* new data, too soon */
 	assert_true(rankspane_due(&rp, 6, 100 + RANKSPANE_REFRESH_NS));
+	/* A costly computation (inferred steps of many ranks): the next one waits RANKSPANE_SHARE times it.
+	 */
+	rp.compute_cost_ns = 200000000;
+	assert_false(rankspane_due(&rp, 6, 100 + RANKSPANE_SHARE * rp.compute_cost_ns - 1));
+	assert_true(rankspane_due(&rp, 6, 100 + RANKSPANE_SHARE * rp.compute_cost_ns));
 	store_free(st);
 	rankspane_fini(&rp);
 }
