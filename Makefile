@@ -166,7 +166,7 @@ $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(VIEWER_LIB)
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 fuzz: all tests-build
 	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz 'SAN=$(FUZZ_SAN)' build-fuzz/obj/libviewer.a
-	$(Q)for h in capture wire elfsym relay; do \
+	$(Q)for h in capture wire elfsym relay trigger; do \
 		clang $(CPPFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -o build-fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
 			build-fuzz/obj/libviewer.a $(VIEWER_LIBS) || exit 1; \
 	done

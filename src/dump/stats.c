@@ -8,6 +8,7 @@
 #include "cuscope/stats_ranks.h"
 #include "cuscope/steps.h"
 #include "cuscope/store.h"
+#include "cuscope/trigger.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -703,6 +704,24 @@ static void section_clock_alignment(const struct store *st, struct table *t)
 	}
 }
 
+/* ---- triggers: the firings a viewer wrote into the capture as notices ---- */
+
+static const struct column trigger_cols[] = {
+    {"time_ns", CELL_INT}, {"expr", CELL_STR},  {"value", CELL_INT},  {"pid", CELL_INT},
+    {"file", CELL_STR},    {"cause", CELL_STR}, {"pre_ns", CELL_INT}, {"pre_held_ns", CELL_INT},
+};
+
+static void section_triggers(const struct store *st, struct table *t)
+{
+	struct trigger_notice *v;
+	size_t n = trigger_notices(st, &v);
+	for (size_t i = 0; i < n; i++)
+		stats_table_row(t, (int64_t)v[i].time_ns, v[i].expr, (int64_t)v[i].value_ns,
+		                (int64_t)v[i].pid, v[i].file, v[i].cause, (int64_t)v[i].pre_ns,
+		                (int64_t)v[i].held_ns);
+	free(v);
+}
+
 struct section {
 	const char *name;
 	const struct column *cols;
@@ -733,6 +752,7 @@ static const struct section sections[] = {
     {"cost", COLS(cost_cols), section_cost},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
     {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
+    {"triggers", COLS(trigger_cols), section_triggers},
 };
 
 int stats_format_parse(const char *text, enum stats_format *out)
@@ -779,7 +799,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment";
+	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment, triggers";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)

@@ -56,6 +56,12 @@ void ui_draw_axis(struct ui *ui, int y)
 		snprintf(g, sizeof g, " time");
 	ui_put(ui, y, 0, gx - 1, a | A_DIM, g);
 	ui_put(ui, y, gx - 1, 1, a, ui->cells.g->vline);
+	/* Trigger firings in view: a mark on the axis at each. */
+	for (size_t i = 0; i < ui->triggers.count; i++) {
+		int64_t c = viewport_col_of(&ui->view.vp, ui->triggers.time_ns[i]);
+		if (c >= 0 && c < ui->view.vp.cols)
+			ui_put(ui, y, gx + (int)c, 1, ui_attr(ui, THEME_MARK) | A_BOLD, ui->cells.g->mark);
+	}
 	ui_cursor_cell(ui, y);
 }
 

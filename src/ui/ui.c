@@ -275,6 +275,8 @@ void ui_free(struct ui *ui)
 	free(ui->lanes.segs);
 	free(ui->lanes.density);
 	free(ui->cost.cells);
+	free(ui->triggers.time_ns);
+	free(ui->triggers.expr);
 	free(ui);
 }
 

@@ -231,6 +231,14 @@ struct ui_cost_rows {
 	size_t process;
 };
 
+/* state.c: the triggers' firings (--trigger), marked on the axis, walked with } and {. */
+#define UI_TRIGGERS_MAX 10000u
+struct ui_trigger_marks {
+	uint64_t *time_ns; /* in order of firing */
+	char (*expr)[64];  /* their expressions, cut */
+	size_t count, cap;
+};
+
 /* ui.c: what the last frame showed, to skip drawing an unchanged one. */
 struct ui_frame {
 	struct ui_frame_sig last;
@@ -259,6 +267,7 @@ struct ui {
 	struct ui_log_pane log;
 	struct ui_gpu_header gpu;
 	struct ui_cost_rows cost;
+	struct ui_trigger_marks triggers;
 	struct ui_frame frame;
 	struct panes panes; /* the last frame's screen layout */
 };
@@ -325,6 +334,8 @@ void ui_zoom(struct ui *ui, double factor);
 void ui_pan_cols(struct ui *ui, int64_t cols);
 /* Minimum length of a GPU idle gap worth explaining or jumping to. */
 uint64_t ui_gap_min(const struct ui *ui);
+/* Centres the view on trigger firing i, the cursor on it, and says which it is. */
+void ui_trigger_show(struct ui *ui, size_t i);
 /* What model/inspect needs of the view: window, cursor, now, the pause clip, origin, gap threshold. */
 void ui_inspect_view(const struct ui *ui, struct inspect_view *v);
 /* Where a reduced stretch of the cost rows still open ends (inspect_cost_until). */

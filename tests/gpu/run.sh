@@ -368,6 +368,30 @@ check_dataloader()
 	verdict dataloader dataloader "$T/dataloader.json" "$T/dataloader.out" "$T/dataloader.err" "$RC"
 }
 
+# Triggers on a real GPU: two planted idle stretches (the host sleeps 0.3 s after a synchronize);
+# gpu-idle>100ms and gap-explained:sleep each fire within 2 ms of the instants the workload printed.
+check_triggers()
+{
+	need_torch triggers || return
+	local lim
+	lim=$(limit 120)
+	REC_LIMIT=$lim
+	run_limited "$lim" "$T/triggers.out" "$T/triggers.err" "$CUSCOPE" record -o "$T/triggers.cap" --gap-ms 20 \
+		--trigger 'gpu-idle>100ms' --trigger 'gap-explained:sleep' -- "$PY" tests/gpu/torch_trigger.py
+	record_ok triggers || return
+	stats triggers || return
+	sed -n 's/^explained /crossing /p; /^pid /p' "$T/triggers.out" >"$T/triggers.explained"
+	if ! "$PY" tests/runtime/trigger_check.py "$T/triggers.json" "$T/triggers.out" 'gpu-idle>100ms' \
+		>"$T/triggers.check" 2>&1; then
+		result triggers FAIL "gpu-idle>100ms: $(tail_of "$T/triggers.check")"
+	elif ! "$PY" tests/runtime/trigger_check.py "$T/triggers.json" "$T/triggers.explained" \
+		'gap-explained:sleep' >"$T/triggers.check" 2>&1; then
+		result triggers FAIL "gap-explained:sleep: $(tail_of "$T/triggers.check")"
+	else
+		result triggers PASS "$(grep -c '"expr"' "$T/triggers.json") firings, each planted one within 2 ms"
+	fi
+}
+
 # Another CUPTI client in the same process: any exit status is passed on to check.py, which wants
 # the program's own.
 rival()
@@ -740,7 +764,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload; do
+	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"
