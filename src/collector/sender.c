@@ -382,13 +382,8 @@ static void sender_log(const char *fmt, ...)
 	if ((size_t)n > sizeof line - 2)
 		n = (int)sizeof line - 2;
 	line[n++] = '\n';
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, (size_t)n) < 0) {
-		/* nothing more to do: the line is dropped */
-	}
-	close(fd);
+	/* Written and closed only while the fd is still ours; otherwise the line is dropped. */
+	collector_fd_append(path, line, (size_t)n);
 }
 
 int sender_start(void)
