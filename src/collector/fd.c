@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,20 +130,44 @@ void collector_fd_after_fork(void)
 
 /* ---- short-lived fds: opened, used and closed through the table ---- */
 
+/* procfs's device (0 until known): a /proc file the collector opened is on it. */
+static _Atomic dev_t fd_proc_dev;
+static _Atomic int fd_proc_dev_known;
+
+/*
+ * Whether the file just opened on fd (identity id) is the one path names, not a file of the
+ * program that took the number between our open and our fstat. /proc paths (read on every thread
+ * scan) are checked by device only, which costs no system call: procfs files the program opens in
+ * that window are not told apart. Other paths are looked up again.
+ */
+static int fd_is_named(const char *path, const struct fd_identity *id)
+{
+	struct stat st;
+	if (strncmp(path, "/proc/", 6) == 0) {
+		if (!atomic_load(&fd_proc_dev_known)) {
+			if (stat("/proc/self", &st) != 0)
+				return 1; /* nothing to compare with: taken for ours */
+			atomic_store(&fd_proc_dev, st.st_dev);
+			atomic_store(&fd_proc_dev_known, 1);
+		}
+		return id->dev == atomic_load(&fd_proc_dev);
+	}
+	/* A path gone meanwhile proves nothing either way: taken for ours. A path renamed over
+	 * meanwhile costs one fd (left alone). */
+	return stat(path, &st) != 0 || (st.st_dev == id->dev && st.st_ino == id->ino);
+}
+
 int collector_fd_open(const char *path, int flags, mode_t mode)
 {
 	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY, mode);
 	if (fd < 0)
 		return -errno;
 	struct fd_identity id;
-	struct stat named;
 	if (fd_identity_read(fd, &id, 0) != 0)
 		return -EBADF; /* not even ours to close */
 	/* The program may close the new number and open a file of its own on it before our fstat:
-	 * the file registered must be the one the path names, or the number is left alone (a path
-	 * renamed over meanwhile costs one fd). A path gone meanwhile (a thread's /proc directory)
-	 * proves nothing either way: the fd is taken for ours. */
-	if (stat(path, &named) == 0 && (named.st_dev != id.dev || named.st_ino != id.ino))
+	 * then the number is left alone. */
+	if (!fd_is_named(path, &id))
 		return -EBADF;
 	return fd_register(fd, &id) < 0 ? -ENOMEM : fd;
 }
