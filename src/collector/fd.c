@@ -136,21 +136,21 @@ static _Atomic int fd_proc_dev_known;
 
 /*
  * Whether the file just opened on fd (identity id) is the one path names, not a file of the
- * program that took the number between our open and our fstat. /proc paths (read on every thread
- * scan) are checked by device only, which costs no system call: procfs files the program opens in
- * that window are not told apart. Other paths are looked up again.
+ * program that took the number between our open and our fstat. A /proc path that gave a procfs
+ * file (read on every thread scan) is checked by device only, which costs no system call: procfs
+ * files the program opens in that window are not told apart. Other paths, and /proc's links to
+ * files elsewhere (map_files), are looked up again.
  */
 static int fd_is_named(const char *path, const struct fd_identity *id)
 {
 	struct stat st;
 	if (strncmp(path, "/proc/", 6) == 0) {
-		if (!atomic_load(&fd_proc_dev_known)) {
-			if (stat("/proc/self", &st) != 0)
-				return 1; /* nothing to compare with: taken for ours */
+		if (!atomic_load(&fd_proc_dev_known) && stat("/proc/self", &st) == 0) {
 			atomic_store(&fd_proc_dev, st.st_dev);
 			atomic_store(&fd_proc_dev_known, 1);
 		}
-		return id->dev == atomic_load(&fd_proc_dev);
+		if (atomic_load(&fd_proc_dev_known) && id->dev == atomic_load(&fd_proc_dev))
+			return 1;
 	}
 	/* A path gone meanwhile proves nothing either way: taken for ours. A path renamed over
 	 * meanwhile costs one fd (left alone). */
