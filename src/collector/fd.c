@@ -85,11 +85,9 @@ int collector_fd_own(int fd)
 	return fd_register(fd, &id);
 }
 
-int collector_fd_check(int fd)
+/* collector_fd_check under the table's lock; forget drops the registration whatever the answer. */
+static int fd_check_locked(int fd, int forget)
 {
-	if (fd < 0)
-		return 0;
-	pthread_mutex_lock(&fd_table_lock);
 	int ok = 0;
 	if ((size_t)fd < fd_table_cap && fd_table[fd].owned) {
 		struct fd_identity *want = &fd_table[fd], now;
@@ -98,20 +96,34 @@ int collector_fd_check(int fd)
 		     now.rdev == want->rdev && now.type == want->type;
 		if (ok && want->has_perf_id)
 			ok = ioctl(fd, PERF_EVENT_IOC_ID, &now.perf_id) == 0 && now.perf_id == want->perf_id;
-		if (!ok)
-			want->owned = 0; /* the number is the program's now */
+		if (!ok || forget)
+			want->owned = 0; /* the number is the program's now, or about to be free */
 	}
+	return ok;
+}
+
+int collector_fd_check(int fd)
+{
+	if (fd < 0)
+		return 0;
+	pthread_mutex_lock(&fd_table_lock);
+	int ok = fd_check_locked(fd, 0);
 	pthread_mutex_unlock(&fd_table_lock);
 	return ok;
 }
 
 int collector_fd_close(int fd)
 {
-	if (!collector_fd_check(fd))
+	if (fd < 0)
 		return -1;
-	collector_fd_forget(fd);
-	close(fd);
-	return 0;
+	/* Closed right after the look, under the lock: the program could still take the number in
+	 * between (a shared fd table offers no close-if-same), but the gap is kept to one system call. */
+	pthread_mutex_lock(&fd_table_lock);
+	int ok = fd_check_locked(fd, 1);
+	if (ok)
+		close(fd);
+	pthread_mutex_unlock(&fd_table_lock);
+	return ok ? 0 : -1;
 }
 
 void collector_fd_forget(int fd)
