@@ -352,9 +352,10 @@ void symbolize_forget(void);
  * fds), checked before each use, and closed only while it is still ours. Sender-side threads
  * only: application threads never use an fd of the collector.
  */
-/* Takes ownership of fd, just created by the collector: records its identity. Returns fd, or -1
- * (fd closed) when it cannot be recorded. */
-int collector_fd_own(int fd);
+/* Takes ownership of fd, just created by the collector as a socket (type S_IFSOCK) or a perf
+ * event (type 0): records its identity. Returns fd, or -1: closed when it cannot be recorded, left
+ * alone when the number shows anything else (the program took it before we looked). */
+int collector_fd_own(int fd, mode_t type);
 /* 1 if fd still refers to the file the collector registered; 0 if the number is no longer ours
  * (the registration is dropped: the number belongs to the program now). */
 int collector_fd_check(int fd);

@@ -262,7 +262,7 @@ static void counters_probe(pid_t tid)
 				ctr.events[i].attr = attr;
 		}
 		if (fd >= 0) {
-			collector_fd_close(collector_fd_own((int)fd));
+			collector_fd_close(collector_fd_own((int)fd, 0));
 			i++;
 			continue;
 		}
@@ -314,7 +314,7 @@ void counters_thread_added(pid_t tid)
 		attr.inherit = 0;
 		long fd = perf_open(&attr, tid);
 		if (fd >= 0)
-			t->fds[i] = collector_fd_own((int)fd);
+			t->fds[i] = collector_fd_own((int)fd, 0);
 	}
 	ctr.thread_count++;
 	/* A first reading now: a thread that ends before the next poll still has its counters (as of

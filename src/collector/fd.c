@@ -71,17 +71,19 @@ static int fd_register(int fd, struct fd_identity *id)
 	return fd;
 }
 
-int collector_fd_own(int fd)
+int collector_fd_own(int fd, mode_t type)
 {
 	if (fd < 0)
 		return -1;
 	struct fd_identity id;
-	/* Only a freshly created fd of ours is asked for a perf id (anonymous inodes, perf and
-	 * eventfd, have no file type): an ioctl on anything else could mean something to its driver. */
-	if (fd_identity_read(fd, &id, 1) != 0) {
-		close(fd);
+	/* Only an anonymous inode (perf, eventfd: no file type) is asked for a perf id: an ioctl on
+	 * anything else could mean something to its driver. */
+	if (fd_identity_read(fd, &id, type == 0) != 0)
+		return -1; /* not an open number: nothing to close */
+	/* The program may have closed the new number and opened a file of its own on it already:
+	 * anything but what we made (a socket, a perf event) is left alone. */
+	if (id.type != type || (type == 0 && !id.has_perf_id))
 		return -1;
-	}
 	return fd_register(fd, &id);
 }
 

@@ -117,7 +117,7 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	if (fd < 0)
 		return -errno;
 	/* Registered first: the program may take the number at any time, even now. */
-	if (collector_fd_own(fd) < 0)
+	if (collector_fd_own(fd, 0) < 0)
 		return -ENOMEM;
 	if (fd >= SAMPLER_FD_MAX) {
 		/* The handler could not tell its signals from the program's: a timer instead. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A session directory an attach asked for (see sender_move_session), taken by the sender. */
@@ -128,7 +129,7 @@ void viewer_accept(struct sender *s)
 		if (fd < 0)
 			return;
 		/* Registered before anything else: the program may close the number at any time. */
-		if (collector_fd_own(fd) < 0)
+		if (collector_fd_own(fd, S_IFSOCK) < 0)
 			continue;
 		/* One viewer at a time; others and foreign users are turned away. */
 		if (s->viewer_fd >= 0 || session_peer_allowed(fd) != 1) {
@@ -268,7 +269,7 @@ int viewer_listen(struct sender *s)
 	int dfd = collector_fd_open(dir, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		return dfd;
-	int fd = collector_fd_own(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	int fd = collector_fd_own(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), S_IFSOCK);
 	err = fd < 0 ? -EMFILE : !collector_fd_check(dfd) ? -EBADF : session_listen_at(dfd, name, fd);
 	/* A directory fd taken over while binding: the socket may not be where the viewers look. */
 	if (collector_fd_close(dfd) != 0 && !err)

@@ -8,7 +8,9 @@
 # socket it makes again. None of the program's files may be read, written or closed by the
 # collector, the program must not crash (a thread scan cut short by a taken-over directory fd
 # once unmapped live threads' rings), and its exit code passes through. Then the same armed with
-# no viewer.
+# no viewer. Before fd.c's short-lived helpers, 8-9 runs in 10 failed. What remains is the gap of
+# one system call between a check and its close (a shared fd table has no close-if-same): on a
+# heavily loaded machine, where the sender may be preempted right there, a run can still fail.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -30,7 +32,7 @@ check_out()
 }
 
 mkdir -p "$T/files"
-"$CUSCOPE" record -o "$T/cap" -- "$PROGS/fd_closer" "$T/files" 4 >"$T/app.out" 2>"$T/app.err" </dev/null &
+"$CUSCOPE" record -o "$T/cap" -- "$PROGS/fd_closer" "$T/files" 3 >"$T/app.out" 2>"$T/app.err" </dev/null &
 CS_PID=$!
 BG_PIDS+=("$CS_PID")
 bg_wait "$CS_PID" 90
@@ -41,7 +43,7 @@ check_out "recorded with defaults" "$T/app.out" "$RC"
 # Armed, no viewer: only the collector's own fds, made again as the program takes them.
 rm -rf "$T/files" && mkdir -p "$T/files" "$T/root"
 CUSCOPE_SESSION_ROOT=$T/root LD_PRELOAD=$BUILD/lib/cuscope/libcuscope.so CUSCOPE_ARM=1 \
-	timeout 60 "$PROGS/fd_closer" "$T/files" 3 >"$T/armed.out" 2>"$T/armed.err"
+	timeout 60 "$PROGS/fd_closer" "$T/files" 2 >"$T/armed.out" 2>"$T/armed.err"
 check_out armed "$T/armed.out" "$?"
 [ -s "$T/armed.err" ] && fail "armed: the collector wrote to the program's stderr: $(head -c 200 "$T/armed.err")"
 exit 0
