@@ -82,6 +82,7 @@ static struct {
 static int build_id_matches(int fd, const uint8_t *id, size_t len)
 {
 	struct elfsym_file f;
+	memset(&f, 0, sizeof f); /* closed below even when never opened */
 	uint8_t other[64];
 	int ok = 0;
 	if (collector_fd_check(fd) && elfsym_open_fd(&f, fd) == 0) {
@@ -307,6 +308,7 @@ static void module_load(struct module *m)
 	/* The module's own tables keep their names in the file (module_func_name reads one when a
 	 * stack needs it): holding libtorch's string tables would add 150 MB to a training process. */
 	struct elfsym_file f;
+	memset(&f, 0, sizeof f); /* closed below even when never opened */
 	if (collector_fd_check(fd) && elfsym_open_fd(&f, fd) == 0 && collector_fd_check(fd)) {
 		if (elfsym_has_section_type(&f, SHT_SYMTAB)) {
 			elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &m->tab);
@@ -329,8 +331,6 @@ static void module_load(struct module *m)
 					elfsym_read_funcs_lazy(&f, SHT_DYNSYM, &m->tab);
 			}
 		}
-	} else {
-		memset(&f, 0, sizeof f);
 	}
 	elfsym_close(&f);
 	/* Symbols read through an fd that became the program's may be its file's: none are kept
