@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,53 @@ struct fd_identity {
 static struct fd_identity *fd_table;
 static size_t fd_table_cap;
 static pthread_mutex_t fd_table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The gap between a look at an fd and its use: a program thread that closes a number of ours and
+ * opens a file of its own on it right there would get its file closed (or written) by us, and a
+ * shared fd table has no close-if-same. The program's close, dup2, dup3 and close_range go
+ * through the collector (inject.c, collector_fd_app_closing): for a number of ours it clears
+ * fd_fast_owned first, then waits while a collector thread is inside a use of that number
+ * (fd_fast_busy). A use raises busy first, then reads owned: with sequentially consistent atomics
+ * either the use sees the number given up, or the program's close waits for the use to end. Lock
+ * free (the program may close from a signal handler); numbers past FD_FAST_MAX keep the gap.
+ */
+#define FD_FAST_MAX 4096
+static _Atomic unsigned char fd_fast_owned[FD_FAST_MAX];
+static _Atomic unsigned char fd_fast_busy[FD_FAST_MAX];
+
+/* Starts a use of fd: 0 when the program gave the number up (it closed it through libc). */
+static int fd_use_begin(int fd)
+{
+	if (fd < 0 || fd >= FD_FAST_MAX)
+		return 1;
+	atomic_fetch_add(&fd_fast_busy[fd], 1);
+	if (atomic_load(&fd_fast_owned[fd]))
+		return 1;
+	atomic_fetch_sub(&fd_fast_busy[fd], 1);
+	return 0;
+}
+
+static void fd_use_end(int fd)
+{
+	if (fd >= 0 && fd < FD_FAST_MAX)
+		atomic_fetch_sub(&fd_fast_busy[fd], 1);
+}
+
+static void fd_fast_set(int fd, int owned)
+{
+	if (fd >= 0 && fd < FD_FAST_MAX)
+		atomic_store(&fd_fast_owned[fd], (unsigned char)owned);
+}
+
+void collector_fd_app_closing(int fd)
+{
+	if (fd < 0 || fd >= FD_FAST_MAX || !atomic_load(&fd_fast_owned[fd]))
+		return;
+	atomic_store(&fd_fast_owned[fd], 0);
+	while (atomic_load(&fd_fast_busy[fd]))
+		sched_yield();
+}
 
 /* Reads fd's identity; 0 or -1. The perf id is asked (ask_perf_id) only of an anonymous inode. */
 static int fd_identity_read(int fd, struct fd_identity *id, int ask_perf_id)
@@ -67,6 +115,7 @@ static int fd_register(int fd, struct fd_identity *id)
 	}
 	id->owned = 1;
 	fd_table[fd] = *id;
+	fd_fast_set(fd, 1);
 	pthread_mutex_unlock(&fd_table_lock);
 	return fd;
 }
@@ -91,6 +140,8 @@ int collector_fd_own(int fd, mode_t type)
 static int fd_check_locked(int fd, int forget)
 {
 	int ok = 0;
+	if (fd < FD_FAST_MAX && !atomic_load(&fd_fast_owned[fd]) && (size_t)fd < fd_table_cap)
+		fd_table[fd].owned = 0; /* the program closed it through libc */
 	if ((size_t)fd < fd_table_cap && fd_table[fd].owned) {
 		struct fd_identity *want = &fd_table[fd], now;
 		/* The perf id is asked only once fstat shows the same anonymous inode: a perf fd. */
@@ -98,8 +149,10 @@ static int fd_check_locked(int fd, int forget)
 		     now.rdev == want->rdev && now.type == want->type;
 		if (ok && want->has_perf_id)
 			ok = ioctl(fd, PERF_EVENT_IOC_ID, &now.perf_id) == 0 && now.perf_id == want->perf_id;
-		if (!ok || forget)
+		if (!ok || forget) {
 			want->owned = 0; /* the number is the program's now, or about to be free */
+			fd_fast_set(fd, 0);
+		}
 	}
 	return ok;
 }
@@ -120,11 +173,16 @@ int collector_fd_close(int fd)
 		return -1;
 	/* Closed right after the look, under the lock: the program could still take the number in
 	 * between (a shared fd table offers no close-if-same), but the gap is kept to one system call. */
+	if (!fd_use_begin(fd)) {
+		collector_fd_forget(fd);
+		return -1;
+	}
 	pthread_mutex_lock(&fd_table_lock);
 	int ok = fd_check_locked(fd, 1);
 	if (ok)
 		close(fd);
 	pthread_mutex_unlock(&fd_table_lock);
+	fd_use_end(fd);
 	return ok ? 0 : -1;
 }
 
@@ -133,6 +191,7 @@ void collector_fd_forget(int fd)
 	pthread_mutex_lock(&fd_table_lock);
 	if (fd >= 0 && (size_t)fd < fd_table_cap)
 		fd_table[fd].owned = 0;
+	fd_fast_set(fd, 0);
 	pthread_mutex_unlock(&fd_table_lock);
 }
 
@@ -140,6 +199,9 @@ void collector_fd_forget(int fd)
 void collector_fd_after_fork(void)
 {
 	pthread_mutex_init(&fd_table_lock, NULL);
+	/* The parent's collector threads are gone: a use they were inside never ends here. */
+	for (int i = 0; i < FD_FAST_MAX; i++)
+		atomic_store(&fd_fast_busy[i], 0);
 }
 
 /* ---- short-lived fds: opened, used and closed through the table ---- */
@@ -194,23 +256,29 @@ int collector_fd_fstat(int fd, struct stat *st)
 ssize_t collector_fd_pread(int fd, void *buf, size_t len, off_t off)
 {
 	for (;;) {
-		if (!collector_fd_check(fd))
+		if (!fd_use_begin(fd))
 			return -EBADF;
-		ssize_t n = pread(fd, buf, len, off);
+		ssize_t n = collector_fd_check(fd) ? pread(fd, buf, len, off) : (errno = EBADF, -1);
+		int saved = errno;
+		fd_use_end(fd);
 		if (n >= 0)
 			return n;
-		if (errno != EINTR)
-			return -errno;
+		if (saved != EINTR)
+			return -saved;
 	}
 }
 
 ssize_t collector_fd_write(int fd, const void *buf, size_t len)
 {
-	if (!collector_fd_check(fd)) {
+	if (!fd_use_begin(fd)) {
 		errno = EBADF;
 		return -1;
 	}
-	return write(fd, buf, len);
+	ssize_t n = collector_fd_check(fd) ? write(fd, buf, len) : (errno = EBADF, -1);
+	int saved = errno;
+	fd_use_end(fd);
+	errno = saved;
+	return n;
 }
 
 ssize_t collector_fd_read_file(const char *path, char *buf, size_t cap)

@@ -394,6 +394,80 @@ COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 	return rc;
 }
 
+/* The program is about to close fd: see collector_fd_app_closing (our own threads pass). */
+static void inject_app_closing(int fd)
+{
+	if (!collector_thread_own())
+		collector_fd_app_closing(fd);
+}
+
+/*
+ * The program's closes: a number of ours it closes (a daemon's close-everything loop) is given up
+ * before it is freed, so the collector never closes or writes the file the program opens on it
+ * next (fd.c). The real function always runs, with errno as it leaves it.
+ */
+COLLECTOR_EXPORT int close(int fd)
+{
+	static int (*real)(int);
+	if (!real)
+		real = (int (*)(int))collector_real("close");
+	inject_app_closing(fd);
+	return real ? real(fd) : (int)syscall(SYS_close, fd);
+}
+
+COLLECTOR_EXPORT int dup2(int oldfd, int newfd)
+{
+	static int (*real)(int, int);
+	if (!real)
+		real = (int (*)(int, int))collector_real("dup2");
+	if (oldfd != newfd)
+		inject_app_closing(newfd);
+	return real ? real(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+COLLECTOR_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	static int (*real)(int, int, int);
+	if (!real)
+		real = (int (*)(int, int, int))collector_real("dup3");
+	if (oldfd != newfd)
+		inject_app_closing(newfd);
+	return real ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+/* Every number of ours in [first, last] (close_range's CLOSE_RANGE_CLOEXEC closes nothing now). */
+static void inject_app_closing_range(unsigned first, unsigned last)
+{
+	if (collector_thread_own())
+		return;
+	for (unsigned fd = first; fd <= last && fd < 4096; fd++)
+		collector_fd_app_closing((int)fd);
+}
+
+COLLECTOR_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	static int (*real)(unsigned, unsigned, int);
+	if (!real)
+		real = (int (*)(unsigned, unsigned, int))collector_real("close_range");
+#ifdef CLOSE_RANGE_CLOEXEC
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+#endif
+		inject_app_closing_range(first, last);
+	return real ? real(first, last, flags) : (int)syscall(SYS_close_range, first, last, flags);
+}
+
+COLLECTOR_EXPORT void closefrom(int lowfd)
+{
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))collector_real("closefrom");
+	inject_app_closing_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+	if (real)
+		real(lowfd);
+	else
+		syscall(SYS_close_range, lowfd < 0 ? 0u : (unsigned)lowfd, ~0u, 0);
+}
+
 COLLECTOR_EXPORT int prctl(int option, ...)
 {
 	static int (*real)(int, ...);

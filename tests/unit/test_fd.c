@@ -131,6 +131,30 @@ static void test_taken_over_pread_and_close(void **state)
 	assert_program_file_intact(fd, ino);
 }
 
+/* The program closes a number of ours through libc (the wrappers call collector_fd_app_closing)
+ * and opens the very same file on it: identity cannot tell them apart, the give-up can. Without
+ * it the collector would close (or write) the program's descriptor. */
+static void test_app_closed_same_file(void **state)
+{
+	struct fixture *fx = *state;
+	int fd = collector_fd_open(fx->victim, O_RDONLY, 0);
+	assert_true(fd >= 0);
+	collector_fd_app_closing(fd);
+	int v = open(fx->victim, O_RDWR);
+	assert_true(v >= 0);
+	assert_int_equal(dup2(v, fd), fd);
+	close(v);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char buf[16];
+	assert_int_equal(collector_fd_pread(fd, buf, sizeof buf, 0), -EBADF);
+	assert_int_equal(collector_fd_write(fd, "x", 1), -1);
+	assert_int_equal(collector_fd_close(fd), -1);
+	assert_program_file_intact(fd, st.st_ino);
+	/* A number the collector does not hold is left as it is. */
+	collector_fd_app_closing(fd);
+}
+
 static void test_taken_over_dir(void **state)
 {
 	struct fixture *fx = *state;
@@ -244,6 +268,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_taken_over_pread_and_close, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_taken_over_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_app_closed_same_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_lines, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_append, setup, teardown),
 	};
