@@ -708,6 +708,7 @@ static const struct section sections[] = {
     {"osrt", COLS(osrt_cols), section_osrt},
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
+    {"gpu_metrics", COLS(stats_metric_cols), stats_metrics_section},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
     {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
 };
@@ -756,7 +757,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment";
+	       "hot-inclusive, osrt, counters, cost, gpu_metrics, ranks, clock_alignment";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
