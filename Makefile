@@ -113,7 +113,8 @@ $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 # Collector parts that stand alone (no process-wide state) are unit-tested directly.
 COLLECTOR_UNIT_OBJ := $(BUILD)/pic/collector/ring.o $(BUILD)/pic/collector/strtab.o \
 	$(BUILD)/pic/collector/sendq.o $(BUILD)/pic/collector/nvtxname.o \
-	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/pmconfig.o
+	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/pmconfig.o \
+	$(BUILD)/pic/collector/gpulock.o
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")

@@ -321,6 +321,18 @@ static const struct source sources[] = {
         .what = "counters every",
         .unit = "ms",
     },
+    {
+        .name = "gpu_metrics",
+        .cost_id = WIRE_COST_GPU_METRICS,
+        /* Starts in poll once GPU tracing runs (the program initialised CUDA). */
+        .init = pmsample_init,
+        .running = pmsample_running,
+        .poll = pmsample_poll,
+        .stop = pmsample_stop,
+        .detach = pmsample_detach,
+        .after_fork = pmsample_after_fork,
+        .cost = pmsample_cost,
+    },
 };
 
 #define SOURCE_COUNT (sizeof sources / sizeof sources[0])
