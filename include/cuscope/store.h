@@ -502,12 +502,15 @@ struct store_gpu_metric_info {
 	const char *device_name; /* short name ("H200"), "" when that process did not describe it */
 	size_t points;           /* in memory */
 	uint64_t dropped;        /* dropped by the series bound */
-	int percent;             /* the value is a percentage (0..100) */
-	int bytes;               /* the value is bytes over the sample's interval */
+	/* The value's unit, from the name: "percent" (0..100), "bytes" (over the sample's interval),
+	 * "cycles" (over the interval), "MiB/s" (NVML GPM rates) or "" (unknown). */
+	const char *unit;
 };
 
 /* Samples ingested in total. */
 uint64_t store_gpu_metric_samples(const struct store *store);
+/* The unit of a metric's values from its name (see store_gpu_metric_info.unit). */
+const char *store_gpu_metric_unit(const char *name);
 /* Series, in order of first sample. */
 size_t store_gpu_metric_count(const struct store *store);
 void store_gpu_metric_get(const struct store *store, size_t index, struct store_gpu_metric_info *out);

@@ -44,10 +44,7 @@ void stats_metrics_section(const struct store *st, struct table *t)
 		qsort(v, n, sizeof *v, stats_metrics_cmp);
 		/* The lower median: a value that was measured, never an average of two. */
 		stats_table_row(t, mi.uuid, mi.device_name, mi.name, stats_metrics_source(mi.source),
-		                (int64_t)n, v[0], v[(n - 1) / 2], v[n - 1], sum / (double)n,
-		                mi.percent ? "percent"
-		                : mi.bytes ? "bytes"
-		                           : "");
+		                (int64_t)n, v[0], v[(n - 1) / 2], v[n - 1], sum / (double)n, mi.unit);
 		free(v);
 	}
 }

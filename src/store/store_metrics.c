@@ -128,6 +128,19 @@ void store_metrics_free(struct store *st)
 	st->metrics = NULL;
 }
 
+const char *store_gpu_metric_unit(const char *name)
+{
+	if (strncmp(name, "nvml:", 5) == 0)
+		return strstr(name, "mib_s") ? "MiB/s" : "percent";
+	if (strstr(name, "pct"))
+		return "percent";
+	if (strstr(name, "bytes"))
+		return "bytes";
+	if (strstr(name, "cycles"))
+		return "cycles";
+	return "";
+}
+
 uint64_t store_gpu_metric_samples(const struct store *st)
 {
 	return st->metrics ? st->metrics->samples : 0;
@@ -159,8 +172,7 @@ void store_gpu_metric_get(const struct store *st, size_t index, struct store_gpu
 	out->device = s->device;
 	out->points = s->n;
 	out->dropped = s->dropped;
-	out->percent = strstr(out->name, "pct") != NULL || strncmp(out->name, "nvml:", 5) == 0;
-	out->bytes = !out->percent && strstr(out->name, "bytes") != NULL;
+	out->unit = store_gpu_metric_unit(out->name);
 	struct store_gpu_device_info di;
 	out->device_name = "";
 	if (s->process < st->proc_count && store_gpu_device_find(st, s->process, s->device, &di) == 0)
@@ -180,9 +192,14 @@ size_t store_gpu_metric_query(const struct store *st, size_t index, uint64_t fro
 		else
 			hi = mid;
 	}
-	size_t end = lo;
-	while (end < s->n && s->v[end].start_ns < to_ns)
-		end++;
+	size_t end_lo = lo, end_hi = s->n;
+	while (end_lo < end_hi) {
+		size_t mid = end_lo + (end_hi - end_lo) / 2;
+		if (s->v[mid].start_ns < to_ns)
+			end_lo = mid + 1;
+		else
+			end_hi = mid;
+	}
 	*out = s->v + lo;
-	return end - lo;
+	return end_lo - lo;
 }

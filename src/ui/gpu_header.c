@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/gpumetric.h"
 #include "cuscope/nvml.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -83,7 +84,10 @@ static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_dev
 	}
 }
 
-/* " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%": busy now (last second) and over the view. */
+/*
+ * " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%  sm 64%  tensor 41%  dram rd 1.2 TB/s": busy now
+ * (last second) and over the view, then the GPU's hardware metrics over the last second.
+ */
 void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 {
 	uint64_t now = ui_now(ui);
@@ -100,7 +104,22 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	snprintf(lab, sizeof lab, " %s", dv->label);
 	ui_fill(y, 0, COLS, ui_attr(ui, THEME_NORMAL), " ");
 	ui_put(ui, y, 0, lw, ui_attr(ui, THEME_GPU_HEADER), lab);
-	int rest = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5;
+	/* Hardware metrics take what the sparklines can spare (they keep 24 cells). */
+	char hw[256];
+	gpumetric_summary(ui->store, dv->uuid, from, now, hw, sizeof hw);
+	int room = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - 24 - 2;
+	if (hw[0] && room > 8 && (int)strlen(hw) > room) {
+		/* Whole items only: cut at the last double space that fits. */
+		hw[room] = '\0';
+		char *cut = hw;
+		for (char *p = hw; (p = strstr(p, "  ")) != NULL; p += 2)
+			cut = p;
+		*cut = '\0'; /* no whole item fits: none */
+	}
+	if (room <= 8)
+		hw[0] = '\0';
+	int hwl = hw[0] ? (int)strlen(hw) + 2 : 0;
+	int rest = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - hwl;
 	int sw = rest * 2 / 3, cw = rest - sw;
 	int x = lw;
 	x += ui_put(ui, y, x, 4, ui_attr(ui, THEME_UTIL_SM) | A_BOLD, " SM ");
@@ -116,7 +135,9 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	snprintf(pct, sizeof pct, " %3.0f%%", cp * 100);
 	x += ui_put(ui, y, x, 5, ui_attr(ui, THEME_UTIL_COPY) | A_BOLD, pct);
 	if (nv[0])
-		ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
+	if (hw[0] && x + 2 < COLS)
+		ui_put(ui, y, x + 2, COLS - x - 2, ui_attr(ui, THEME_GPU_HEADER) | A_BOLD, hw);
 }
 
 /* GPU rate sample (once a second) and new collector warnings onto the message line. */

@@ -274,6 +274,8 @@ void ui_free(struct ui *ui)
 	free(ui->lanes.segs);
 	free(ui->lanes.density);
 	free(ui->cost.cells);
+	free(ui->metrics.cells);
+	free(ui->metrics.have);
 	free(ui);
 }
 

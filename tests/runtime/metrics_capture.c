@@ -2,7 +2,8 @@
  * Writes a capture with GPU hardware metric samples through the project's capture writer, with
  * known truth (t290_gpu_metrics):
  *   metrics_capture OUT
- * Process 5151 ("gemm", start T0 = 1000 s) describes device 0, "NVIDIA H200", UUID U1, and sends
+ * Process 5151 ("gemm", start T0 = 1000 s) describes device 0, "NVIDIA H200", UUID U1, runs one
+ * kernel "gemm_bf16" on its stream 7 over [T0 + 1 s, T0 + 1.5 s) (so the UI has its GPU), and sends
  * 100 PM samples of 10 ms from T0 + 1 s (sample i covers [T0 + 1 s + i*10 ms, + 10 ms)) of three
  * metrics, in frames of 7 samples:
  *   sm__cycles_active.avg                   1000 + i          (min 1000, median 1049, max 1099)
@@ -104,6 +105,21 @@ int main(int argc, char **argv)
 	dev.sm_count = 132;
 	dev.cc_major = 9;
 	frame(0, WIRE_FRAME_GPU_DEVICE, &dev, sizeof dev);
+	string(0, 5, "gemm_bf16");
+	struct wire_gpu_event ev[2];
+	memset(ev, 0, sizeof ev);
+	ev[0].kind = WIRE_GPU_CONTEXT;
+	ev[0].start_ns = ev[0].end_ns = T0 + S / 2;
+	ev[0].context = 1;
+	ev[0].stream = 1;
+	ev[1].kind = WIRE_GPU_KERNEL;
+	ev[1].start_ns = T0 + S;
+	ev[1].end_ns = T0 + S + S / 2;
+	ev[1].context = 1;
+	ev[1].stream = 7;
+	ev[1].name_id = 5;
+	ev[1].grid[0] = ev[1].block[0] = 1;
+	frame(0, WIRE_FRAME_GPU, ev, sizeof ev);
 	string(0, 2, "sm__cycles_active.avg");
 	string(0, 3,
 	       "TPC.TriageCompute.sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed");

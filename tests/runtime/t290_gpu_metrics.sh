@@ -21,7 +21,7 @@ U2=GPU-02020202-0202-0202-0202-020202020202
 TENSOR=TPC.TriageCompute.sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed
 want="# gpu_metrics
 gpu,device,metric,source,samples,min,median,max,mean,unit
-$U1,H200,sm__cycles_active.avg,pm,100,1000,1049,1099,1049.5,
+$U1,H200,sm__cycles_active.avg,pm,100,1000,1049,1099,1049.5,cycles
 $U1,H200,$TENSOR,pm,100,0,25,75,37.5,percent
 $U1,H200,dram__bytes_read.sum,pm,100,1000000,50000000,100000000,50500000,bytes
 $U2,,nvml:gpu_util,nvml,3,10,20,90,40,percent"
