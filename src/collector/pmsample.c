@@ -90,6 +90,10 @@ struct pmsample_gpu {
 	uint8_t *data;
 	size_t data_size;
 	uint32_t ids[PMCONFIG_METRICS_MAX];
+	/* What to say about it, "HEAD<GPU list>TAIL" (GPUs with the same words are said together). */
+	const char *note_head;
+	char note_tail[400];
+	uint32_t note_level;
 	int64_t clock_offset; /* GPU timestamp -> CLOCK_MONOTONIC */
 	int clock_known;
 	/* NVML */
@@ -602,16 +606,26 @@ static int pmsample_root_fd(void)
 	return safefs_open_dir(root, getuid(), SAFEFS_PRIVATE);
 }
 
-/* Takes the GPU's lock and starts the best way of sampling it that works, saying why once. */
+/*
+ * Takes the GPU's lock and starts the best way of sampling it that works; what to say about it
+ * (why it fell back, who samples it) goes to its note, said by pmsample_say.
+ */
 static void pmsample_gpu_begin(struct pmsample_gpu *g, int root, uint64_t now)
 {
 	pid_t holder = 0;
 	int fd = root >= 0 ? gpulock_take(root, g->uuid, &holder) : -ENOENT;
+	g->note_head = NULL;
 	if (fd == -EBUSY) {
-		if (g->mode != PMSAMPLE_ELSEWHERE)
-			collector_notice(
-			    WIRE_NOTICE_INFO, "GPU metrics of GPU%d come from %s%d (one sampler per GPU)",
-			    g->ordinal, holder ? "pid " : "another process", holder ? (int)holder : 0);
+		if (g->mode != PMSAMPLE_ELSEWHERE) {
+			g->note_head = "GPU metrics of ";
+			g->note_level = WIRE_NOTICE_INFO;
+			if (holder)
+				snprintf(g->note_tail, sizeof g->note_tail,
+				         " come from pid %d (one sampler per GPU)", (int)holder);
+			else
+				snprintf(g->note_tail, sizeof g->note_tail,
+				         " come from another process (one sampler per GPU)");
+		}
 		g->mode = PMSAMPLE_ELSEWHERE;
 		g->retry_ns = now + PMSAMPLE_RETRY_NS;
 		return;
@@ -619,29 +633,52 @@ static void pmsample_gpu_begin(struct pmsample_gpu *g, int root, uint64_t now)
 	/* Without the root (not ours, or missing) we sample unlocked rather than not at all. */
 	g->lock_fd = fd >= 0 ? fd : -1;
 	char why_pm[256] = "", why_gpm[160] = "", why_nvml[160] = "";
+	g->note_level = WIRE_NOTICE_WARNING;
 	if (pmsample_pm_start(g, why_pm, sizeof why_pm) == 0) {
 		g->mode = PMSAMPLE_PM;
 		return;
 	}
 	if (pmsample_gpm_start(g, why_gpm, sizeof why_gpm) == 0) {
 		g->mode = PMSAMPLE_GPM;
-		collector_notice(WIRE_NOTICE_WARNING, "GPU metrics on GPU%d from NVML GPM: %s", g->ordinal,
-		                 why_pm);
+		g->note_head = "GPU metrics from NVML GPM on ";
+		snprintf(g->note_tail, sizeof g->note_tail, ": %s", why_pm);
 		return;
 	}
 	if (pmsample_util_start(g, why_nvml, sizeof why_nvml) == 0) {
 		g->mode = PMSAMPLE_NVML;
-		collector_notice(WIRE_NOTICE_WARNING,
-		                 "GPU metrics on GPU%d from NVML utilisation only: %s; %s", g->ordinal,
-		                 why_pm, why_gpm);
+		g->note_head = "GPU metrics from NVML utilisation only on ";
+		snprintf(g->note_tail, sizeof g->note_tail, ": %s; %s", why_pm, why_gpm);
 		return;
 	}
 	g->mode = PMSAMPLE_NONE;
-	collector_notice(WIRE_NOTICE_WARNING, "GPU metrics unavailable on GPU%d: %s; %s", g->ordinal, why_pm,
-	                 why_gpm[0] ? why_gpm : why_nvml);
+	g->note_head = "GPU metrics unavailable on ";
+	snprintf(g->note_tail, sizeof g->note_tail, ": %s; %s", why_pm, why_gpm[0] ? why_gpm : why_nvml);
 	if (g->lock_fd >= 0) {
 		close(g->lock_fd);
 		g->lock_fd = -1;
+	}
+}
+
+/* Says the GPUs' notes, once each: GPUs with the same words in one line ("on GPU0,1,2: ..."). */
+static void pmsample_say(void)
+{
+	for (size_t i = 0; i < pms.gpu_count; i++) {
+		struct pmsample_gpu *g = &pms.gpu[i];
+		if (!g->note_head)
+			continue;
+		char list[128];
+		int n = snprintf(list, sizeof list, "GPU%d", g->ordinal);
+		for (size_t j = i + 1; j < pms.gpu_count; j++) {
+			struct pmsample_gpu *h = &pms.gpu[j];
+			if (h->note_head != g->note_head || h->note_level != g->note_level ||
+			    strcmp(h->note_tail, g->note_tail) != 0)
+				continue;
+			if (n > 0 && (size_t)n < sizeof list)
+				n += snprintf(list + n, sizeof list - (size_t)n, ",%d", h->ordinal);
+			h->note_head = NULL;
+		}
+		collector_notice(g->note_level, "%s%s%s", g->note_head, list, g->note_tail);
+		g->note_head = NULL;
 	}
 }
 
@@ -696,6 +733,7 @@ static void pmsample_start(uint64_t now)
 		pmsample_gpu_begin(&pms.gpu[i], root, now);
 	if (root >= 0)
 		close(root);
+	pmsample_say();
 }
 
 void pmsample_poll(uint64_t now_ns)
@@ -734,6 +772,7 @@ void pmsample_poll(uint64_t now_ns)
 				if (root == -2)
 					root = pmsample_root_fd();
 				pmsample_gpu_begin(g, root, now);
+				pmsample_say();
 			}
 			break;
 		case PMSAMPLE_NONE:

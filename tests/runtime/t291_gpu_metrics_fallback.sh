@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# GPU hardware metrics where they are refused, without a GPU (the stand-in libcupti, one fake
-# device "GH100"): PM sampling refused for privileges, then with the config refused after the
-# real libnvperf_host built it, each falls back (NVML GPM, NVML utilisation: absent or not
-# initialising here) and says why in exactly one warning line; the program's exit code comes
+# GPU hardware metrics where they are refused, without a GPU (the stand-in libcupti, fake devices
+# "GH100"): PM sampling refused for privileges, then with the config refused after the real
+# libnvperf_host built it, each falls back (NVML GPM, NVML utilisation: absent or not
+# initialising here) and says why in exactly one warning line (three GPUs alike: one line naming
+# them); the program's exit code comes
 # through; the cost row has the gpu_metrics source; --gpu-metrics off asks nothing of CUPTI and
 # says nothing; bad --gpu-metrics and --gpu-metrics-hz values are one-line errors (exit 2).
 # shellcheck source=tests/lib.sh
@@ -14,17 +15,18 @@ if nvidia-smi -L >/dev/null 2>&1; then
 	skip "a GPU is present: NVML may answer for it, so the fallback is not the one checked here"
 fi
 
-# run NAME EXPECTED_ENABLES [CUSCOPE OPTIONS...]: records fake_cuda_app with one fake device.
+# run NAME EXPECTED_ENABLES [CUSCOPE OPTIONS...]: records fake_cuda_app with FAKE_CUDA_DEVICES
+# fake devices (default 1).
 run()
 {
 	local name=$1 enables=$2
 	shift 2
-	FAKE_CUDA_DEVICES=1 CUSCOPE_CUDA_API=callback CUSCOPE_CUPTI_PATH=$FAKE_CUPTI CUSCOPE_LAZY_START_MS=0 \
+	FAKE_CUDA_DEVICES=${FAKE_CUDA_DEVICES:-1} CUSCOPE_CUDA_API=callback CUSCOPE_CUPTI_PATH=$FAKE_CUPTI CUSCOPE_LAZY_START_MS=0 \
 		"$CUSCOPE" record -o "$T/$name.cap" "$@" -- "$PROGS/fake_cuda_app" 3000 8 0 >"$T/$name.out" 2>"$T/$name.err" </dev/null
 	local rc=$?
 	[ "$rc" = 0 ] || fail "$name: record exited $rc, want the program's 0: $(tail -c 300 "$T/$name.err")"
 	local n
-	n=$(grep -c 'fake_cupti pm_enable device 0' "$T/$name.err")
+	n=$(grep -c 'fake_cupti pm_enable device' "$T/$name.err")
 	[ "$n" = "$enables" ] || fail "$name: PM sampling enabled $n times, want $enables: $(grep fake_cupti "$T/$name.err" | tr '\n' '|')"
 }
 
@@ -59,6 +61,12 @@ FAKE_CUPTI_PM_ENABLE=0 run config 1
 grep -q 'GPU metrics unavailable on GPU0: PM sampling config: fake CUPTI error' "$T/config.err" ||
 	[ ! -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvperf_host.so" ] ||
 	fail "config: warning does not name the config step: $(grep 'GPU metrics' "$T/config.err")"
+
+# Three GPUs refused alike: each asked once, said in one line naming all three.
+FAKE_CUDA_DEVICES=3 run three 3
+[ "$(metric_lines three)" = 1 ] || fail "three: want one GPU metrics line: $(grep 'GPU metrics' "$T/three.err" | tr '\n' '|')"
+grep -q 'GPU metrics unavailable on GPU0,1,2: PM sampling on GH100: ' "$T/three.err" ||
+	fail "three: the line does not name the three GPUs: $(grep 'GPU metrics' "$T/three.err")"
 
 # Off: CUPTI is never asked and nothing is said.
 run off 0 --gpu-metrics off
