@@ -158,7 +158,8 @@ static struct {
 int pmsample_init(const struct collector_config *config)
 {
 	memset(&pms, 0, sizeof pms);
-	pms.enabled = strcmp(config->gpu_metrics, "off") != 0 && !getenv("CUSCOPE_NO_GPU");
+	/* Without GPU tracing (--no-gpu, no CUDA) it never starts: it waits for tracing to run. */
+	pms.enabled = strcmp(config->gpu_metrics, "off") != 0;
 	pms.hz = config->gpu_metrics_hz ? config->gpu_metrics_hz : 50;
 	if (!config->gpu_metrics[0]) {
 		for (size_t i = 0; i < pmconfig_default_count && i < PMCONFIG_METRICS_MAX; i++)

@@ -252,6 +252,19 @@ static void counters_apply(uint32_t level)
 
 static const struct source sources[] = {
     {
+        .name = "gpu_metrics",
+        .cost_id = WIRE_COST_GPU_METRICS,
+        /* Starts in poll once GPU tracing runs (the program initialised CUDA). First in the table:
+         * its stop and detach run before GPU tracing's (PM sampling is CUPTI's too). */
+        .init = pmsample_init,
+        .running = pmsample_running,
+        .poll = pmsample_poll,
+        .stop = pmsample_stop,
+        .detach = pmsample_detach,
+        .after_fork = pmsample_after_fork,
+        .cost = pmsample_cost,
+    },
+    {
         .name = "gpu",
         .cost_id = WIRE_COST_GPU,
         /* CUPTI starts at the program's first CUDA call (InitializeInjection), not here. */
@@ -320,18 +333,6 @@ static const struct source sources[] = {
         .apply = counters_apply,
         .what = "counters every",
         .unit = "ms",
-    },
-    {
-        .name = "gpu_metrics",
-        .cost_id = WIRE_COST_GPU_METRICS,
-        /* Starts in poll once GPU tracing runs (the program initialised CUDA). */
-        .init = pmsample_init,
-        .running = pmsample_running,
-        .poll = pmsample_poll,
-        .stop = pmsample_stop,
-        .detach = pmsample_detach,
-        .after_fork = pmsample_after_fork,
-        .cost = pmsample_cost,
     },
 };
 
