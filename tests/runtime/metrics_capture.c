@@ -1,7 +1,7 @@
 /*
  * Writes a capture with GPU hardware metric samples through the project's capture writer, with
  * known truth (t290_gpu_metrics):
- *   metrics_capture OUT
+ *   metrics_capture OUT [REALTIME_SHIFT_NS]
  * Process 5151 ("gemm", start T0 = 1000 s) describes device 0, "NVIDIA H200", UUID U1, runs one
  * kernel "gemm_bf16" on its stream 7 over [T0 + 1 s, T0 + 1.5 s) (so the UI has its GPU), and sends
  * 100 PM samples of 10 ms from T0 + 1 s (sample i covers [T0 + 1 s + i*10 ms, + 10 ms)) of three
@@ -12,6 +12,9 @@
  * and samples that are no measurement (ignored): a NaN value, an end before its start, metric id 0,
  * a metric id never named. Process 5152 ("other") sends three NVML samples of UUID U2,
  * "nvml:gpu_util" = 10, 90, 20 at T0 + 1 s, 1.1 s, 1.2 s (100 ms each), and no device.
+ * REALTIME_SHIFT_NS moves both processes' CLOCK_REALTIME anchors (another host's wall clock), so
+ * that several captures read together place this one's samples that much later; its GPUs are then
+ * others (the UUIDs' last byte + 1: another host's GPUs).
  */
 #include "cuscope/capture.h"
 #include "cuscope/wire.h"
@@ -26,6 +29,7 @@
 #define T0 (1000 * S)
 
 static struct capture_writer *w;
+static long long realtime_shift;
 
 static void die(const char *what)
 {
@@ -51,7 +55,7 @@ static void hello(uint32_t src, int pid, const char *argv0)
 	h.ppid = 1;
 	h.start_mono_ns = T0;
 	h.anchor_mono_ns = T0;
-	h.anchor_real_ns = 1700000000ull * S;
+	h.anchor_real_ns = 1700000000ull * S + (uint64_t)realtime_shift;
 	snprintf(h.host, sizeof h.host, "testhost");
 	h.cmdline_len = (uint32_t)strlen(argv0) + 1;
 	memcpy(buf, &h, sizeof h);
@@ -86,15 +90,18 @@ static struct wire_gpu_metric sample(const uint8_t *uuid, uint32_t id, uint64_t 
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		die("usage: metrics_capture OUT; argument check");
+		die("usage: metrics_capture OUT [REALTIME_SHIFT_NS]; argument check");
+	realtime_shift = argc > 2 ? strtoll(argv[2], NULL, 10) : 0;
 	int err = 0;
 	const char *cause = NULL;
 	w = capture_writer_open(argv[1], &err, &cause);
 	if (!w)
 		die("capture_writer_open");
-	static const uint8_t u1[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
-	                               0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01};
-	static const uint8_t u2[16] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+	uint8_t u1[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+	                  0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01};
+	uint8_t u2[16] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+	u1[15] += realtime_shift != 0;
+	u2[15] += realtime_shift != 0;
 	hello(0, 5151, "gemm");
 	string(0, 1, "NVIDIA H200");
 	struct wire_gpu_device dev;

@@ -125,6 +125,26 @@ if got != want:
     print("perfetto counters differ: %r" % {k: (len(v), v[:3]) for k, v in got.items()}); sys.exit(1)
 PY
 
+# Two captures read together (the second host's clock 2.5 s ahead): the second one's samples sit
+# 2.5 s later on the common axis, like its other events.
+"$T/gen" "$T/m2.cap" 2500000000 || fail "metrics_capture (shifted) failed"
+"$CUSCOPE" export -o "$T/two.json" "$T/m.cap" "$T/m2.cap" >/dev/null 2>"$T/two.err" || fail "export of two captures: $(head -c 200 "$T/two.err")"
+"$PYTHON" - "$T/two.json" <<'PY' || exit 1
+import json, sys
+J = json.load(open(sys.argv[1]))
+first, kern = {}, {}
+for e in J["traceEvents"]:
+    if e.get("ph") == "C" and e["name"] == "GPU0 sm__cycles_active.avg":
+        first[e["pid"]] = min(first.get(e["pid"], 1e300), e["ts"])
+    if e.get("ph") == "X" and e.get("name") == "gemm_bf16":
+        kern[e["pid"]] = e["ts"]
+if len(first) != 2 or set(first) != set(kern):
+    print("two captures: series of pids %r, kernels of pids %r" % (sorted(first), sorted(kern))); sys.exit(1)
+a, b = sorted(first, key=lambda p: first[p])
+if abs((first[b] - first[a]) - 2500000) > 1 or abs((first[b] - kern[b]) - (first[a] - kern[a])) > 1:
+    print("two captures: samples at %r, kernels at %r (us), want the second 2.5 s later with its kernel" % (first, kern)); sys.exit(1)
+PY
+
 # An older protocol's capture reads as before, with an empty section.
 "$CUSCOPE" stats --format=csv --report=gpu_metrics "$ROOT/tests/data/capture_v1.cap" >"$T/v1.csv" 2>/dev/null || fail "stats of the v1 capture failed"
 [ "$(cat "$T/v1.csv")" = '# gpu_metrics
