@@ -784,11 +784,16 @@ int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_for
 			sections[s].build_steps(st, &t, step_range);
 		else
 			sections[s].build(st, &t);
+		errno = 0;
 		stats_table_write(out, &t, format, first);
 		first = 0;
 		stats_table_fini(&t);
+		/* The first failed write's errno (a full disk), before later calls lose it. */
+		if (ferror(out))
+			return errno ? -errno : -EIO;
 	}
+	errno = 0;
 	if (format == STATS_FORMAT_JSON)
 		fputs("\n}\n", out);
-	return ferror(out) ? -EIO : 0;
+	return ferror(out) ? (errno ? -errno : -EIO) : 0;
 }
