@@ -3,7 +3,8 @@
 # a gpu_metrics section (per GPU and metric: samples, min, lower median, max, mean, unit; samples
 # that are no measurement are not counted), the same in table/CSV/JSON; the Chrome JSON export has
 # one "C" series per GPU metric under the sampling process, and the Perfetto export the same values
-# on counter tracks of the same names; a capture of an older protocol reads with an empty section.
+# on counter tracks of the same names; several captures move the samples with their clocks;
+# captures of older protocols (3: the one before; 1) read whole, with an empty section.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -143,6 +144,25 @@ if len(first) != 2 or set(first) != set(kern):
 a, b = sorted(first, key=lambda p: first[p])
 if abs((first[b] - first[a]) - 2500000) > 1 or abs((first[b] - kern[b]) - (first[a] - kern[a])) > 1:
     print("two captures: samples at %r, kernels at %r (us), want the second 2.5 s later with its kernel" % (first, kern)); sys.exit(1)
+PY
+
+# A capture of protocol version 3, the one before GPU metrics (tests/data/capture_wire3.cap:
+# fork_exec recorded by that build with RANK=4), reads whole: both processes with their rank label,
+# their ranges, no warning, an empty gpu_metrics section.
+W3=$ROOT/tests/data/capture_wire3.cap
+"$PYTHON" -c 'import struct,sys; v=struct.unpack_from("<I", open(sys.argv[1],"rb").read(), 32)[0]; sys.exit(v != 3)' "$W3" ||
+	fail "$W3 does not hold protocol version 3 frames"
+"$CUSCOPE" stats --format=json "$W3" >"$T/w3.json" 2>"$T/w3.err" || fail "stats on the version 3 capture: $(head -c 200 "$T/w3.err")"
+[ -s "$T/w3.err" ] && fail "stats on the version 3 capture warned: $(head -c 200 "$T/w3.err")"
+"$PYTHON" - "$T/w3.json" <<'PY' || exit 1
+import json, sys
+J = json.load(open(sys.argv[1]))
+ps = J["processes"]
+if len(ps) != 2 or [p["rank"] for p in ps] != [4, 4] or not ps[1]["cmdline"].endswith("fork_exec child"):
+    print("version 3 processes: %r" % ps); sys.exit(1)
+n = {(r["name"], r["style"]): r["count"] for r in J["nvtx"]}
+if n.get(("child.range", "PushPop")) != 5 or n.get(("parent.before", "PushPop")) != 2 or J["gpu_metrics"]:
+    print("version 3 ranges or metrics: %r %r" % (n, J["gpu_metrics"])); sys.exit(1)
 PY
 
 # An older protocol's capture reads as before, with an empty section.
