@@ -76,6 +76,13 @@ struct pmconfig {
 	enum pmconfig_state state[PMCONFIG_METRICS_MAX];
 };
 
+int64_t pmconfig_clock_offset(uint64_t gpu_ns, uint64_t mono_ns, uint64_t real_ns, const int64_t *prev)
+{
+	if (gpu_ns + PMCONFIG_REALTIME_NEAR > real_ns && gpu_ns < real_ns + PMCONFIG_REALTIME_NEAR)
+		return (int64_t)(mono_ns - real_ns);
+	return prev ? *prev : (int64_t)(mono_ns - gpu_ns);
+}
+
 const char *pmconfig_status_name(int status)
 {
 	switch (status) {

@@ -67,6 +67,16 @@ enum pmconfig_state pmconfig_asked_state(const struct pmconfig *cfg, size_t i);
 int pmconfig_evaluate(struct pmconfig *cfg, const uint8_t *counter_data, size_t size, size_t index,
                       double *values);
 
+/*
+ * The offset (add it) from a PM sample's GPU timestamp to CLOCK_MONOTONIC, given the newest
+ * sample's end gpu_ns and the clocks now. The GPU's timer follows the host's CLOCK_REALTIME (the
+ * driver keeps them in step): a timestamp within PMCONFIG_REALTIME_NEAR of REALTIME is mapped
+ * through REALTIME - MONOTONIC now. Any other timer keeps *prev when there is one, else takes
+ * gpu_ns as now (right to the decode period).
+ */
+#define PMCONFIG_REALTIME_NEAR (600ull * 1000000000ull)
+int64_t pmconfig_clock_offset(uint64_t gpu_ns, uint64_t mono_ns, uint64_t real_ns, const int64_t *prev);
+
 /* NVPA status text for messages ("insufficient privilege", ...), never NULL. */
 const char *pmconfig_status_name(int status);
 

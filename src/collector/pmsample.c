@@ -31,14 +31,13 @@
 #include <cupti_result.h>
 #include <cupti_target.h>
 
-#define PMSAMPLE_GPUS_MAX      16
-#define PMSAMPLE_DECODE_NS     100000000ull  /* decode the hardware buffer this often */
-#define PMSAMPLE_RETRY_NS      2000000000ull /* a GPU another process samples: try its lock again */
-#define PMSAMPLE_NVML_NS       200000000ull  /* plain NVML utilisation: read this often */
-#define PMSAMPLE_HW_BUFFER     (32ull << 20) /* device memory for raw samples (newest kept) */
-#define PMSAMPLE_MAX_SAMPLES   512u          /* samples one decode holds */
-#define PMSAMPLE_BATCH         64u           /* samples per wire frame */
-#define PMSAMPLE_REALTIME_NEAR (600ull * 1000000000ull)
+#define PMSAMPLE_GPUS_MAX    16
+#define PMSAMPLE_DECODE_NS   100000000ull  /* decode the hardware buffer this often */
+#define PMSAMPLE_RETRY_NS    2000000000ull /* a GPU another process samples: try its lock again */
+#define PMSAMPLE_NVML_NS     200000000ull  /* plain NVML utilisation: read this often */
+#define PMSAMPLE_HW_BUFFER   (32ull << 20) /* device memory for raw samples (newest kept) */
+#define PMSAMPLE_MAX_SAMPLES 512u          /* samples one decode holds */
+#define PMSAMPLE_BATCH       64u           /* samples per wire frame */
 
 /* NVML, declared here: the toolkit ships no nvml.h (the driver's library is loaded with dlopen). */
 typedef struct pmsample_nvml_device *pmsample_nvml_device_t;
@@ -208,19 +207,11 @@ static uint64_t pmsample_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * The offset from a GPU sample timestamp to CLOCK_MONOTONIC. The GPU's timer runs on the host's
- * CLOCK_REALTIME (the driver keeps them in step): a timestamp near REALTIME is mapped through
- * the REALTIME - MONOTONIC difference now; any other clock by taking the newest sample's end as
- * now (good to the decode period).
- */
+/* The GPU timestamps' offset to CLOCK_MONOTONIC, from the newest sample's end (pmconfig_clock_offset). */
 static void pmsample_clock(struct pmsample_gpu *g, uint64_t newest_end)
 {
-	uint64_t mono = clock_mono_ns(), real = pmsample_real_ns();
-	if (newest_end + PMSAMPLE_REALTIME_NEAR > real && newest_end < real + PMSAMPLE_REALTIME_NEAR)
-		g->clock_offset = (int64_t)(mono - real);
-	else if (!g->clock_known)
-		g->clock_offset = (int64_t)(mono - newest_end);
+	g->clock_offset = pmconfig_clock_offset(newest_end, clock_mono_ns(), pmsample_real_ns(),
+	                                        g->clock_known ? &g->clock_offset : NULL);
 	g->clock_known = 1;
 }
 

@@ -173,12 +173,34 @@ static void test_too_many_for_one_pass(void **state)
 	pmconfig_free(cfg);
 }
 
+/* GPU sample timestamps onto CLOCK_MONOTONIC: through REALTIME when they follow it, else pinned once. */
+static void test_clock_offset(void **state)
+{
+	(void)state;
+	const uint64_t S = 1000000000ull, real = 1796000000ull * S, mono = 5000 * S;
+	/* A REALTIME timestamp 80 ms old: mono = ts + (mono - real), so it lands 80 ms before now. */
+	int64_t off = pmconfig_clock_offset(real - 80000000ull, mono, real, NULL);
+	assert_true((uint64_t)((int64_t)(real - 80000000ull) + off) == mono - 80000000ull);
+	/* Slightly ahead of the host (the GPU's view of REALTIME): the same mapping. */
+	assert_int_equal(pmconfig_clock_offset(real + 2 * S, mono, real, NULL), (int64_t)(mono - real));
+	/* A timer of its own (seconds since boot): the newest end is now, then kept. */
+	off = pmconfig_clock_offset(700 * S, mono, real, NULL);
+	assert_true((uint64_t)((int64_t)(700 * S) + off) == mono);
+	int64_t kept = off;
+	assert_int_equal(pmconfig_clock_offset(701 * S, mono + 3 * S, real + 3 * S, &kept), off);
+	/* A REALTIME timestamp moves with REALTIME - MONOTONIC even when an offset was known. */
+	assert_int_equal(pmconfig_clock_offset(real, mono, real, &kept), (int64_t)(mono - real));
+	/* Far from REALTIME by more than PMCONFIG_REALTIME_NEAR: not taken for it. */
+	assert_int_equal(pmconfig_clock_offset(real - PMCONFIG_REALTIME_NEAR - 1, mono, real, NULL),
+	                 (int64_t)(mono - (real - PMCONFIG_REALTIME_NEAR - 1)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_set_gh100),     cmocka_unit_test(test_issue_names_gh100),
 	    cmocka_unit_test(test_unknown_and_duplicate), cmocka_unit_test(test_nothing_usable),
-	    cmocka_unit_test(test_too_many_for_one_pass),
+	    cmocka_unit_test(test_too_many_for_one_pass), cmocka_unit_test(test_clock_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
