@@ -46,4 +46,11 @@ int gpumetric_mean(const struct store *store, size_t series, uint64_t from_ns, u
 const char *gpumetric_summary(const struct store *store, const char *uuid, uint64_t from_ns, uint64_t to_ns,
                               char *buf, size_t size);
 
+/*
+ * The details of a metric lane's cell [from_ns, to_ns): the metric's full name, its GPU and who
+ * sampled it how, the cell's mean and its samples' range, into lines[max][256]; returns the count.
+ */
+int gpumetric_details(const struct store *store, size_t series, uint64_t from_ns, uint64_t to_ns,
+                      char (*lines)[256], int max);
+
 #endif

@@ -142,6 +142,47 @@ int gpumetric_mean(const struct store *st, size_t series, uint64_t from_ns, uint
 	return 0;
 }
 
+int gpumetric_details(const struct store *st, size_t series, uint64_t from_ns, uint64_t to_ns,
+                      char (*lines)[256], int max)
+{
+	static const char *const sources[] = {"", "CUPTI PM sampling", "NVML GPM", "NVML utilisation"};
+	struct store_gpu_metric_info mi;
+	if (series >= store_gpu_metric_count(st) || max < 4)
+		return 0;
+	store_gpu_metric_get(st, series, &mi);
+	struct store_process_info pi;
+	store_process_get(st, mi.process, &pi);
+	int n = 0;
+	char a[32], b[32], label[32];
+	snprintf(lines[n++], 256, "GPU metric   %s (%s)", mi.name,
+	         gpumetric_label(mi.name, label, sizeof label));
+	snprintf(lines[n++], 256, "GPU          %s  GPU%u %s, sampled by pid %d with %s", mi.uuid, mi.device,
+	         mi.device_name, (int)pi.pid, mi.source < 4 ? sources[mi.source] : "?");
+	const struct store_gpu_metric_point *pt;
+	size_t k = to_ns > from_ns ? store_gpu_metric_query(st, series, from_ns, to_ns, &pt) : 0;
+	double rate;
+	if (!k || gpumetric_mean(st, series, from_ns, to_ns, &rate) != 0) {
+		snprintf(lines[n++], 256, "this cell    no sample");
+		return n;
+	}
+	double lo = pt[0].value, hi = pt[0].value;
+	size_t ilo = 0, ihi = 0;
+	for (size_t i = 1; i < k; i++) {
+		if (pt[i].value < lo)
+			lo = pt[i].value, ilo = i;
+		if (pt[i].value > hi)
+			hi = pt[i].value, ihi = i;
+	}
+	/* The mean is a rate already (bytes and cycles per second): a 1 s duration shows it as one. */
+	const char *unit = strcmp(mi.unit, "MiB/s") == 0 ? "bytes" : mi.unit;
+	snprintf(lines[n++], 256, "this cell    mean %s over %zu sample%s",
+	         gpumetric_text(unit, rate, 1000000000ull, a, sizeof a), k, k == 1 ? "" : "s");
+	snprintf(lines[n++], 256, "             lowest %s, highest %s",
+	         gpumetric_text(mi.unit, lo, pt[ilo].end_ns - pt[ilo].start_ns, a, sizeof a),
+	         gpumetric_text(mi.unit, hi, pt[ihi].end_ns - pt[ihi].start_ns, b, sizeof b));
+	return n;
+}
+
 const char *gpumetric_summary(const struct store *st, const char *uuid, uint64_t from_ns, uint64_t to_ns,
                               char *buf, size_t size)
 {

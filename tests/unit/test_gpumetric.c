@@ -218,6 +218,17 @@ static void test_cells_and_summary(void **state)
 	                    "warps 40%  dram rd 200 MB/s");
 	assert_string_equal(gpumetric_summary(st, U1_TEXT, T0, T0 + 20 * MS, buf, 12), "warps 40%");
 	assert_string_equal(gpumetric_summary(st, "GPU-none", T0, T0 + 20 * MS, buf, sizeof buf), "");
+	/* The details of a cell over both dram samples: mean rate, lowest and highest sample. */
+	char lines[8][256];
+	int n = gpumetric_details(st, 1, T0, T0 + 20 * MS, lines, 8);
+	assert_int_equal(n, 4);
+	assert_string_equal(lines[0], "GPU metric   dram__bytes_read.sum (dram rd)");
+	assert_non_null(strstr(lines[1], U1_TEXT));
+	assert_non_null(strstr(lines[1], "sampled by pid 100 with CUPTI PM sampling"));
+	assert_string_equal(lines[2], "this cell    mean 200 MB/s over 2 samples");
+	assert_string_equal(lines[3], "             lowest 100 MB/s, highest 300 MB/s");
+	assert_int_equal(gpumetric_details(st, 1, T0 + S, T0 + 2 * S, lines, 8), 3);
+	assert_string_equal(lines[2], "this cell    no sample");
 	store_free(st);
 }
 
