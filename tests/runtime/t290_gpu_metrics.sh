@@ -46,6 +46,13 @@ PY
 grep -A6 '^== gpu_metrics ==' "$T/all.txt" | grep -qE "^$U2 +nvml:gpu_util +nvml +3 +10 +20 +90 +40 +percent" ||
 	fail "table gpu_metrics: $(grep -A6 '^== gpu_metrics ==' "$T/all.txt" | tr '\n' '|')"
 
+# info: the samples, and per GPU its metrics, sampler and source.
+"$CUSCOPE" info "$T/m.cap" >"$T/info.txt" 2>&1 || fail "info failed: $(head -c 200 "$T/info.txt")"
+grep -qx 'gpu metrics 303 samples' "$T/info.txt" || fail "info: $(grep -i metric "$T/info.txt")"
+grep -qxF "  $U1  GPU0 H200: 3 metrics from pid 5151, CUPTI PM sampling" "$T/info.txt" || fail "info U1: $(grep GPU- "$T/info.txt")"
+grep -qxF "  $U2  GPU0: 1 metric from pid 5152, NVML utilisation" "$T/info.txt" || fail "info U2: $(grep GPU- "$T/info.txt")"
+"$CUSCOPE" info "$ROOT/tests/data/capture_v1.cap" 2>&1 | grep -q 'gpu metrics' && fail "info of a capture without metrics names them"
+
 # Chrome JSON: "C" events under pid 5151 (one per sample and one closing the series).
 "$CUSCOPE" export -o "$T/m.json" "$T/m.cap" >/dev/null 2>"$T/ex.err" || fail "export: $(head -c 200 "$T/ex.err")"
 "$CUSCOPE" export --format=perfetto -o "$T/m.pftrace" "$T/m.cap" >/dev/null 2>"$T/pf.err" || fail "export perfetto: $(head -c 200 "$T/pf.err")"
