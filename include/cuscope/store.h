@@ -501,7 +501,7 @@ struct store_gpu_metric_info {
 	uint32_t device;         /* its CUDA ordinal there */
 	const char *device_name; /* short name ("H200"), "" when that process did not describe it */
 	size_t points;           /* in memory */
-	uint64_t dropped;        /* dropped by the series bound */
+	uint64_t dropped;        /* dropped by the series bound or arriving far out of order */
 	/* The value's unit, from the name: "percent" (0..100), "bytes" (over the sample's interval),
 	 * "cycles" (over the interval), "MiB/s" (NVML GPM rates) or "" (unknown). */
 	const char *unit;

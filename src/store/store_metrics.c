@@ -2,7 +2,8 @@
  * GPU hardware metric samples (WIRE_FRAME_GPU_METRICS): one series per (GPU UUID, metric name),
  * store-wide, since one sampler per physical GPU serves every process on it. Points are kept
  * sorted by start; each series is bounded (STORE_GPU_METRIC_POINTS_MAX, oldest half dropped and
- * counted) and the memory window (store_evict_before) drops old points with the events.
+ * counted, as are samples that arrive far out of order) and the memory window (store_evict_before)
+ * drops old points with the events.
  */
 #include "store_impl.h"
 
@@ -48,9 +49,20 @@ static struct metric_series *series_of(struct store_metrics *m, const uint8_t *u
 	return s;
 }
 
-/* Inserts a point in start order (samples come in order; a late one is placed, not appended). */
+/*
+ * Inserts a point in start order: samples come in order, a late one (another sampler took over)
+ * is placed among the last SERIES_LATE_MAX; one later than that is dropped and counted, so that
+ * a stream in reverse order costs linear time, not quadratic.
+ */
+#define SERIES_LATE_MAX 256u
 static void series_insert(struct metric_series *s, const struct store_gpu_metric_point *pt)
 {
+	size_t late = 0;
+	while (late < s->n && s->v[s->n - 1 - late].start_ns > pt->start_ns)
+		if (++late > SERIES_LATE_MAX) {
+			s->dropped++;
+			return;
+		}
 	if (s->n >= STORE_GPU_METRIC_POINTS_MAX) {
 		size_t drop = s->n / 2;
 		memmove(s->v, s->v + drop, (s->n - drop) * sizeof *s->v);
@@ -58,9 +70,7 @@ static void series_insert(struct metric_series *s, const struct store_gpu_metric
 		s->dropped += drop;
 	}
 	xgrow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v);
-	size_t i = s->n;
-	while (i > 0 && s->v[i - 1].start_ns > pt->start_ns)
-		i--;
+	size_t i = s->n - late;
 	memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
 	s->v[i] = *pt;
 	s->n++;

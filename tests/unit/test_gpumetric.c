@@ -154,6 +154,38 @@ static void test_series_and_queries(void **state)
 	store_free(st);
 }
 
+/* Samples in reverse order (a crafted capture): the late ones beyond the window are dropped and
+ * counted, those kept stay sorted, and it takes linear time. */
+static void test_reverse_order_bounded(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello(st, 0, 100);
+	string(st, 0, 1, "sm__cycles_active.avg");
+	enum { N = 200000 };
+	struct wire_gpu_metric *m = calloc(N, sizeof *m);
+	assert_non_null(m);
+	for (size_t i = 0; i < N; i++) {
+		m[i].start_ns = T0 + (uint64_t)(N - i) * MS;
+		m[i].end_ns = m[i].start_ns + MS;
+		m[i].value = (double)i;
+		memcpy(m[i].uuid, U1, 16);
+		m[i].metric_id = 1;
+	}
+	for (size_t off = 0; off < N; off += 1000)
+		feed(st, 0, WIRE_FRAME_GPU_METRICS, m + off, 1000 * sizeof *m);
+	free(m);
+	struct store_gpu_metric_info mi;
+	store_gpu_metric_get(st, 0, &mi);
+	assert_int_equal(mi.points + mi.dropped, N);
+	assert_true(mi.points <= 257);
+	const struct store_gpu_metric_point *pt;
+	size_t n = store_gpu_metric_query(st, 0, 0, UINT64_MAX, &pt);
+	for (size_t i = 1; i < n; i++)
+		assert_true(pt[i - 1].start_ns <= pt[i].start_ns);
+	store_free(st);
+}
+
 static void test_labels_and_text(void **state)
 {
 	(void)state;
@@ -290,9 +322,8 @@ static void test_layout_rows(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_series_and_queries),
-	    cmocka_unit_test(test_labels_and_text),
-	    cmocka_unit_test(test_cells_and_summary),
+	    cmocka_unit_test(test_series_and_queries), cmocka_unit_test(test_reverse_order_bounded),
+	    cmocka_unit_test(test_labels_and_text),    cmocka_unit_test(test_cells_and_summary),
 	    cmocka_unit_test(test_layout_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
