@@ -18,6 +18,10 @@
 #include "cuscope/wire.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -104,11 +108,19 @@ struct pmsample_gpu {
 	uint32_t nvml_ids[PMSAMPLE_GPM_COUNT];
 };
 
+/* The start: its thread looks at the GPUs (slow: libnvperf_host, configs), the sender then samples. */
+enum { PMSAMPLE_IDLE = 0, PMSAMPLE_STARTING = 1, PMSAMPLE_STARTED = 2 };
+
 static struct {
 	int enabled; /* not --gpu-metrics off */
-	int started; /* the GPUs were looked at */
-	pid_t pid;   /* the process that started (a forked child starts again) */
-	unsigned hz; /* samples per second */
+	int started; /* the GPUs were looked at (start_state reached STARTED) */
+	_Atomic int start_state;
+	pthread_t start_thread;
+	int start_joinable;            /* start_thread is ours to join */
+	_Atomic uint64_t start_cpu_ns; /* its CPU time */
+	int named;                     /* the metric names were interned (sender thread) */
+	pid_t pid;                     /* the process that started (a forked child starts again) */
+	unsigned hz;                   /* samples per second */
 	char list[2048];
 	const char *metrics[PMCONFIG_METRICS_MAX];
 	size_t metric_count;
@@ -320,27 +332,7 @@ static int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		snprintf(why, why_size, "chip name: %s", pmsample_cupti_error(rc));
 		return -EIO;
 	}
-	Dl_info info;
-	char dir[PATH_MAX] = "";
-	if (dladdr((void *)pms.cu.enable, &info) && info.dli_fname) {
-		snprintf(dir, sizeof dir, "%s", info.dli_fname);
-		char *slash = strrchr(dir, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			dir[0] = '\0';
-	}
-	if (pmconfig_load(NULL, dir[0] ? dir : NULL, why, why_size) != 0)
-		return -ENOENT;
-	CUpti_PmSampling_Enable_Params en = {.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE,
-	                                     .deviceIndex = (size_t)g->ordinal};
-	rc = pms.cu.enable(&en);
-	if (rc != CUPTI_SUCCESS) {
-		snprintf(why, why_size, "PM sampling on %s: %s%s", chip.pChipName, pmsample_cupti_error(rc),
-		         pmsample_cupti_hint(rc));
-		return -EPERM;
-	}
-	g->obj = en.pPmSamplingObject;
+	/* The counters this device offers, asked before enabling (as CUPTI's own sample does). */
 	CUpti_PmSampling_GetCounterAvailability_Params av = {
 	    .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE,
 	    .deviceIndex = (size_t)g->ordinal};
@@ -352,6 +344,32 @@ static int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 			free(image);
 			image = NULL;
 		}
+	}
+	CUpti_PmSampling_Enable_Params en = {.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE,
+	                                     .deviceIndex = (size_t)g->ordinal};
+	rc = pms.cu.enable(&en);
+	if (rc != CUPTI_SUCCESS) {
+		snprintf(why, why_size, "PM sampling on %s: %s%s", chip.pChipName, pmsample_cupti_error(rc),
+		         pmsample_cupti_hint(rc));
+		free(image);
+		return -EPERM;
+	}
+	g->obj = en.pPmSamplingObject;
+	/* Refused (the common case) costs nothing more: libnvperf_host loads only now. */
+	Dl_info info;
+	char dir[PATH_MAX] = "";
+	if (dladdr((void *)pms.cu.enable, &info) && info.dli_fname) {
+		snprintf(dir, sizeof dir, "%s", info.dli_fname);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			dir[0] = '\0';
+	}
+	if (pmconfig_load(NULL, dir[0] ? dir : NULL, why, why_size) != 0) {
+		free(image);
+		pmsample_pm_release(g);
+		return -ENOENT;
 	}
 	int err = pmconfig_new(chip.pChipName, image, pms.metrics, pms.metric_count, &g->cfg, why, why_size);
 	free(image);
@@ -377,10 +395,8 @@ static int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 	}
 	const char *names[PMCONFIG_METRICS_MAX];
 	size_t used = pmconfig_used(g->cfg);
-	for (size_t i = 0; i < used; i++) {
+	for (size_t i = 0; i < used; i++)
 		names[i] = pmconfig_used_name(g->cfg, i);
-		g->ids[i] = sender_intern(names[i], strlen(names[i]));
-	}
 	CUpti_PmSampling_GetCounterDataSize_Params ds = {
 	    .structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE,
 	    .pPmSamplingObject = g->obj,
@@ -530,9 +546,6 @@ static int pmsample_gpm_start(struct pmsample_gpu *g, char *why, size_t why_size
 		snprintf(why, why_size, "NVML GPM: no sample buffers");
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < PMSAMPLE_GPM_COUNT; i++)
-		g->nvml_ids[i] =
-		    sender_intern(pmsample_gpm_metrics[i].name, strlen(pmsample_gpm_metrics[i].name));
 	g->gpm_have = 0;
 	return 0;
 }
@@ -572,8 +585,6 @@ static int pmsample_util_start(struct pmsample_gpu *g, char *why, size_t why_siz
 		snprintf(why, why_size, "NVML utilisation of %s unreadable", g->uuid_text);
 		return -EIO;
 	}
-	if (!pms.util_id)
-		pms.util_id = sender_intern("nvml:gpu_util", strlen("nvml:gpu_util"));
 	g->prev_ns = clock_mono_ns();
 	return 0;
 }
@@ -713,8 +724,6 @@ static int pmsample_devices(char *why, size_t why_size)
 
 static void pmsample_start(uint64_t now)
 {
-	pms.started = 1;
-	pms.pid = getpid();
 	char why[160];
 	if (pmsample_devices(why, sizeof why) != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "GPU metrics unavailable: %s", why);
@@ -728,16 +737,94 @@ static void pmsample_start(uint64_t now)
 	pmsample_say();
 }
 
+static uint64_t pmsample_thread_cpu(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The start thread: what would hold the sender up for a few hundred ms, off its back. */
+static void *pmsample_start_main(void *arg)
+{
+	(void)arg;
+	collector_mark_own_thread();
+	collector_register_own_tid(collector_gettid());
+	prctl(PR_SET_NAME, "cuscope-gpumet");
+	pmsample_start(clock_mono_ns());
+	atomic_store(&pms.start_cpu_ns, pmsample_thread_cpu());
+	atomic_store(&pms.start_state, PMSAMPLE_STARTED);
+	return NULL;
+}
+
+/* Sender thread: waits for the start thread (a stop or detach while it runs). */
+static void pmsample_join_start(void)
+{
+	if (pms.start_joinable) {
+		pthread_join(pms.start_thread, NULL);
+		pms.start_joinable = 0;
+	}
+}
+
+/* Sender thread: the names of what each GPU samples, interned once the start is done. */
+static void pmsample_name(void)
+{
+	for (size_t i = 0; i < pms.gpu_count; i++) {
+		struct pmsample_gpu *g = &pms.gpu[i];
+		if (g->mode == PMSAMPLE_PM)
+			for (size_t k = 0; k < pmconfig_used(g->cfg); k++) {
+				const char *n = pmconfig_used_name(g->cfg, k);
+				g->ids[k] = sender_intern(n, strlen(n));
+			}
+		if (g->mode == PMSAMPLE_GPM)
+			for (size_t k = 0; k < PMSAMPLE_GPM_COUNT; k++)
+				g->nvml_ids[k] = sender_intern(pmsample_gpm_metrics[k].name,
+				                               strlen(pmsample_gpm_metrics[k].name));
+		if (g->mode == PMSAMPLE_NVML && !pms.util_id)
+			pms.util_id = sender_intern("nvml:gpu_util", strlen("nvml:gpu_util"));
+	}
+	pms.named = 1;
+}
+
+/* Sender thread: starts the start thread once the program initialised CUDA; 1 once it is done. */
+static int pmsample_ready(uint64_t now_ns)
+{
+	if (pms.started)
+		return 1;
+	int state = atomic_load(&pms.start_state);
+	if (state == PMSAMPLE_IDLE) {
+		/* The GPUs exist for us once the program initialised CUDA (GPU tracing started). */
+		if (!now_ns || !cupti_running())
+			return 0;
+		pms.pid = getpid();
+		atomic_store(&pms.start_state, PMSAMPLE_STARTING);
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pms.start_joinable = pthread_create(&pms.start_thread, NULL, pmsample_start_main, NULL) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!pms.start_joinable) /* no thread: here, then */
+			pmsample_start_main(NULL);
+		return 0;
+	}
+	if (state != PMSAMPLE_STARTED)
+		return 0;
+	pmsample_join_start();
+	pms.started = 1;
+	return 1;
+}
+
 void pmsample_poll(uint64_t now_ns)
 {
 	if (!pms.enabled)
 		return;
-	if (!pms.started) {
-		/* The GPUs exist for us once the program initialised CUDA (GPU tracing started). */
-		if (!now_ns || !cupti_running())
-			return;
-		pmsample_start(now_ns);
-	}
+	if (!now_ns && atomic_load(&pms.start_state) == PMSAMPLE_STARTING)
+		pmsample_join_start(); /* final: what it starts is decoded once */
+	if (!pmsample_ready(now_ns))
+		return;
+	if (!pms.named)
+		pmsample_name();
 	uint64_t now = now_ns ? now_ns : clock_mono_ns();
 	if (now_ns && now < pms.next_ns)
 		return;
@@ -765,6 +852,7 @@ void pmsample_poll(uint64_t now_ns)
 					root = pmsample_root_fd();
 				pmsample_gpu_begin(g, root, now);
 				pmsample_say();
+				pms.named = 0; /* a GPU it takes over needs its names */
 			}
 			break;
 		case PMSAMPLE_NONE:
@@ -776,9 +864,14 @@ void pmsample_poll(uint64_t now_ns)
 	pmsample_flush();
 }
 
-/* Lets go of every GPU (detach, or the process is done with us). */
+/* Lets go of every GPU (detach, or the process is done with us); a later attach starts again. */
 void pmsample_detach(void)
 {
+	if (pms.pid == getpid()) {
+		pmsample_join_start();
+		if (atomic_load(&pms.start_state) == PMSAMPLE_STARTED)
+			pms.started = 1;
+	}
 	if (pms.started && pms.pid == getpid()) {
 		for (size_t i = 0; i < pms.gpu_count; i++) {
 			struct pmsample_gpu *g = &pms.gpu[i];
@@ -796,13 +889,15 @@ void pmsample_detach(void)
 	}
 	pms.gpu_count = 0;
 	pms.started = 0;
+	pms.named = 0;
 	pms.batch_n = 0;
+	atomic_store(&pms.start_state, PMSAMPLE_IDLE);
 }
 
 /* Final flush: what the GPU sampled up to now, then no more. */
 void pmsample_stop(void)
 {
-	if (!pms.started || pms.pid != getpid())
+	if (atomic_load(&pms.start_state) == PMSAMPLE_IDLE || pms.pid != getpid())
 		return;
 	pmsample_poll(0);
 	pmsample_detach();
@@ -820,6 +915,11 @@ void pmsample_after_fork(void)
 	memset(pms.gpu, 0, sizeof pms.gpu);
 	pms.gpu_count = 0;
 	pms.started = 0;
+	pms.named = 0;
+	/* A start thread of the parent does not exist here. */
+	pms.start_joinable = 0;
+	atomic_store(&pms.start_state, PMSAMPLE_IDLE);
+	atomic_store(&pms.start_cpu_ns, 0);
 	pms.batch_n = 0;
 	pms.samples = 0;
 	pms.cu.profiler_ready = 0;
@@ -830,6 +930,11 @@ void pmsample_after_fork(void)
 int pmsample_running(void)
 {
 	return pms.started && pms.gpu_count > 0;
+}
+
+uint64_t pmsample_start_cpu_ns(void)
+{
+	return atomic_load(&pms.start_cpu_ns);
 }
 
 void pmsample_cost(struct wire_cost *cost)

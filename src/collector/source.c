@@ -521,6 +521,8 @@ size_t source_cost_build(struct wire_cost *out, uint64_t now_ns)
 		in_hooks += state[i].own_cpu_ns;
 		if (c.source == WIRE_COST_GPU)
 			c.own_cpu_ns += cupti_flush_cpu_ns();
+		if (c.source == WIRE_COST_GPU_METRICS)
+			c.own_cpu_ns += pmsample_start_cpu_ns();
 		c.events += state[i].events;
 		c.backoffs = state[i].backoffs;
 		c.flags = state[i].step ? WIRE_COST_REDUCED : 0;
@@ -555,7 +557,7 @@ static uint64_t budget_program_cpu_ns(void)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return 0;
 	uint64_t all = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	uint64_t ours = thread_cpu_ns() + cupti_flush_cpu_ns();
+	uint64_t ours = thread_cpu_ns() + cupti_flush_cpu_ns() + pmsample_start_cpu_ns();
 	return all > ours ? all - ours : 0;
 }
 

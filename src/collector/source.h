@@ -138,6 +138,8 @@ void pmsample_detach(void);
 void pmsample_after_fork(void);
 int pmsample_running(void);
 void pmsample_cost(struct wire_cost *cost);
+/* CPU time of its start thread (looking at the GPUs, building the configs), ns. */
+uint64_t pmsample_start_cpu_ns(void);
 /* GPU: CPU time of the CUPTI flush thread so far (ns). */
 uint64_t cupti_flush_cpu_ns(void);
 
