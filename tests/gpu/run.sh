@@ -412,7 +412,8 @@ check_gpu_metrics()
 	fi
 	local CHECK="$PY $ROOT/tests/gpu/pm_check.py"
 	verdict gpu_metrics "$T/gpu_metrics.trace.json" "$T/gpu_metrics.json" "$T/gpu_metrics.out" "$T/gpu_metrics.err"
-	# A second rank on the same GPU: one sampler (the first to take the GPU's lock).
+	# A second rank on the same GPU: one sampler at a time (the first to take the GPU's lock; the
+	# other takes over only once it ended).
 	rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
 	record_ok gpu_metrics_one || return
 	rc=0
@@ -421,14 +422,21 @@ check_gpu_metrics()
 		result gpu_metrics_one FAIL "cuscope export exited $rc: $(tail_of "$T/gpu_metrics_one.export.err")"
 		return
 	fi
-	local pids
-	pids=$("$PY" -c 'import json,sys
+	local verdict
+	verdict=$("$PY" -c 'import json,sys
 t=json.load(open(sys.argv[1]))
-print(" ".join(sorted({str(e["pid"]) for e in t["traceEvents"] if e.get("ph")=="C" and e.get("name","").startswith("GPU0 ")})))' "$T/gpu_metrics_one.trace.json")
-	case $pids in
-	"") result gpu_metrics_one SKIP "no GPU metric samples (see gpu_metrics): $(grep -m1 'GPU metrics' "$T/gpu_metrics_one.err")" ;;
-	*" "*) result gpu_metrics_one FAIL "GPU0's metrics came from several processes: $pids" ;;
-	*) result gpu_metrics_one PASS "GPU0's metrics from pid $pids only" ;;
+span={}
+for e in t["traceEvents"]:
+    if e.get("ph")=="C" and e.get("name","").startswith("GPU0 "):
+        a,b=span.get(e["pid"],(e["ts"],e["ts"]))
+        span[e["pid"]]=(min(a,e["ts"]),max(b,e["ts"]))
+s=sorted(span.items(),key=lambda x:x[1])
+over=[(p,q) for (p,(a,b)),(q,(c,d)) in zip(s,s[1:]) if c<b]
+print("none" if not s else ("overlap %r" % (span,)) if over else "ok "+" then ".join(str(p) for p,_ in s))' "$T/gpu_metrics_one.trace.json")
+	case $verdict in
+	none) result gpu_metrics_one SKIP "no GPU metric samples (see gpu_metrics): $(grep -m1 'GPU metrics' "$T/gpu_metrics_one.err")" ;;
+	ok*) result gpu_metrics_one PASS "GPU0's metrics from one process at a time: pid ${verdict#ok }" ;;
+	*) result gpu_metrics_one FAIL "two processes sampled GPU0 at once: $verdict" ;;
 	esac
 	rm -f "$T/gpu_metrics.trace.json" "$T/gpu_metrics_one.trace.json"
 }
