@@ -39,9 +39,21 @@ double gpumetric_cells(const struct store *store, size_t series, uint64_t from_n
  * sample covers any of it.
  */
 int gpumetric_mean(const struct store *store, size_t series, uint64_t from_ns, uint64_t to_ns, double *rate);
+/* One item of a GPU's header: "tensor" "45%" with a bar of 0.45 (-1: a rate, no bar). */
+struct gpumetric_item {
+	char label[32];
+	char value[32];
+	double fraction;
+};
 /*
- * The header's summary of a GPU over [from_ns, to_ns): "sm 71%  tensor 45%  dram rd 1.2 TB/s ..."
- * (percent metrics and rates, in store order, as many as fit size); "" when it has none.
+ * The header's items of a GPU over [from_ns, to_ns): percent metrics and rates (raw cycle counts
+ * say little at a glance), in store order, at most max; returns how many.
+ */
+size_t gpumetric_items(const struct store *store, const char *uuid, uint64_t from_ns, uint64_t to_ns,
+                       struct gpumetric_item *out, size_t max);
+/*
+ * The header's summary of a GPU over [from_ns, to_ns) as text: "sm 71%  tensor 45%  dram rd 1.2 TB/s"
+ * (its items, as many as fit size); "" when it has none.
  */
 const char *gpumetric_summary(const struct store *store, const char *uuid, uint64_t from_ns, uint64_t to_ns,
                               char *buf, size_t size);

@@ -183,29 +183,43 @@ int gpumetric_details(const struct store *st, size_t series, uint64_t from_ns, u
 	return n;
 }
 
-const char *gpumetric_summary(const struct store *st, const char *uuid, uint64_t from_ns, uint64_t to_ns,
-                              char *buf, size_t size)
+size_t gpumetric_items(const struct store *st, const char *uuid, uint64_t from_ns, uint64_t to_ns,
+                       struct gpumetric_item *out, size_t max)
 {
-	size_t series[GPUMETRIC_PER_GPU_MAX], used = 0;
+	size_t series[GPUMETRIC_PER_GPU_MAX], n_out = 0;
 	size_t n = gpumetric_series_of(st, uuid, series, GPUMETRIC_PER_GPU_MAX);
-	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && n_out < max; i++) {
 		struct store_gpu_metric_info mi;
 		store_gpu_metric_get(st, series[i], &mi);
-		/* Raw cycle counts say little at a glance: percentages and rates only. */
 		double rate;
 		if (strcmp(mi.unit, "cycles") == 0 || !*mi.unit ||
 		    gpumetric_mean(st, series[i], from_ns, to_ns, &rate) != 0)
 			continue;
-		char label[32], value[32], item[80];
-		gpumetric_label(mi.name, label, sizeof label);
-		/* The mean is already a rate: show it as one (a duration of 1 s keeps it). */
-		if (strcmp(mi.unit, "percent") == 0)
-			snprintf(value, sizeof value, "%.0f%%", rate);
-		else
+		struct gpumetric_item *it = &out[n_out++];
+		gpumetric_label(mi.name, it->label, sizeof it->label);
+		if (strcmp(mi.unit, "percent") == 0) {
+			snprintf(it->value, sizeof it->value, "%.0f%%", rate);
+			it->fraction = rate <= 0 ? 0 : rate >= 100 ? 1 : rate / 100;
+		} else {
+			/* The mean is already a rate: a 1 s duration shows it as one. */
 			gpumetric_text(strcmp(mi.unit, "MiB/s") == 0 ? "bytes" : mi.unit, rate, 1000000000ull,
-			               value, sizeof value);
-		int w = snprintf(item, sizeof item, "%s%s %s", used ? "  " : "", label, value);
+			               it->value, sizeof it->value);
+			it->fraction = -1;
+		}
+	}
+	return n_out;
+}
+
+const char *gpumetric_summary(const struct store *st, const char *uuid, uint64_t from_ns, uint64_t to_ns,
+                              char *buf, size_t size)
+{
+	struct gpumetric_item items[GPUMETRIC_PER_GPU_MAX];
+	size_t n = gpumetric_items(st, uuid, from_ns, to_ns, items, GPUMETRIC_PER_GPU_MAX), used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		char item[80];
+		int w =
+		    snprintf(item, sizeof item, "%s%s %s", used ? "  " : "", items[i].label, items[i].value);
 		if (w < 0 || used + (size_t)w >= size)
 			break;
 		memcpy(buf + used, item, (size_t)w + 1);

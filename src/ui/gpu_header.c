@@ -85,8 +85,9 @@ static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_dev
 }
 
 /*
- * " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%  sm 64%  tensor 41%  dram rd 1.2 TB/s": busy now
- * (last second) and over the view, then the GPU's hardware metrics over the last second.
+ * " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%  warps ▅64%  tensor ▄41%  dram rd 1.2 TB/s":
+ * busy now (last second) and over the view, then the GPU's hardware metrics over the last second,
+ * percentages with a bar.
  */
 void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 {
@@ -104,21 +105,19 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	snprintf(lab, sizeof lab, " %s", dv->label);
 	ui_fill(y, 0, COLS, ui_attr(ui, THEME_NORMAL), " ");
 	ui_put(ui, y, 0, lw, ui_attr(ui, THEME_GPU_HEADER), lab);
-	/* Hardware metrics take what the sparklines can spare (they keep 24 cells). */
-	char hw[256];
-	gpumetric_summary(ui->store, dv->uuid, from, now, hw, sizeof hw);
-	int room = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - 24 - 2;
-	if (hw[0] && room > 8 && (int)strlen(hw) > room) {
-		/* Whole items only: cut at the last double space that fits. */
-		hw[room] = '\0';
-		char *cut = hw;
-		for (char *p = hw; (p = strstr(p, "  ")) != NULL; p += 2)
-			cut = p;
-		*cut = '\0'; /* no whole item fits: none */
+	/* Hardware metrics ("tensor ▆45%") take what the sparklines can spare (they keep 24 cells):
+	 * whole items, in order. */
+	struct gpumetric_item items[GPUMETRIC_PER_GPU_MAX];
+	size_t n_items = gpumetric_items(ui->store, dv->uuid, from, now, items, GPUMETRIC_PER_GPU_MAX);
+	int room = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - 24, hwl = 0;
+	size_t shown = 0;
+	for (; shown < n_items; shown++) {
+		int w = 2 + (int)strlen(items[shown].label) + 1 + (items[shown].fraction >= 0) +
+		        (int)strlen(items[shown].value);
+		if (hwl + w > room)
+			break;
+		hwl += w;
 	}
-	if (room <= 8)
-		hw[0] = '\0';
-	int hwl = hw[0] ? (int)strlen(hw) + 2 : 0;
 	int rest = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - hwl;
 	int sw = rest * 2 / 3, cw = rest - sw;
 	int x = lw;
@@ -136,8 +135,17 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	x += ui_put(ui, y, x, 5, ui_attr(ui, THEME_UTIL_COPY) | A_BOLD, pct);
 	if (nv[0])
 		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
-	if (hw[0] && x + 2 < COLS)
-		ui_put(ui, y, x + 2, COLS - x - 2, ui_attr(ui, THEME_GPU_HEADER) | A_BOLD, hw);
+	for (size_t i = 0; i < shown && x + 2 < COLS; i++) {
+		x += 2;
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER), items[i].label);
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER), " ");
+		if (items[i].fraction >= 0) {
+			int lvl = (int)(items[i].fraction * 8 + 0.5);
+			x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM),
+			            ui->cells.g->spark[lvl > 8 ? 8 : lvl]);
+		}
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER) | A_BOLD, items[i].value);
+	}
 }
 
 /* GPU rate sample (once a second) and new collector warnings onto the message line. */

@@ -150,7 +150,8 @@ int main(int argc, char **argv)
 	    sample(u1, 77, T0 + 3 * S, T0 + 3 * S + MS, 5.0, WIRE_GPU_METRIC_PM),
 	};
 	frame(0, WIRE_FRAME_GPU_METRICS, junk, sizeof junk);
-	struct wire_bye b = {T0 + 4 * S, 0, 0};
+	/* Its end is the last sample's: the UI's "last second" (its GPU header) holds the samples. */
+	struct wire_bye b = {T0 + 2 * S, 0, 0};
 	frame(0, WIRE_FRAME_BYE, &b, sizeof b);
 
 	hello(1, 5152, "other");
