@@ -97,6 +97,7 @@ struct pmsample_gpu {
 	const char *note_head;
 	char note_tail[400];
 	uint32_t note_level;
+	int decode_said;      /* a decode or evaluation failure was said (once per GPU) */
 	int64_t clock_offset; /* GPU timestamp -> CLOCK_MONOTONIC */
 	int clock_known;
 	/* NVML */
@@ -457,8 +458,14 @@ static void pmsample_pm_decode(struct pmsample_gpu *g)
 	    .pCounterDataImage = g->data,
 	    .counterDataImageSize = g->data_size,
 	};
-	if (pms.cu.decode(&dec) != CUPTI_SUCCESS)
+	CUptiResult rc = pms.cu.decode(&dec);
+	if (rc != CUPTI_SUCCESS) {
+		if (!g->decode_said++)
+			collector_notice(WIRE_NOTICE_WARNING,
+			                 "GPU metrics on GPU%d: decoding the samples failed: %s", g->ordinal,
+			                 pmsample_cupti_error(rc));
 		return;
+	}
 	CUpti_PmSampling_GetCounterDataInfo_Params info = {
 	    .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE,
 	    .pCounterDataImage = g->data,
@@ -466,7 +473,7 @@ static void pmsample_pm_decode(struct pmsample_gpu *g)
 	};
 	if (pms.cu.data_info(&info) != CUPTI_SUCCESS)
 		return;
-	size_t used = pmconfig_used(g->cfg);
+	size_t used = pmconfig_used(g->cfg), failed = 0;
 	for (size_t i = 0; i < info.numCompletedSamples; i++) {
 		CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
 		    .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE,
@@ -477,8 +484,10 @@ static void pmsample_pm_decode(struct pmsample_gpu *g)
 		};
 		double values[PMCONFIG_METRICS_MAX];
 		if (pms.cu.sample_info(&si) != CUPTI_SUCCESS ||
-		    pmconfig_evaluate(g->cfg, g->data, g->data_size, i, values) != 0)
+		    pmconfig_evaluate(g->cfg, g->data, g->data_size, i, values) != 0) {
+			failed++;
 			continue;
+		}
 		if (!g->clock_known || i + 1 == info.numCompletedSamples)
 			pmsample_clock(g, si.endTimestamp);
 		uint64_t start = (uint64_t)((int64_t)si.startTimestamp + g->clock_offset);
@@ -486,6 +495,10 @@ static void pmsample_pm_decode(struct pmsample_gpu *g)
 		for (size_t k = 0; k < used; k++)
 			pmsample_emit(g, g->ids[k], WIRE_GPU_METRIC_PM, start, end, values[k]);
 	}
+	if (failed && failed == info.numCompletedSamples && !g->decode_said++)
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "GPU metrics on GPU%d: %zu samples could not be evaluated", g->ordinal,
+		                 failed);
 	/* Each decode starts on an empty image: completed samples were sent. */
 	CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
 	    .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE,
