@@ -113,8 +113,8 @@ $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 # Collector parts that stand alone (no process-wide state) are unit-tested directly.
 COLLECTOR_UNIT_OBJ := $(BUILD)/pic/collector/ring.o $(BUILD)/pic/collector/strtab.o \
 	$(BUILD)/pic/collector/sendq.o $(BUILD)/pic/collector/nvtxname.o \
-	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/pmconfig.o \
-	$(BUILD)/pic/collector/gpulock.o
+	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/fd.o \
+	$(BUILD)/pic/collector/pmconfig.o $(BUILD)/pic/collector/gpulock.o
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
@@ -167,7 +167,7 @@ $(BUILD)/tests/bench/bench_pipeline: tests/bench/bench_pipeline.c $(VIEWER_LIB)
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 fuzz: all tests-build
 	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz 'SAN=$(FUZZ_SAN)' build-fuzz/obj/libviewer.a
-	$(Q)for h in capture wire elfsym; do \
+	$(Q)for h in capture wire elfsym relay trigger; do \
 		clang $(CPPFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -o build-fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
 			build-fuzz/obj/libviewer.a $(VIEWER_LIBS) || exit 1; \
 	done
@@ -180,6 +180,11 @@ $(BUILD)/tests/bench/ui_bench: tests/bench/ui_bench.c $(VIEWER_LIB)
 
 # The ranks pane's recomputation cost (stats_ranks_compute on a store of 2 M events over 8 ranks).
 $(BUILD)/tests/bench/ranks_bench: tests/bench/ranks_bench.c $(VIEWER_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
+
+# The cost of inferring steps (steps_infer on a store of 1 M kernels without NVTX).
+$(BUILD)/tests/bench/steps_bench: tests/bench/steps_bench.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(VIEWER_LIBS)
 

@@ -190,8 +190,10 @@ for r in J["nvtx"]:
     for k in ("name", "domain", "style", "count", "total_ns", "min_ns", "p50_ns", "p99_ns", "max_ns"):
         if k not in r:
             fail("nvtx row %r lacks %r" % (r.get("name"), k))
-    if r["style"] not in ("PushPop", "StartEnd", "Mark"):
+    if r["style"] not in ("PushPop", "StartEnd", "Mark", "Inferred"):
         fail("nvtx row %r: style %r" % (r["name"], r["style"]))
+    if (r["style"] == "Inferred") != (r["domain"] == "inferred"):  # steps inferred from kernels (steps.h)
+        fail("nvtx row %r: style %r in domain %r" % (r["name"], r["style"], r["domain"]))
     if r["style"] == "Mark":
         if r["total_ns"] != 0:
             fail("mark %r: total_ns %r, want 0" % (r["name"], r["total_ns"]))

@@ -193,5 +193,9 @@ int capture_read_with(const char *path, struct store *store, const struct captur
  * be of today's layout and have passed wire_frame_check.
  */
 void capture_frame_shift(uint32_t type, void *frame, uint32_t length, int64_t shift_ns);
+/* A time's new value (a monotonic map: later times stay later). */
+typedef uint64_t (*capture_move_fn)(void *ctx, uint64_t t);
+/* As capture_frame_shift, each time t becoming move(ctx, t): a move that varies with time. */
+void capture_frame_move(uint32_t type, void *frame, uint32_t length, capture_move_fn move, void *ctx);
 
 #endif

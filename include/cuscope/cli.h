@@ -15,16 +15,22 @@ struct store;
 
 /* `cuscope [options] -- CMD...`: launch CMD and watch it live. */
 int cli_live(int argc, char **argv);
-/* The live UI over a launched or attached target's session until the user leaves; exit status. */
-int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts);
+struct trig_hook;
+/*
+ * The live UI over a launched or attached target's session until the user leaves; exit status.
+ * trig (set up by trig_hook_init, possibly without triggers) is evaluated over the view's store.
+ */
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts,
+             struct trig_hook *trig);
 /*
  * Records a launched or attached target's session into output until it exits, a stop signal, or
  * duration_s (0 = none) passes; a launched target is stopped then, an attached one left running.
- * Returns the exit status cuscope should use.
+ * trig's triggers (if any) are evaluated as it goes, their dumps cut from output. Returns the exit
+ * status cuscope should use.
  */
 struct capture_writer;
 int record_run(struct launch *target, struct capture_writer *writer, const char *output,
-               char **command_for_manifest, double duration_s);
+               char **command_for_manifest, double duration_s, struct trig_hook *trig);
 /* Opens a capture for record/attach (one clear line on failure, prefixed "VERB: "); NULL on failure. */
 struct capture_writer *record_open_output(const char *verb, const char *output);
 /* Says where the capture is written until it completes (FILE.partial), when someone is watching. */
@@ -92,6 +98,19 @@ enum cli_verb {
 };
 #define CLI_ALL_VERBS ((unsigned)CLI_RELAY * 2 - 1)
 
+/* --trigger and the dumps of its firings (live mode, record, attach, run); zero: the defaults. */
+#define CLI_TRIGGERS_MAX 16
+struct cli_triggers {
+	const char *exprs[CLI_TRIGGERS_MAX]; /* checked by trigger_parse */
+	size_t count;
+	uint64_t pre_ns, post_ns; /* --pre, --post; 0 = 5 s, 2 s */
+	int pre_set, post_set;
+	const char *dump_dir; /* --dump-dir, NULL = no dumps (firings still go into the capture) */
+	unsigned dump_max;    /* --dump-max, 0 = the default */
+	unsigned dump_max_mb; /* --dump-max-mb, 0 = the default */
+	int keep_newest;      /* --dump-keep newest: the oldest dumps go to make room */
+};
+
 struct export_format;
 /* What the options of a command line said; a verb sets its defaults before parsing. */
 struct cli_args {
@@ -115,7 +134,8 @@ struct cli_args {
 	double from_s, to_s;                       /* export --from/--to (to < 0: the end) */
 	const struct export_format *export_format; /* export --format, NULL = the default */
 	int json;                                  /* doctor --json */
-	int first;                                 /* argv index of the first operand, once parsed */
+	struct cli_triggers triggers;
+	int first; /* argv index of the first operand, once parsed */
 };
 
 /*

@@ -46,6 +46,10 @@ static inline uint64_t clock_ticks(void)
 /* 1 when this machine's TSC is invariant and the kernel clocksource is the TSC, so clock_ticks()
  * can stand in for MONOTONIC. */
 int clock_ticks_usable(void);
+/* The same decided from the texts of /proc/cpuinfo (its start: the first CPU's flags line; cut
+ * in place) and of the current clocksource, read by the caller (the collector reads them through
+ * fds it checks). */
+int clock_ticks_usable_text(char *cpuinfo, const char *clocksource);
 
 /*
  * Conversion of ticks to MONOTONIC ns: anchored at the latest (ticks, ns) pair taken by

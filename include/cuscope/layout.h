@@ -26,7 +26,8 @@ enum layout_row_kind {
 	LAYOUT_ROW_GC = 9,          /* one gc row of a thread: Python garbage collections */
 	LAYOUT_ROW_COST = 10,       /* the collector's own cost: row 0 added time %, row 1 its CPU */
 	LAYOUT_ROW_IDLE = 11,       /* "15 idle threads": a process's threads that produced nothing yet */
-	LAYOUT_ROW_GPU_METRIC = 12, /* a GPU hardware metric's counter lane under its device: row = series */
+	LAYOUT_ROW_STEPS = 12,      /* "step (inferred)": steps found in its kernel stream (steps.h) */
+	LAYOUT_ROW_GPU_METRIC = 13, /* a GPU hardware metric's counter lane under its device: row = series */
 };
 
 /* Idle threads fold into one row from this many on (a single one shows as itself: same rows). */
@@ -80,6 +81,7 @@ struct layout_metric {
 struct layout_process {
 	pid_t pid, ppid;
 	uint32_t capture;
+	char host[64];         /* its HELLO's (several hosts share one capture live: attach --ssh) */
 	int32_t rank;          /* -1 when unknown */
 	size_t launcher_ranks; /* ranks under it when it has none (rankgroup_launchers), else 0 */
 	int fold_decided;      /* its default fold was applied, or the user chose: never applied again */
@@ -98,6 +100,8 @@ struct layout {
 	size_t fold_count, fold_cap;
 	struct layout_process *procs; /* what rows are built from */
 	size_t proc_count, proc_cap;
+	unsigned char *steps; /* by store process index: it has inferred steps (layout_set_steps) */
+	size_t steps_cap;
 	struct layout_metric *metrics; /* by process and device, in store order */
 	size_t metric_count, metric_cap;
 	int frozen;          /* rebuilds reuse procs: the view is paused */
@@ -124,6 +128,8 @@ void layout_add_osrt(struct layout *layout, size_t process, size_t lane, pid_t p
 void layout_add_gc(struct layout *layout, size_t process, size_t lane, pid_t pid, pid_t tid, size_t rows);
 /* Appends a process's cost rows (estimated added time, collector CPU) under its header. */
 void layout_add_cost(struct layout *layout, size_t process, pid_t pid);
+/* Says whether process has inferred steps: a "step (inferred)" row under its header from the next rebuild. */
+void layout_set_steps(struct layout *layout, size_t process, int on);
 /* Whether a row belongs to a thread lane (thread, NVTX, CUDA API, blocking-call and GC rows). */
 int layout_is_thread_row(const struct layout_row *row);
 /* Appends a GPU device header. */
@@ -139,7 +145,7 @@ void layout_add_idle(struct layout *layout, size_t process, pid_t pid, size_t co
 int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_cpu_info *ci);
 /*
  * Rebuilds the rows from the store: per process a header, its cost rows (when its collector reports
- * its cost), its threads in order of appearance with
+ * its cost), its inferred steps row (layout_set_steps), its threads in order of appearance with
  * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then the threads
  * that never produced an event folded into one "idle threads" row (when there are LAYOUT_IDLE_FOLD_MIN of
  * them; open, it lists them beneath), then per GPU device (by ordinal) a header, the counter lanes of

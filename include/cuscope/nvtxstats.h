@@ -43,6 +43,8 @@ struct nvtx_stats {
 	size_t exact_values, exact_max; /* durations kept for exact percentiles, and their bound */
 };
 
+/* Domain of the steps inferred from kernels (steps.h), fed by the viewer under name 0: "step (inferred)". */
+#define NVTX_STATS_INFERRED  UINT32_MAX
 #define NVTX_STATS_EXACT_MAX (8u << 20) /* durations kept for exact percentiles (64 MiB) */
 
 void nvtx_stats_init(struct nvtx_stats *s);

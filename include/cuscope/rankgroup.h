@@ -15,26 +15,31 @@
 struct rankgroup_proc {
 	uint32_t capture; /* pids are only compared within one capture */
 	pid_t pid, ppid;
-	int32_t rank; /* -1 when unknown */
+	int32_t rank;     /* -1 when unknown */
+	const char *host; /* and one host (a live view of several: attach --ssh); NULL = "" */
 };
 
 /*
  * For each process, the number of distinct ranks among the processes under it (children, their
  * children, ...) when it has no rank itself, else 0: out[i] > 0 marks a launcher (torchrun's agent,
  * srun's step, mpirun, a shell starting ranks). A parent is the first process of the same capture
- * with that pid; walks are bounded by n, so a cycle of reused pids cannot loop.
+ * (and host) with that pid; walks are bounded by n, so a cycle of reused pids cannot loop.
  */
 void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *out);
 
-/* Processes by (capture, pid), to find a parent: sort the keys once, then look up. */
+/* Processes by (capture, host, pid), to find a parent: sort the keys once, then look up. Hosts of one
+ * capture reuse each other's pids (containers), so a parent is looked for on the child's host. */
 struct rankgroup_key {
 	uint32_t capture;
 	pid_t pid;
-	size_t index; /* the caller's index of the process */
+	size_t index;     /* the caller's index of the process */
+	const char *host; /* NULL = "" (the caller keeps it alive while the keys are used) */
 };
 void rankgroup_keys_sort(struct rankgroup_key *keys, size_t n);
-/* The index of the process pid of a capture (its first one when the pid was reused), or SIZE_MAX. */
-size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, pid_t pid);
+/* The index of the process pid of a capture and host (its first one when the pid was reused), or
+ * SIZE_MAX. */
+size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, const char *host,
+                           pid_t pid);
 /* The restart a process belongs to: TORCHELASTIC_RESTART_COUNT, unknown (-1) counted as 0. */
 int32_t rankgroup_restart(int32_t restart_count);
 /*

@@ -15,6 +15,11 @@ struct store;
 
 /* Rows are recomputed at most this often while the store changes (a live view). */
 #define RANKSPANE_REFRESH_NS 1000000000ull
+/*
+ * ... and at most 1/RANKSPANE_SHARE of the time: ranks without NVTX steps have theirs inferred from
+ * their kernels (steps.h), tens of ms a rank.
+ */
+#define RANKSPANE_SHARE 20
 
 /* What the pane says when no process has a rank. */
 #define RANKSPANE_EMPTY "no ranks: no process has RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/SLURM_PROCID set"
@@ -46,7 +51,8 @@ void rankspane_init(struct rankspane *rp);
 void rankspane_fini(struct rankspane *rp);
 /*
  * Whether the rows are due a recomputation at now_ns for a store at generation: never computed, or
- * the store changed and RANKSPANE_REFRESH_NS passed since the last one (never per frame).
+ * the store changed and RANKSPANE_REFRESH_NS (or RANKSPANE_SHARE times the last one's cost, if longer)
+ * passed since the last one (never per frame).
  */
 int rankspane_due(const struct rankspane *rp, uint64_t generation, uint64_t now_ns);
 /*

@@ -36,8 +36,10 @@ int session_remove(const char *dir, uid_t uid);
 void session_sweep(void);
 /* Writes DIR/PID.sock; returns 0 or -ENAMETOOLONG. */
 int session_socket_path(char *out, size_t size, const char *dir, pid_t pid);
-/* Creates a non-blocking listening socket at path (mode 0600); returns fd or -errno. */
-int session_listen(const char *path);
+/* Binds the caller's AF_UNIX stream socket fd as name (mode 0600) in the session directory dfd
+ * (ours or root's, writable by nobody else) and listens; 0 or -errno. The caller keeps both fds:
+ * the collector makes and registers them itself (a program may take their numbers). */
+int session_listen_at(int dfd, const char *name, int fd);
 /* Connects to the socket at path (blocking connect, then non-blocking); returns fd or -errno. */
 int session_connect(const char *path);
 /* Connects to the socket name in a verified directory fd (never through a link); fd or -errno. */

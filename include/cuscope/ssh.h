@@ -48,6 +48,19 @@ char *ssh_slurm_nodelist(const char *list, char *cause, size_t cause_size);
 /* Starts a relay on each of count hosts (names copied); NULL with cause if a template is bad. */
 struct ssh_hosts *ssh_hosts_new(char *const *hosts, int count, const struct ssh_config *config,
                                 const struct ssh_callbacks *cb, char *cause, size_t cause_size);
+/*
+ * The same hosts with no relay started (tests, the fuzz harness): bytes come from ssh_hosts_feed.
+ * ssh_hosts_pump and ssh_hosts_finish are not for these.
+ */
+struct ssh_hosts *ssh_hosts_new_idle(char *const *hosts, int count, const struct ssh_callbacks *cb);
+/*
+ * Decodes n bytes as if read from host's relay (idle hosts only): 0; -EPROTO when they broke the
+ * stream (the host went down, as a real one would; the next feed is a new run of its relay, unless
+ * retrying was futile); -EPIPE for a host given up on.
+ */
+int ssh_hosts_feed(struct ssh_hosts *s, int host, const void *data, size_t n);
+/* Ends the current run of an idle host's relay, as if its stream had ended. */
+void ssh_hosts_end_run(struct ssh_hosts *s, int host);
 /* Waits up to timeout_ms for data from the relays or extra_fd, dispatches it, restarts relays
  * whose backoff ran out. Returns 1 if extra_fd is readable. */
 int ssh_hosts_pump(struct ssh_hosts *s, int timeout_ms, int extra_fd);

@@ -167,6 +167,8 @@ struct store_capture_clock {
 	uint64_t outliers;       /* matched but left out of the fit */
 	int64_t residual_p50_ns; /* |reference's end - its end| after the move, -1 with none matched */
 	int64_t residual_max_ns;
+	char host[64]; /* a live view's host (attach --ssh, one capture of several hosts); "" = the capture's
+	                */
 };
 /* Keeps capture's alignment (a copy; method must be static). */
 void store_capture_set_clock(struct store *store, uint32_t capture, const struct store_capture_clock *clock);

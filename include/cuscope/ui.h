@@ -68,6 +68,13 @@ void ui_view_set(struct ui *ui, uint64_t start_ns, uint64_t span_ns);
 int ui_dump_request(struct ui *ui, char *path, size_t size, uint64_t *from_ns, uint64_t *to_ns);
 /* Shows a one-line message at the bottom for a few seconds (e.g. a warning). */
 void ui_message(struct ui *ui, const char *text);
+/*
+ * A trigger fired at time_ns (expr: its expression): marked on the time axis and reachable with
+ * } and {; the first firing pauses the view centred on it.
+ */
+void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr);
+/* A firing a capture holds: marked and reachable with } and {, nothing else (cuscope view). */
+void ui_trigger_mark(struct ui *ui, uint64_t time_ns, const char *expr);
 /* Restores the terminal from a signal or crash path (async-signal-tolerant best effort). */
 void ui_emergency_restore(void);
 

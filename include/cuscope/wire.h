@@ -303,6 +303,8 @@ enum wire_notice_topic {
 	WIRE_NOTICE_TOPIC_GPU_UNAVAILABLE = 1, /* why there are no GPU lanes (a warning) */
 	WIRE_NOTICE_TOPIC_BUDGET = 2,          /* the overhead budget changed a source's level */
 	WIRE_NOTICE_TOPIC_RUNTIME = 3,         /* key=value lines about the GPU runtime (info) */
+	WIRE_NOTICE_TOPIC_TRIGGER =
+	    4, /* a trigger fired (info; written by the viewer, trigger_notice_parse) */
 	WIRE_NOTICE_TOPIC_MAX
 };
 

@@ -33,20 +33,9 @@ static int has_word(const char *text, const char *word)
 	return 0;
 }
 
-int clock_ticks_usable(void)
+int clock_ticks_usable_text(char *cpuinfo, const char *clocksource)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	/* Read with open/read (no stdio): the collector calls this while the program starts. */
-	static char text[8192]; /* the first CPU's block holds its flags line */
-	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, text, sizeof text - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	text[n] = '\0';
-	char *flags = strstr(text, "\nflags");
+	char *flags = strstr(cpuinfo, "\nflags");
 	if (!flags)
 		return 0;
 	char *end = strchr(flags + 1, '\n');
@@ -57,13 +46,31 @@ int clock_ticks_usable(void)
 	/* The flags say what the CPU promises; the kernel's own clocksource says whether it still
 	 * trusts the TSC (it switches away when it finds the counters skewed across CPUs, as happens
 	 * on some virtual machines): only then do ticks from different CPUs agree with MONOTONIC. */
+	return strncmp(clocksource, "tsc", 3) == 0 && (clocksource[3] == '\n' || clocksource[3] == '\0');
+}
+
+int clock_ticks_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	static char text[8192]; /* the first CPU's block holds its flags line */
 	char source[32] = "";
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
 	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, source, sizeof source - 1);
 	close(fd);
-	return n >= 3 && strncmp(source, "tsc", 3) == 0 && (source[3] == '\n' || source[3] == '\0');
+	if (n < 0)
+		return 0;
+	source[n] = '\0';
+	return clock_ticks_usable_text(text, source);
 #else
 	return 0;
 #endif

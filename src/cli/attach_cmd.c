@@ -6,6 +6,7 @@
 #include "cuscope/log.h"
 #include "cuscope/session.h"
 #include "cuscope/ui.h"
+#include "trighook.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -18,6 +19,10 @@ int cli_attach(int argc, char **argv)
 	int rc = cli_parse_options(CLI_ATTACH, argc, argv, &args);
 	if (rc >= 0)
 		return rc;
+	if ((args.ssh || args.via || args.hosts_file || args.slurm_nodes) && args.triggers.count) {
+		log_error("attach: --trigger is not available with --ssh yet; attach to each node's process");
+		return CLI_EXIT_USAGE;
+	}
 	if (args.ssh || args.via || args.hosts_file || args.slurm_nodes)
 		return attach_ssh_run(&args, argc, argv);
 	if (args.job || args.remote_cuscope) {
@@ -40,6 +45,10 @@ int cli_attach(int argc, char **argv)
 		log_error("attach: --record needs -o FILE");
 		return CLI_EXIT_USAGE;
 	}
+	static struct trig_hook trig;
+	rc = trig_hook_init(&trig, &args.triggers, args.ui.gap_ms, NULL, args.ui.memory_mb, "attach");
+	if (rc)
+		return rc;
 	if (kill(pid, 0) != 0 && errno == ESRCH) {
 		log_error("attach: no such process: %d", (int)pid);
 		return 1;
@@ -72,11 +81,11 @@ int cli_attach(int argc, char **argv)
 	char *cmdline = attach_cmdline(pid);
 	if (args.record) {
 		char *manifest_argv[] = {cmdline, NULL};
-		rc = record_run(&target, writer, args.output, manifest_argv, args.duration_s);
+		rc = record_run(&target, writer, args.output, manifest_argv, args.duration_s, &trig);
 	} else {
 		/* The terminal UI lets the user leave whenever they like. */
 		attach_handshake_done();
-		rc = live_run(&target, cmdline, &args.ui);
+		rc = live_run(&target, cmdline, &args.ui, &trig);
 	}
 	free(cmdline);
 	attach_end(pid);

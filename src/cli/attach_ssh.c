@@ -7,6 +7,7 @@
 #include "cuscope/capture.h"
 #include "cuscope/clock.h"
 #include "cuscope/cli.h"
+#include "cuscope/clock_align.h"
 #include "cuscope/log.h"
 #include "cuscope/outpattern.h"
 #include "cuscope/ssh.h"
@@ -15,19 +16,20 @@
 #include "cuscope/ui.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
-#include "livekeep.h"
+#include "attach_ssh.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#define ATTACH_SSH_FLUSH_NS  1000000000ull
-#define ATTACH_SSH_FINISH_MS 3000
+#define ATTACH_SSH_FLUSH_NS 1000000000ull
 
 struct attach_ssh_host {
 	struct capture_writer *writer;
@@ -45,7 +47,7 @@ struct attach_ssh {
 	struct ssh_hosts *relays;
 };
 
-static volatile sig_atomic_t attach_ssh_stop;
+volatile sig_atomic_t attach_ssh_stop;
 
 static const char *attach_ssh_getenv(const char *name, void *ctx)
 {
@@ -119,298 +121,6 @@ static void attach_ssh_manifest(struct attach_ssh *a, int i)
 	                       ssh_host_name(a->relays, i), (unsigned long long)h->lost_frames);
 	capture_writer_manifest(h->writer, text, strlen(text));
 	free(text);
-}
-
-/* ---- the live view: every host's sources in one store ---- */
-
-#define ATTACH_SSH_FRAME_NS        33000000ull  /* at most ~30 frames per second, as live mode */
-#define ATTACH_SSH_KEEP_FLUSH_NS   500000000ull /* the live capture file: flushed, bounded */
-#define ATTACH_SSH_LATENCY_SKIP_NS 3000000000ull
-
-struct attach_ssh_live {
-	struct store *store;
-	struct ui *ui;
-	struct ssh_hosts *relays;
-	int **ids; /* per host: store source + 1 by the host's local source, 0 = none yet */
-	size_t *id_caps;
-	int next_id;
-	uint64_t *lost; /* per host: frames the relay dropped (sum of its sources' newest totals) */
-	/* One time axis for every host, this machine's: a host's times move by its clock anchor's
-	 * offset (REALTIME - MONOTONIC of its first process) minus ours, as several captures are
-	 * aligned (so as well as the hosts' wall clocks agree), and the view's "now" is right. */
-	int64_t *shift;     /* per host, ns */
-	uint8_t *anchored;  /* per host: shift is known */
-	int64_t ref_offset; /* REALTIME - MONOTONIC here */
-	uint8_t *moved;     /* a frame copy with its times moved */
-	size_t moved_cap;
-	struct live_keep keep; /* every host's frames, as shown, for `d` dumps */
-	char note[1024];       /* one line per host, joined for the status line */
-	/* CUSCOPE_LATENCY=1: event -> drawn, for hosts that share our CLOCK_MONOTONIC (127.0.0.1). */
-	int latency;
-	uint64_t start_ns;      /* events older than this are not counted (ATTACH_SSH_LATENCY_SKIP_NS) */
-	uint64_t pending[4096]; /* times of events ingested since the last frame drawn */
-	size_t pending_count;
-	uint64_t *samples; /* ns */
-	size_t sample_count, sample_cap;
-};
-
-/* Notes the oldest and the newest event of an EVENTS frame (the frame's spread of latency). */
-static void attach_ssh_latency_note(struct attach_ssh_live *lv, uint32_t type, const void *payload,
-                                    uint32_t length)
-{
-	size_t n = length / sizeof(struct wire_event);
-	if (!lv->latency || type != WIRE_FRAME_EVENTS || !n || lv->pending_count + 2 > 4096)
-		return;
-	struct wire_event first, last;
-	memcpy(&first, payload, sizeof first);
-	memcpy(&last, (const char *)payload + (n - 1) * sizeof last, sizeof last);
-	if (first.time_ns >= lv->start_ns)
-		lv->pending[lv->pending_count++] = first.time_ns;
-	if (n > 1 && last.time_ns >= lv->start_ns)
-		lv->pending[lv->pending_count++] = last.time_ns;
-}
-
-static void attach_ssh_latency_drawn(struct attach_ssh_live *lv, uint64_t drawn_ns)
-{
-	for (size_t i = 0; i < lv->pending_count; i++) {
-		if (drawn_ns <= lv->pending[i])
-			continue;
-		if (lv->sample_count == lv->sample_cap)
-			xgrow((void **)&lv->samples, &lv->sample_cap, lv->sample_count + 1,
-			      sizeof *lv->samples);
-		lv->samples[lv->sample_count++] = drawn_ns - lv->pending[i];
-	}
-	lv->pending_count = 0;
-}
-
-static void attach_ssh_latency_report(struct attach_ssh_live *lv)
-{
-	if (!lv->latency)
-		return;
-	if (!lv->sample_count) {
-		log_error("latency: no events were drawn");
-		return;
-	}
-	size_t n = lv->sample_count;
-	u64_sort(lv->samples, n);
-	log_error("latency: event -> drawn through the relays: p50 %.1f ms  p99 %.1f ms  max %.1f ms  (%zu "
-	          "samples: each frame's oldest and newest event)",
-	          (double)u64_percentile(lv->samples, n, 0.50) / 1e6,
-	          (double)u64_percentile(lv->samples, n, 0.99) / 1e6, (double)lv->samples[n - 1] / 1e6, n);
-}
-
-/* The store's source for host's local source (sources are dense in the store, across hosts). */
-static int attach_ssh_live_id(struct attach_ssh_live *lv, int host, uint32_t source)
-{
-	if (source >= lv->id_caps[host]) {
-		size_t old = lv->id_caps[host];
-		xgrow((void **)&lv->ids[host], &lv->id_caps[host], (size_t)source + 1, sizeof **lv->ids);
-		memset(lv->ids[host] + old, 0, (lv->id_caps[host] - old) * sizeof **lv->ids);
-	}
-	if (!lv->ids[host][source])
-		lv->ids[host][source] = ++lv->next_id;
-	return lv->ids[host][source] - 1;
-}
-
-static void attach_ssh_live_frame(void *ctx, int host, uint32_t source, uint32_t type, const void *payload,
-                                  uint32_t length)
-{
-	struct attach_ssh_live *lv = ctx;
-	int id = attach_ssh_live_id(lv, host, source);
-	uint8_t *hello = NULL;
-	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello)) {
-		/* The process's host is the name the user reached it by (see attach_ssh_frame). */
-		hello = xmalloc(length);
-		memcpy(hello, payload, length);
-		char name[sizeof((struct wire_hello *)0)->host] = {0};
-		snprintf(name, sizeof name, "%s", ssh_host_name(lv->relays, host));
-		memcpy(hello + offsetof(struct wire_hello, host), name, sizeof name);
-		payload = hello;
-	}
-	if (type == WIRE_FRAME_HELLO && length >= sizeof(struct wire_hello) && !lv->anchored[host]) {
-		struct wire_hello h;
-		memcpy(&h, payload, sizeof h);
-		/* Both halves are read together by the collector at start; either 0 means none. */
-		if (h.anchor_mono_ns && h.anchor_real_ns) {
-			int64_t offset = (int64_t)(h.anchor_real_ns - h.anchor_mono_ns);
-			/* unsigned: a crafted anchor wraps rather than overflows */
-			lv->shift[host] = (int64_t)((uint64_t)offset - (uint64_t)lv->ref_offset);
-			lv->anchored[host] = 1;
-		}
-	}
-	const char *cause = NULL;
-	if (lv->shift[host] && wire_frame_check(type, payload, length, &cause) == 0) {
-		xgrow((void **)&lv->moved, &lv->moved_cap, length ? length : 1, 1);
-		memcpy(lv->moved, payload, length);
-		capture_frame_shift(type, lv->moved, length, lv->shift[host]);
-		payload = lv->moved;
-	}
-	attach_ssh_latency_note(lv, type, payload, length);
-	live_keep_frame(&lv->keep, id, type, payload, length);
-	cause = NULL;
-	if (store_feed(lv->store, id, type, payload, length, &cause) != 0 && lv->ui) {
-		char line[300];
-		snprintf(line, sizeof line, "%s: %s", ssh_host_name(lv->relays, host), cause);
-		ui_message(lv->ui, line);
-	}
-	free(hello);
-}
-
-static void attach_ssh_live_closed(void *ctx, int host, uint32_t source)
-{
-	struct attach_ssh_live *lv = ctx;
-	store_source_closed(lv->store, attach_ssh_live_id(lv, host, source));
-}
-
-static void attach_ssh_live_loss(void *ctx, int host, uint32_t source, uint64_t frames, uint64_t bytes)
-{
-	struct attach_ssh_live *lv = ctx;
-	(void)source;
-	(void)bytes;
-	/* One total per host is enough for the status line; the newest total of a source wins. */
-	if (frames > lv->lost[host])
-		lv->lost[host] = frames;
-}
-
-static void attach_ssh_live_note(void *ctx, int host, const char *line)
-{
-	struct attach_ssh_live *lv = ctx;
-	(void)host;
-	(void)line;
-	(void)lv; /* the status line is rebuilt from ssh_host_line each frame */
-}
-
-/* The status line's note: each host's state and last line. */
-static void attach_ssh_live_status(struct attach_ssh_live *lv, int count)
-{
-	size_t len = 0;
-	lv->note[0] = '\0';
-	for (int i = 0; i < count && len < sizeof lv->note - 1; i++) {
-		int n =
-		    snprintf(lv->note + len, sizeof lv->note - len, "%s%s: %s%s", i ? " | " : "",
-		             ssh_host_name(lv->relays, i), ssh_host_connected(lv->relays, i) ? "up" : "DOWN",
-		             lv->lost[i] ? " (relay lost frames)" : "");
-		if (n < 0)
-			break;
-		len += (size_t)n;
-		const char *line = ssh_host_line(lv->relays, i);
-		if (!ssh_host_connected(lv->relays, i) && line[0] && len < sizeof lv->note - 1) {
-			n = snprintf(lv->note + len, sizeof lv->note - len, " %s", line);
-			if (n > 0)
-				len += (size_t)n;
-		}
-		if (len >= sizeof lv->note)
-			len = sizeof lv->note - 1;
-	}
-}
-
-/* The live view over every host's relay until the user leaves (the processes run on). */
-static int attach_ssh_live(const struct cli_args *args, char **names, int count,
-                           const struct ssh_config *config)
-{
-	static struct attach_ssh_live lv;
-	char cause_buf[512];
-	lv.store = store_new();
-	store_set_memory_limit(
-	    lv.store, (size_t)(args->ui.memory_mb ? args->ui.memory_mb : UI_MEMORY_MB_DEFAULT) << 20);
-	lv.ids = xcalloc((size_t)count, sizeof *lv.ids);
-	lv.id_caps = xcalloc((size_t)count, sizeof *lv.id_caps);
-	lv.lost = xcalloc((size_t)count, sizeof *lv.lost);
-	lv.shift = xcalloc((size_t)count, sizeof *lv.shift);
-	lv.anchored = xcalloc((size_t)count, sizeof *lv.anchored);
-	uint64_t here_mono, here_real;
-	clock_anchor(&here_mono, &here_real);
-	lv.ref_offset = (int64_t)(here_real - here_mono);
-	live_keep_open(&lv.keep, NULL, args->ui.disk_mb);
-	const char *latency_env = getenv("CUSCOPE_LATENCY");
-	lv.latency = latency_env && *latency_env == '1';
-	/* The armed processes' past arrives first, in a burst: latency is counted after it. */
-	lv.start_ns = clock_mono_ns() + ATTACH_SSH_LATENCY_SKIP_NS;
-	struct ssh_callbacks cb = {.ctx = &lv,
-	                           .frame = attach_ssh_live_frame,
-	                           .closed = attach_ssh_live_closed,
-	                           .loss = attach_ssh_live_loss,
-	                           .note = attach_ssh_live_note};
-	int rc = 0;
-	lv.relays = ssh_hosts_new(names, count, config, &cb, cause_buf, sizeof cause_buf);
-	if (!lv.relays) {
-		log_error("attach: %s", cause_buf);
-		rc = CLI_EXIT_USAGE;
-		goto out;
-	}
-	const char *cause = NULL;
-	lv.ui = ui_new(lv.store, &args->ui, &cause);
-	if (!lv.ui) {
-		log_error("attach: %s", cause ? cause : "cannot start the terminal UI");
-		ssh_hosts_free(lv.relays);
-		rc = 1;
-		goto out;
-	}
-	cli_restore_on_crash();
-	/* The hosts as the title names them: the first few, then how many more. */
-	char hosts_text[240] = "";
-	for (int i = 0; i < count && i < 4; i++)
-		snprintf(hosts_text + strlen(hosts_text), sizeof hosts_text - strlen(hosts_text), "%s%s",
-		         i ? "," : "", names[i]);
-	if (count > 4)
-		snprintf(hosts_text + strlen(hosts_text), sizeof hosts_text - strlen(hosts_text), " +%d more",
-		         count - 4);
-	char command[300];
-	snprintf(command, sizeof command, "ssh %s", hosts_text);
-	struct ui_status status = {.command = command, .live = 1, .target_alive = 1};
-	uint64_t last_draw = 0, rate_start = clock_mono_ns(), rate_events = 0, last_flush = rate_start;
-	ui_draw(lv.ui, &status, 1);
-	while (!attach_ssh_stop) {
-		ssh_hosts_pump(lv.relays, 20, STDIN_FILENO);
-		int actions = ui_handle_input(lv.ui, &status);
-		/* The processes are not ours to stop: every way out leaves them running. */
-		if (actions & (UI_ACTION_QUIT | UI_ACTION_DETACH | UI_ACTION_STOP | UI_ACTION_INTERRUPT))
-			break;
-		uint64_t now = clock_mono_ns();
-		if (now - rate_start >= 1000000000ull) {
-			uint64_t events = store_event_count(lv.store);
-			status.events_per_s =
-			    (double)(events - rate_events) * 1e9 / (double)(now - rate_start);
-			rate_events = events;
-			rate_start = now;
-		}
-		live_keep_dump(&lv.keep, lv.ui, now);
-		if (now - last_flush >= ATTACH_SSH_KEEP_FLUSH_NS) {
-			live_keep_flush(&lv.keep, lv.store, lv.ui);
-			last_flush = now;
-		}
-		if (now - last_draw >= ATTACH_SSH_FRAME_NS) {
-			attach_ssh_live_status(&lv, count);
-			status.log_note = lv.note;
-			status.now_ns = now;
-			ui_draw(lv.ui, &status, 0);
-			last_draw = now;
-			attach_ssh_latency_drawn(&lv, clock_mono_ns());
-		}
-	}
-	if (attach_ssh_stop != SIGHUP)
-		ui_free(lv.ui);
-	log_set_sink(NULL);
-	/* A dump still running is finished first: nothing captured is lost. */
-	live_keep_finish(&lv.keep);
-	ssh_hosts_finish(lv.relays, ATTACH_SSH_FINISH_MS);
-	ssh_hosts_free(lv.relays);
-	if (attach_ssh_stop != SIGHUP)
-		log_error("detached from %s; their processes run on", hosts_text);
-	attach_ssh_latency_report(&lv);
-out:
-	for (int i = 0; i < count; i++)
-		free(lv.ids[i]);
-	free(lv.ids);
-	free(lv.id_caps);
-	free(lv.lost);
-	free(lv.shift);
-	free(lv.anchored);
-	free(lv.moved);
-	live_keep_close(&lv.keep);
-	free(lv.samples);
-	store_free(lv.store);
-	return rc;
 }
 
 /*

@@ -125,8 +125,15 @@ static void captures_match(char **paths, struct capture_clock *clk, int c, int r
 
 int cli_load_captures(int count, char **paths, struct store *store)
 {
-	if (count == 1)
-		return cli_load_capture(paths[0], store, NULL);
+	if (count == 1) {
+		/* A live view's capture of several hosts says in its manifest how each was aligned. */
+		struct capture_read_result res = {0};
+		int one = cli_load_capture(paths[0], store, &res);
+		if (!one && res.manifest)
+			clock_align_manifest_apply(res.manifest, store);
+		free(res.manifest);
+		return one;
+	}
 	struct capture_clock *clk = xcalloc((size_t)count, sizeof *clk);
 	int rc = 0, have_ref = 0, nccl_ref = -1;
 	int64_t ref = 0;

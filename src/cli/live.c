@@ -5,6 +5,7 @@
 #include "cuscope/log.h"
 #include "cuscope/session.h"
 #include "cuscope/store.h"
+#include "cuscope/trigger.h"
 #include "cuscope/tap.h"
 #include "cuscope/u64.h"
 #include "cuscope/ui.h"
@@ -12,6 +13,7 @@
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 #include "livekeep.h"
+#include "trighook.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +44,8 @@ struct live {
 	struct ui *ui;
 	int protocol_error;
 	struct latency latency;
-	struct live_keep keep; /* the live capture file `d` dumps are cut from */
+	struct live_keep keep;  /* the live capture file `d` dumps are cut from */
+	struct trig_hook *trig; /* --trigger: evaluated over the store, firings pause the view */
 };
 
 static void latency_note_frame(struct latency *lat, uint32_t type, const void *payload, uint32_t length)
@@ -90,6 +93,8 @@ static int live_frame(void *ctx, int source, uint32_t type, const void *payload,
 	const char *cause = NULL;
 	latency_note_frame(&lv->latency, type, payload, length);
 	live_keep_frame(&lv->keep, source, type, payload, length);
+	if (lv->trig)
+		trig_hook_frame(lv->trig, source, type, payload, length);
 	if (store_feed(lv->store, source, type, payload, length, &cause) != 0) {
 		char line[256];
 		snprintf(line, sizeof line, "dropped a connection: %s", cause);
@@ -149,6 +154,11 @@ int cli_live(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
+	static struct trig_hook trig;
+	rc = trig_hook_init(&trig, &args.triggers, args.ui.gap_ms, NULL, args.ui.memory_mb, "");
+	if (rc)
+		return rc;
+
 	struct launch launch;
 	char msg[1024];
 	session_sweep();
@@ -159,7 +169,7 @@ int cli_live(int argc, char **argv)
 	}
 
 	char *command_line = live_join(command);
-	rc = live_run(&launch, command_line, &args.ui);
+	rc = live_run(&launch, command_line, &args.ui, &trig);
 	free(command_line);
 	return rc;
 }
@@ -187,6 +197,17 @@ static void live_close(struct live *lv)
 	lv->latency.samples = NULL;
 	store_free(lv->store);
 	lv->store = NULL;
+}
+
+/* New firings of the triggers go to the view (the first one pauses it there). */
+static void live_triggers(struct live *lv)
+{
+	size_t before = trig_hook_firing_count(lv->trig);
+	trig_hook_step(lv->trig, lv->keep.writer);
+	for (size_t i = before; i < trig_hook_firing_count(lv->trig); i++) {
+		const struct trigger_firing *f = trig_hook_firing(lv->trig, i);
+		ui_trigger_fired(lv->ui, f->time_ns, trig_hook_expr(lv->trig, f));
+	}
 }
 
 /* The view's loop: a watch step, the user's keys, dumps, the keep file, a frame; until leaving. */
@@ -231,9 +252,15 @@ static void live_loop(struct live *lv, struct watch *w, struct launch *launch, s
 			rate_events = events;
 			rate_start = now;
 		}
+		if (lv->trig)
+			live_triggers(lv);
 		live_keep_dump(&lv->keep, lv->ui, now);
-		if (step & WATCH_FLUSH)
+		if (step & WATCH_FLUSH) {
+			unsigned rotations = lv->keep.rotations;
 			live_keep_flush(&lv->keep, lv->store, lv->ui);
+			if (lv->trig && lv->keep.rotations != rotations)
+				trig_hook_file_restarted(lv->trig);
+		}
 		if (now - last_draw >= LIVE_FRAME_NS) {
 			status->now_ns = now;
 			launch_log_note(launch, log_note, sizeof log_note);
@@ -280,11 +307,16 @@ static int live_end(struct live *lv, struct watch *w, struct launch *launch)
 	return watch_exit_code(&end);
 }
 
-int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts)
+int live_run(struct launch *target, const char *command_line, const struct ui_options *ui_opts,
+             struct trig_hook *trig)
 {
 	struct launch launch = *target;
 	static struct live lv;
 	live_open(&lv, &launch, ui_opts);
+	if (trig && trig_hook_on(trig)) {
+		trig_hook_share_store(trig, lv.store);
+		lv.trig = trig;
+	}
 	struct tap_callbacks cb = {
 	    .ctx = &lv, .frame = live_frame, .closed = live_closed, .error = live_error};
 	struct watch w;
@@ -319,6 +351,11 @@ int live_run(struct launch *target, const char *command_line, const struct ui_op
 		ui_free(lv.ui);
 	log_set_sink(NULL);
 	/* A dump still running is finished first: nothing captured is lost. */
+	if (lv.trig) {
+		trig_hook_finish(lv.trig, lv.keep.writer);
+		trig_hook_fini(lv.trig);
+		lv.trig = NULL;
+	}
 	live_keep_finish(&lv.keep);
 	live_keep_close(&lv.keep);
 	int rc = live_end(&lv, &w, &launch);

@@ -6,6 +6,7 @@
 #include "cuscope/cli.h"
 #include "cuscope/export.h"
 #include "cuscope/log.h"
+#include "cuscope/trigger.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -439,6 +440,92 @@ static int cli_opt_overhead_budget(struct cli_args *a, const char *verb, const c
 	return 0;
 }
 
+/* ---- triggers (live mode, record, attach, run) ---- */
+
+static int cli_opt_trigger(struct cli_args *a, const char *verb, const char *arg)
+{
+	struct trigger_spec spec;
+	const char *why = NULL;
+	if (trigger_parse(arg, &spec, &why) != 0) {
+		log_error("%s%s--trigger '%s': %s; use %s", verb, *verb ? ": " : "", arg, why,
+		          TRIGGER_GRAMMAR);
+		return -1;
+	}
+	if (a->triggers.count >= CLI_TRIGGERS_MAX) {
+		log_error("%s%sat most %d --trigger options", verb, *verb ? ": " : "", CLI_TRIGGERS_MAX);
+		return -1;
+	}
+	a->triggers.exprs[a->triggers.count++] = arg;
+	return 0;
+}
+
+/* --pre and --post: a duration with its unit (5s, 500ms). */
+static int cli_opt_window_side(struct cli_args *a, const char *verb, const char *arg, int post)
+{
+	uint64_t ns;
+	if (trigger_parse_duration(arg, &ns) != 0 || ns > 3600ull * 1000000000ull) {
+		log_error("%s%s--%s needs a duration up to 1 hour with its unit (500ms, 5s), not '%s'", verb,
+		          *verb ? ": " : "", post ? "post" : "pre", arg);
+		return -1;
+	}
+	if (post) {
+		a->triggers.post_ns = ns;
+		a->triggers.post_set = 1;
+	} else {
+		a->triggers.pre_ns = ns;
+		a->triggers.pre_set = 1;
+	}
+	return 0;
+}
+
+static int cli_opt_pre(struct cli_args *a, const char *verb, const char *arg)
+{
+	return cli_opt_window_side(a, verb, arg, 0);
+}
+
+static int cli_opt_post(struct cli_args *a, const char *verb, const char *arg)
+{
+	return cli_opt_window_side(a, verb, arg, 1);
+}
+
+static int cli_opt_dump_dir(struct cli_args *a, const char *verb, const char *arg)
+{
+	if (!*arg) {
+		log_error("%s%s--dump-dir needs a directory", verb, *verb ? ": " : "");
+		return -1;
+	}
+	a->triggers.dump_dir = arg;
+	return 0;
+}
+
+static int cli_opt_dump_max(struct cli_args *a, const char *verb, const char *arg)
+{
+	if (cli_parse_uint(arg, 1, 100000, &a->triggers.dump_max) == 0)
+		return 0;
+	log_error("%s%s--dump-max needs a number of dumps (1-100000), not '%s'", verb, *verb ? ": " : "",
+	          arg);
+	return -1;
+}
+
+static int cli_opt_dump_max_mb(struct cli_args *a, const char *verb, const char *arg)
+{
+	if (cli_parse_uint(arg, 1, 1048576, &a->triggers.dump_max_mb) == 0)
+		return 0;
+	log_error("%s%s--dump-max-mb needs a size in MiB (1-1048576), not '%s'", verb, *verb ? ": " : "",
+	          arg);
+	return -1;
+}
+
+static int cli_opt_dump_keep(struct cli_args *a, const char *verb, const char *arg)
+{
+	if (strcmp(arg, "oldest") == 0 || strcmp(arg, "newest") == 0) {
+		a->triggers.keep_newest = arg[0] == 'n';
+		return 0;
+	}
+	log_error("%s%s--dump-keep needs oldest or newest, not '%s'", verb, *verb ? ": " : "", arg);
+	return -1;
+}
+
 /* ---- the capture readers (stats, diff, export) ---- */
 
 static int cli_opt_stats_format(struct cli_args *a, const char *verb, const char *arg)
@@ -536,7 +623,7 @@ static const struct cli_option cli_options[] = {
     {"ascii", 0, no_argument, CLI_UI_VERBS, cli_opt_ascii},
     {"window", 0, required_argument, CLI_UI_VERBS, cli_opt_window},
     {"theme", 0, required_argument, CLI_UI_VERBS, cli_opt_theme},
-    {"gap-ms", 0, required_argument, CLI_UI_VERBS, cli_opt_gap_ms},
+    {"gap-ms", 0, required_argument, CLI_UI_VERBS | CLI_RECORD | CLI_RUN, cli_opt_gap_ms},
     {"no-mouse", 0, no_argument, CLI_UI_VERBS, cli_opt_no_mouse},
     {"memory-mb", 0, required_argument, CLI_UI_VERBS, cli_opt_memory_mb},
     {"disk-mb", 0, required_argument, CLI_UI_VERBS, cli_opt_disk_mb},
@@ -552,6 +639,13 @@ static const struct cli_option cli_options[] = {
     {"log-mb", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_log_mb},
     {"follow", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_follow},
     {"overhead-budget", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_overhead_budget},
+    {"trigger", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_trigger},
+    {"pre", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_pre},
+    {"post", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_post},
+    {"dump-dir", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_dump_dir},
+    {"dump-max", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_dump_max},
+    {"dump-max-mb", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_dump_max_mb},
+    {"dump-keep", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_dump_keep},
     {"format", 'f', required_argument, CLI_STATS, cli_opt_stats_format},
     {"report", 'r', required_argument, CLI_STATS, cli_opt_stats_report},
     {"step-range", 0, required_argument, CLI_STATS, cli_opt_step_range},

@@ -12,6 +12,7 @@
 #include "cuscope/watch.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
+#include "trighook.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,9 +41,10 @@ struct recorder {
 	char *runtime_manifest; /* key=value lines reported by collectors (GPU runtime versions) */
 	char *said[32];         /* warnings already printed */
 	size_t said_count;
-	int attached;        /* recording an attached target (its handshake has a deadline) */
-	char *runtime_facts; /* Python/PyTorch versions read from the target's mappings */
-	int unanswered;      /* collectors that did not answer the detach in time */
+	int attached;           /* recording an attached target (its handshake has a deadline) */
+	char *runtime_facts;    /* Python/PyTorch versions read from the target's mappings */
+	int unanswered;         /* collectors that did not answer the detach in time */
+	struct trig_hook *trig; /* the triggers evaluated while recording */
 };
 
 /* One recording per process; its callbacks receive it as ctx. */
@@ -138,6 +140,8 @@ static int record_frame(void *ctx, int source, uint32_t type, const void *payloa
 		record_notice(rec, source, payload);
 	int rc =
 	    rec->write_error ? 0 : capture_writer_frame(rec->writer, (uint32_t)source, type, payload, length);
+	if (rec->trig)
+		trig_hook_frame(rec->trig, source, type, payload, length);
 	free(shifted);
 	if (rc) {
 		rec->write_error = rc;
@@ -273,6 +277,10 @@ int cli_record(int argc, char **argv)
 		log_error("record: -o - would mix the capture with the program's own output; name a file");
 		return CLI_EXIT_USAGE;
 	}
+	static struct trig_hook trig;
+	rc = trig_hook_init(&trig, &args.triggers, args.ui.gap_ms, NULL, 0, "record");
+	if (rc)
+		return rc;
 
 	/* Patterns are expanded, and every error in them said, before anything runs; a name with the
 	 * program's pid (%p) is opened once it started. */
@@ -315,7 +323,7 @@ int cli_record(int argc, char **argv)
 		}
 	}
 	record_say_partial(the_recorder.writer, output);
-	return record_run(&launch, the_recorder.writer, output, command, args.duration_s);
+	return record_run(&launch, the_recorder.writer, output, command, args.duration_s, &trig);
 }
 
 struct capture_writer *record_open_output(const char *verb, const char *output)
@@ -343,10 +351,11 @@ void record_say_partial(struct capture_writer *w, const char *output)
 }
 
 int record_run(struct launch *target, struct capture_writer *writer, const char *output, char **command,
-               double duration_s)
+               double duration_s, struct trig_hook *trig)
 {
 	struct launch launch = *target;
 	the_recorder.writer = writer;
+	the_recorder.trig = trig && trig_hook_on(trig) ? trig : NULL;
 	the_recorder.attached = launch.attached;
 	struct watch_policy policy = watch_record_policy;
 	policy.duration_ns = (uint64_t)(duration_s * 1e9);
@@ -377,11 +386,20 @@ int record_run(struct launch *target, struct capture_writer *writer, const char 
 		}
 		if (step & WATCH_KILLED)
 			log_warn("record: pid %d ignored the stop signal; killing it", (int)launch.pid);
+		if (the_recorder.trig)
+			trig_hook_step(the_recorder.trig,
+			               the_recorder.write_error ? NULL : the_recorder.writer);
 		if (step & WATCH_LEAVE)
 			break;
 	}
 	/* Leaving a process that runs on: its collector's counts up to now, or a bounded wait. */
 	watch_finish(&w);
+	/* The last firings (a hang judged at the stream's end) and their dumps, before the close. */
+	if (the_recorder.trig) {
+		trig_hook_finish(the_recorder.trig, the_recorder.write_error ? NULL : the_recorder.writer);
+		trig_hook_fini(the_recorder.trig);
+		the_recorder.trig = NULL;
+	}
 	the_recorder.unanswered = w.unanswered;
 	the_recorder.runtime_facts = manifest_facts_take();
 	if (launch.attached && (w.state.refused || !w.state.connected_once)) {

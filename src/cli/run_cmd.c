@@ -9,7 +9,10 @@
 #include "cuscope/launch.h"
 #include "cuscope/log.h"
 #include "cuscope/session.h"
+#include "cuscope/tap.h"
 #include "cuscope/watch.h"
+#include "livekeep.h"
+#include "trighook.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +73,75 @@ static int run_wait(struct launch *launch)
 	return launch_exit_code(launch);
 }
 
+/* run --trigger: the frames of the session go to the dump source file and the triggers. */
+struct run_watch {
+	struct live_keep keep; /* the file dumps are cut from (bounded by --disk-mb's default) */
+	struct trig_hook *trig;
+};
+
+static int run_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
+{
+	struct run_watch *rw = ctx;
+	if (source < 0)
+		return -1;
+	live_keep_frame(&rw->keep, source, type, payload, length);
+	trig_hook_frame(rw->trig, source, type, payload, length);
+	return 0;
+}
+
+static void run_error(void *ctx, int source, pid_t pid, const char *message)
+{
+	(void)ctx;
+	(void)source;
+	log_error("pid %d: %s", (int)pid, message);
+}
+
+/*
+ * Foreground run with triggers: a headless viewer stays attached (the collector never evaluates
+ * triggers), evaluates them over its own store and writes each firing's window into --dump-dir.
+ * Signals go to the target as record's do; returns the target's exit code.
+ */
+static int run_watch(struct launch *launch, struct trig_hook *trig)
+{
+	static struct run_watch rw;
+	rw.trig = trig;
+	/* In our own session directory: the target's could hold links its user planted. */
+	live_keep_open(&rw.keep, launch->session_dir, 0);
+	if (!rw.keep.writer)
+		log_warn("run: cannot create the capture file dumps are cut from: firings are only logged");
+	struct tap_callbacks cb = {.ctx = &rw, .frame = run_frame, .error = run_error};
+	struct watch w;
+	struct watch_policy policy = watch_record_policy;
+	policy.verb = "run";
+	if (watch_start(&w, launch, &policy, &cb) != 0) {
+		live_keep_close(&rw.keep);
+		return run_wait(launch);
+	}
+	for (;;) {
+		int step = watch_step(&w);
+		if (step & WATCH_FLUSH) {
+			unsigned rotations = rw.keep.rotations;
+			live_keep_flush(&rw.keep, trig->store, NULL);
+			if (rw.keep.rotations != rotations)
+				trig_hook_file_restarted(trig);
+		}
+		trig_hook_step(trig, rw.keep.writer);
+		if (step & WATCH_KILLED)
+			log_warn("run: pid %d ignored the stop signal; killing it", (int)launch->pid);
+		if (step & WATCH_LEAVE)
+			break;
+	}
+	watch_finish(&w);
+	trig_hook_finish(trig, rw.keep.writer);
+	trig_hook_fini(trig);
+	live_keep_close(&rw.keep);
+	while (launch_poll(launch)) {
+		struct timespec pause = {0, 10 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	return launch_exit_code(launch);
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct cli_args args = {.launch = {.log_output = 1, .wait_viewer_ms = 0}};
@@ -80,6 +152,17 @@ int cli_run(int argc, char **argv)
 		log_error("run: no command given (cuscope run [--detached] -- COMMAND ...)");
 		return CLI_EXIT_USAGE;
 	}
+	if (args.detached && args.triggers.count) {
+		log_error("run: --trigger needs the foreground (a cuscope process stays attached to evaluate "
+		          "them); drop --detached");
+		return CLI_EXIT_USAGE;
+	}
+	static struct trig_hook trig;
+	rc = trig_hook_init(&trig, &args.triggers, args.ui.gap_ms, NULL, 0, "run");
+	if (rc)
+		return rc;
+	if (args.triggers.count && !args.triggers.dump_dir)
+		log_warn("run: no --dump-dir: firings are only logged");
 	/* In the foreground the output stays on cuscope's own stdout and stderr (the job's log). */
 	if (!args.detached)
 		args.launch.log_output = 0;
@@ -96,8 +179,15 @@ int cli_run(int argc, char **argv)
 		       launch.log_path, (int)launch.pid);
 		return 0;
 	}
-	log_error("pid %d armed; watch it with: cuscope attach %d", (int)launch.pid, (int)launch.pid);
-	int code = run_wait(&launch);
+	int code;
+	if (trig_hook_on(&trig)) {
+		log_error("pid %d armed; %zu trigger%s evaluated here", (int)launch.pid, args.triggers.count,
+		          args.triggers.count == 1 ? "" : "s");
+		code = run_watch(&launch, &trig);
+	} else {
+		log_error("pid %d armed; watch it with: cuscope attach %d", (int)launch.pid, (int)launch.pid);
+		code = run_wait(&launch);
+	}
 	launch_cleanup(&launch);
 	return code;
 }

@@ -1,6 +1,7 @@
 #include "cuscope/cli.h"
 #include "cuscope/log.h"
 #include "cuscope/store.h"
+#include "cuscope/trigger.h"
 #include "cuscope/ui.h"
 
 #include <poll.h>
@@ -57,6 +58,18 @@ int cli_view(int argc, char **argv)
 	if (argc - args.first > 1)
 		snprintf(title, sizeof title, "%s +%d more", path, argc - args.first - 1);
 	struct ui_status status = {.command = argc - args.first > 1 ? title : path, .live = 0};
+	/* Trigger firings the captures hold: marked, walked with } and {. */
+	struct trigger_notice *fired;
+	size_t nfired = trigger_notices(store, &fired);
+	for (size_t i = 0; i < nfired; i++)
+		ui_trigger_mark(ui, fired[i].time_ns, fired[i].expr);
+	free(fired);
+	if (nfired) {
+		char line[128];
+		snprintf(line, sizeof line, "%zu trigger firing%s in this capture: } { walk them", nfired,
+		         nfired == 1 ? "" : "s");
+		ui_message(ui, line);
+	}
 	ui_draw(ui, &status, 1);
 	while (!view_quit) {
 		struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};

@@ -360,9 +360,10 @@ void symbolize_forget(void);
  * fds), checked before each use, and closed only while it is still ours. Sender-side threads
  * only: application threads never use an fd of the collector.
  */
-/* Takes ownership of fd, just created by the collector: records its identity. Returns fd, or -1
- * (fd closed) when it cannot be recorded. */
-int collector_fd_own(int fd);
+/* Takes ownership of fd, just created by the collector as a socket (type S_IFSOCK) or a perf
+ * event (type 0): records its identity. Returns fd, or -1: closed when it cannot be recorded, left
+ * alone when the number shows anything else (the program took it before we looked). */
+int collector_fd_own(int fd, mode_t type);
 /* 1 if fd still refers to the file the collector registered; 0 if the number is no longer ours
  * (the registration is dropped: the number belongs to the program now). */
 int collector_fd_check(int fd);
@@ -373,6 +374,51 @@ int collector_fd_close(int fd);
 void collector_fd_forget(int fd);
 /* Forked child, first thing: the table is usable again (its lock may have been held). */
 void collector_fd_after_fork(void);
+
+/*
+ * Short-lived fds (a /proc file, a module's ELF file, the perf map, the log) go through the same
+ * table: a thread of the program may close the number between our open and our close and open its
+ * own file on it. Each helper checks the identity before every read, write or getdents64 and closes
+ * only while the number is still ours; when it is not, what was read through it is dropped (it may
+ * be the program's) and the number is forgotten, never closed.
+ */
+/* open(2) of path (O_CLOEXEC | O_NOCTTY added), registered when the fd is the file path names:
+ * fd, or -errno (-EBADF: the number became the program's before it was registered). */
+int collector_fd_open(const char *path, int flags, mode_t mode);
+struct stat;
+/* fstat of an fd of ours; 0, or -EBADF when the number is not ours anymore. */
+int collector_fd_fstat(int fd, struct stat *st);
+/* pread through an fd of ours: bytes, 0 at the end, -EBADF (not ours anymore) or -errno. */
+ssize_t collector_fd_pread(int fd, void *buf, size_t len, off_t off);
+/* write(2) through an fd of ours (its signature, so it can be passed as a writer): -1 with errno
+ * EBADF when the number is not ours anymore. */
+ssize_t collector_fd_write(int fd, const void *buf, size_t len);
+/* Reads a small file whole (at most cap - 1 bytes, NUL-terminated; never through a final link):
+ * its length, or -errno; -EBADF when the fd was taken over (buf is then emptied). */
+ssize_t collector_fd_read_file(const char *path, char *buf, size_t cap);
+/* Appends len bytes to path (created 0600, never through a link): 0 or -errno. */
+int collector_fd_append(const char *path, const void *buf, size_t len);
+/*
+ * Hands each whole line of an fd of ours from *pos on to line_fn (NUL in place of its '\n'; lines
+ * longer than 8 KiB are skipped), until line_fn returns nonzero or the file ends; *pos moves past
+ * the lines handed over (a partial last line stays). 0, or -EBADF / -errno: the caller drops what
+ * line_fn got (collector_fd_close's answer says the same at the end).
+ */
+int collector_fd_read_lines(int fd, off_t *pos, int (*line_fn)(char *line, size_t len, void *ctx), void *ctx);
+/* A directory listed with getdents64 through an fd of ours. */
+struct collector_fd_dir {
+	int fd;
+	int err; /* 1 at the end, -errno after a failure or once the fd is not ours */
+	size_t pos, end;
+	_Alignas(8) char buf[8192];
+};
+/* 0 or -errno. */
+int collector_fd_dir_open(struct collector_fd_dir *d, const char *path);
+/* The next entry's name ("." and ".." included), or NULL at the end or on a failure. */
+const char *collector_fd_dir_next(struct collector_fd_dir *d);
+/* Closes the directory; 0 only when every entry was listed through an fd that stayed ours, else
+ * -errno: the names given may be incomplete or the program's, and must be dropped. */
+int collector_fd_dir_close(struct collector_fd_dir *d);
 
 /* NVTX injection entry (exported): fills the NVTX CORE and CORE2 tables. */
 int nvtx_inject(void *get_export_table);

@@ -5,10 +5,12 @@
 #include "cuscope/session.h"
 #include "cuscope/wire.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct collector_config collector_config;
@@ -45,24 +47,28 @@ const char *config_value(const char *name)
 /* Reads and removes /tmp/cuscope-UID/attach-PID.env; returns 1 if there was one. */
 int config_read_rendezvous(void)
 {
-	char base[64], name[64];
+	char base[64], path[96];
 	snprintf(base, sizeof base, "/tmp/cuscope-%u", (unsigned)getuid());
-	snprintf(name, sizeof name, "attach-%d.env", (int)getpid());
+	snprintf(path, sizeof path, "%s/attach-%d.env", base, (int)getpid());
 	rendezvous[0] = '\0';
-	/* Another user may have made /tmp/cuscope-UID first: only a private one of ours is read. */
-	int dir = safefs_open_dir(base, getuid(), SAFEFS_PRIVATE);
+	/* Another user may have made /tmp/cuscope-UID first: only a private one of ours is read. It is
+	 * checked through an fd of ours (the program runs meanwhile and may take any number), then the
+	 * file is read below it by path (never through a link): nobody else can rename entries of a
+	 * sticky /tmp or of our private directory. */
+	struct stat tmp;
+	if (stat("/tmp", &tmp) != 0 || (tmp.st_uid != 0 && tmp.st_uid != getuid()) ||
+	    ((tmp.st_mode & 0022) && !(tmp.st_mode & S_ISVTX)))
+		return 0;
+	int dir = collector_fd_open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (dir < 0)
 		return 0;
-	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		close(dir);
+	int ok = collector_fd_check(dir) && safefs_check_dir(dir, getuid(), SAFEFS_PRIVATE) == 0;
+	if (collector_fd_close(dir) != 0 || !ok)
 		return 0;
-	}
-	ssize_t n = read(fd, rendezvous, sizeof rendezvous - 1);
-	close(fd);
-	unlinkat(dir, name, 0);
-	close(dir);
-	rendezvous[n > 0 ? n : 0] = '\0';
+	ssize_t n = collector_fd_read_file(path, rendezvous, sizeof rendezvous);
+	if (n == -ENOENT)
+		return 0;
+	unlink(path);
 	return n > 0;
 }
 

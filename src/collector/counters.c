@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -263,7 +262,7 @@ static void counters_probe(pid_t tid)
 				ctr.events[i].attr = attr;
 		}
 		if (fd >= 0) {
-			collector_fd_close(collector_fd_own((int)fd));
+			collector_fd_close(collector_fd_own((int)fd, 0));
 			i++;
 			continue;
 		}
@@ -315,7 +314,7 @@ void counters_thread_added(pid_t tid)
 		attr.inherit = 0;
 		long fd = perf_open(&attr, tid);
 		if (fd >= 0)
-			t->fds[i] = collector_fd_own((int)fd);
+			t->fds[i] = collector_fd_own((int)fd, 0);
 	}
 	ctr.thread_count++;
 	/* A first reading now: a thread that ends before the next poll still has its counters (as of
@@ -323,51 +322,20 @@ void counters_thread_added(pid_t tid)
 	counters_read_thread(t, collector_now_ns());
 }
 
-/* 1 while fd is still the file we opened (the program may close and reuse numbers at any time). */
-static int counters_same_file(int fd, const struct stat *opened)
-{
-	struct stat st;
-	return fstat(fd, &st) == 0 && st.st_ino == opened->st_ino && st.st_dev == opened->st_dev;
-}
-
 /*
- * Reads /proc/self/task/TID/FILE into buf (NUL-terminated); returns 0 or -1 (thread gone). The
- * fd lives only inside this call, on the sender thread, and is read and closed only while it is
- * still the one opened.
+ * Reads /proc/self/task/TID/FILE into buf (NUL-terminated); returns 0 or -1 (thread gone, or the fd
+ * was taken over by the program meanwhile: what was read is dropped).
  */
 static int counters_proc_read(pid_t tid, const char *file, char *buf, size_t size)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0) {
-		if (errno != ENOENT && errno != ESRCH && !ctr.said_proc++)
-			collector_notice(
-			    WIRE_NOTICE_WARNING,
-			    "cannot read %s (%s): context-switches and page-faults may be missing", path,
-			    strerror(errno));
-		return -1;
-	}
-	struct stat opened;
-	ssize_t n = -1;
-	if (fstat(fd, &opened) != 0) {
-		close(fd);
-		return -1;
-	}
-	size_t used = 0;
-	while (used < size - 1 && counters_same_file(fd, &opened)) {
-		n = read(fd, buf + used, size - 1 - used);
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-	}
-	if (!counters_same_file(fd, &opened))
-		return -1; /* no longer ours: what was read is not ours either, and it is not ours to close */
-	close(fd);
-	if (n < 0 || used == 0)
-		return -1;
-	buf[used] = '\0';
-	return 0;
+	ssize_t n = collector_fd_read_file(path, buf, size);
+	if (n < 0 && n != -ENOENT && n != -ESRCH && n != -EBADF && !ctr.said_proc++)
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "cannot read %s (%s): context-switches and page-faults may be missing", path,
+		                 strerror((int)-n));
+	return n > 0 ? 0 : -1;
 }
 
 /* Voluntary + nonvoluntary context switches of tid (perf's context-switches counts both). */

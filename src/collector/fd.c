@@ -1,7 +1,11 @@
 /* File descriptors the collector created, known by identity: used and closed only while still ours. */
 #include "collector.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +30,7 @@ static struct fd_identity *fd_table;
 static size_t fd_table_cap;
 static pthread_mutex_t fd_table_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Reads fd's identity; 0 or -1. The perf id is asked only of a perf fd (has_perf_id set). */
+/* Reads fd's identity; 0 or -1. The perf id is asked (ask_perf_id) only of an anonymous inode. */
 static int fd_identity_read(int fd, struct fd_identity *id, int ask_perf_id)
 {
 	struct stat st;
@@ -37,26 +41,15 @@ static int fd_identity_read(int fd, struct fd_identity *id, int ask_perf_id)
 	id->rdev = st.st_rdev;
 	id->type = st.st_mode & S_IFMT;
 	id->has_perf_id = 0;
-	if (ask_perf_id && ioctl(fd, PERF_EVENT_IOC_ID, &id->perf_id) == 0)
+	if (ask_perf_id && id->type == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &id->perf_id) == 0)
 		id->has_perf_id = 1;
 	return 0;
 }
 
-int collector_fd_own(int fd)
+/* Records fd (just created by the collector) with its identity; fd, or -1 (closed) when the table
+ * cannot grow. */
+static int fd_register(int fd, struct fd_identity *id)
 {
-	if (fd < 0)
-		return -1;
-	struct fd_identity id;
-	/* Only a freshly created fd of ours is asked for a perf id: an ioctl on anything else
-	 * could mean something to its driver. */
-	int anon = 0;
-	struct stat st;
-	if (fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
-		anon = 1; /* anonymous inodes (perf, eventfd) have no file type */
-	if (fd_identity_read(fd, &id, anon) != 0) {
-		close(fd);
-		return -1;
-	}
 	pthread_mutex_lock(&fd_table_lock);
 	if ((size_t)fd >= fd_table_cap) {
 		size_t cap = fd_table_cap ? fd_table_cap : 64;
@@ -72,17 +65,31 @@ int collector_fd_own(int fd)
 		fd_table = t;
 		fd_table_cap = cap;
 	}
-	id.owned = 1;
-	fd_table[fd] = id;
+	id->owned = 1;
+	fd_table[fd] = *id;
 	pthread_mutex_unlock(&fd_table_lock);
 	return fd;
 }
 
-int collector_fd_check(int fd)
+int collector_fd_own(int fd, mode_t type)
 {
 	if (fd < 0)
-		return 0;
-	pthread_mutex_lock(&fd_table_lock);
+		return -1;
+	struct fd_identity id;
+	/* Only an anonymous inode (perf, eventfd: no file type) is asked for a perf id: an ioctl on
+	 * anything else could mean something to its driver. */
+	if (fd_identity_read(fd, &id, type == 0) != 0)
+		return -1; /* not an open number: nothing to close */
+	/* The program may have closed the new number and opened a file of its own on it already:
+	 * anything but what we made (a socket, a perf event) is left alone. */
+	if (id.type != type || (type == 0 && !id.has_perf_id))
+		return -1;
+	return fd_register(fd, &id);
+}
+
+/* collector_fd_check under the table's lock; forget drops the registration whatever the answer. */
+static int fd_check_locked(int fd, int forget)
+{
 	int ok = 0;
 	if ((size_t)fd < fd_table_cap && fd_table[fd].owned) {
 		struct fd_identity *want = &fd_table[fd], now;
@@ -91,20 +98,34 @@ int collector_fd_check(int fd)
 		     now.rdev == want->rdev && now.type == want->type;
 		if (ok && want->has_perf_id)
 			ok = ioctl(fd, PERF_EVENT_IOC_ID, &now.perf_id) == 0 && now.perf_id == want->perf_id;
-		if (!ok)
-			want->owned = 0; /* the number is the program's now */
+		if (!ok || forget)
+			want->owned = 0; /* the number is the program's now, or about to be free */
 	}
+	return ok;
+}
+
+int collector_fd_check(int fd)
+{
+	if (fd < 0)
+		return 0;
+	pthread_mutex_lock(&fd_table_lock);
+	int ok = fd_check_locked(fd, 0);
 	pthread_mutex_unlock(&fd_table_lock);
 	return ok;
 }
 
 int collector_fd_close(int fd)
 {
-	if (!collector_fd_check(fd))
+	if (fd < 0)
 		return -1;
-	collector_fd_forget(fd);
-	close(fd);
-	return 0;
+	/* Closed right after the look, under the lock: the program could still take the number in
+	 * between (a shared fd table offers no close-if-same), but the gap is kept to one system call. */
+	pthread_mutex_lock(&fd_table_lock);
+	int ok = fd_check_locked(fd, 1);
+	if (ok)
+		close(fd);
+	pthread_mutex_unlock(&fd_table_lock);
+	return ok ? 0 : -1;
 }
 
 void collector_fd_forget(int fd)
@@ -119,4 +140,196 @@ void collector_fd_forget(int fd)
 void collector_fd_after_fork(void)
 {
 	pthread_mutex_init(&fd_table_lock, NULL);
+}
+
+/* ---- short-lived fds: opened, used and closed through the table ---- */
+
+/* procfs's device (0 until known): a /proc file the collector opened is on it. */
+static _Atomic dev_t fd_proc_dev;
+static _Atomic int fd_proc_dev_known;
+
+/*
+ * Whether the file just opened on fd (identity id) is the one path names, not a file of the
+ * program that took the number between our open and our fstat. A /proc path that gave a procfs
+ * file (read on every thread scan) is checked by device only, which costs no system call: procfs
+ * files the program opens in that window are not told apart. Other paths, and /proc's links to
+ * files elsewhere (map_files), are looked up again.
+ */
+static int fd_is_named(const char *path, const struct fd_identity *id)
+{
+	struct stat st;
+	if (strncmp(path, "/proc/", 6) == 0) {
+		if (!atomic_load(&fd_proc_dev_known) && stat("/proc/self", &st) == 0) {
+			atomic_store(&fd_proc_dev, st.st_dev);
+			atomic_store(&fd_proc_dev_known, 1);
+		}
+		if (atomic_load(&fd_proc_dev_known) && id->dev == atomic_load(&fd_proc_dev))
+			return 1;
+	}
+	/* A path gone meanwhile proves nothing either way: taken for ours. A path renamed over
+	 * meanwhile costs one fd (left alone). */
+	return stat(path, &st) != 0 || (st.st_dev == id->dev && st.st_ino == id->ino);
+}
+
+int collector_fd_open(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY, mode);
+	if (fd < 0)
+		return -errno;
+	struct fd_identity id;
+	if (fd_identity_read(fd, &id, 0) != 0)
+		return -EBADF; /* not even ours to close */
+	/* The program may close the new number and open a file of its own on it before our fstat:
+	 * then the number is left alone. */
+	if (!fd_is_named(path, &id))
+		return -EBADF;
+	return fd_register(fd, &id) < 0 ? -ENOMEM : fd;
+}
+
+int collector_fd_fstat(int fd, struct stat *st)
+{
+	return collector_fd_check(fd) && fstat(fd, st) == 0 ? 0 : -EBADF;
+}
+
+ssize_t collector_fd_pread(int fd, void *buf, size_t len, off_t off)
+{
+	for (;;) {
+		if (!collector_fd_check(fd))
+			return -EBADF;
+		ssize_t n = pread(fd, buf, len, off);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+ssize_t collector_fd_write(int fd, const void *buf, size_t len)
+{
+	if (!collector_fd_check(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return write(fd, buf, len);
+}
+
+ssize_t collector_fd_read_file(const char *path, char *buf, size_t cap)
+{
+	if (!cap)
+		return -EINVAL;
+	buf[0] = '\0';
+	int fd = collector_fd_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	size_t used = 0;
+	ssize_t n;
+	for (;;) {
+		size_t want = cap - 1 - used;
+		/* Registered just now (its identity read after the open): the first read needs no
+		 * second look. */
+		n = used ? collector_fd_pread(fd, buf + used, want, (off_t)used) : pread(fd, buf, want, 0);
+		if (n < 0 && !used && errno == EINTR)
+			continue;
+		if (n < 0 && !used)
+			n = -errno;
+		if (n > 0)
+			used += (size_t)n;
+		/* A short read is the end: procfs and regular files give all they have. */
+		if (n <= 0 || (size_t)n < want || used == cap - 1)
+			break;
+	}
+	/* Closed only while ours; if it was not, what was read may be the program's: dropped. */
+	if (collector_fd_close(fd) != 0) {
+		buf[0] = '\0';
+		return -EBADF;
+	}
+	buf[used] = '\0';
+	return n < 0 && !used ? n : (ssize_t)used;
+}
+
+int collector_fd_append(const char *path, const void *buf, size_t len)
+{
+	int fd = collector_fd_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fd;
+	ssize_t n = collector_fd_write(fd, buf, len);
+	int rc = n < 0 ? -errno : (size_t)n == len ? 0 : -EIO;
+	if (collector_fd_close(fd) != 0)
+		rc = -EBADF;
+	return rc;
+}
+
+int collector_fd_read_lines(int fd, off_t *pos, int (*line_fn)(char *line, size_t len, void *ctx), void *ctx)
+{
+	char buf[8192];
+	size_t have = 0;  /* bytes in buf, read from *pos on */
+	int skipping = 0; /* inside a line longer than buf: dropped up to its end */
+	for (;;) {
+		ssize_t n = collector_fd_pread(fd, buf + have, sizeof buf - have, *pos + (off_t)have);
+		if (n <= 0)
+			return (int)n; /* 0: the end (a partial last line stays for the next call) */
+		have += (size_t)n;
+		size_t start = 0;
+		char *nl;
+		while ((nl = memchr(buf + start, '\n', have - start))) {
+			size_t len = (size_t)(nl - (buf + start));
+			*nl = '\0';
+			int stop = !skipping && line_fn(buf + start, len, ctx);
+			skipping = 0;
+			start += len + 1;
+			if (stop) {
+				*pos += (off_t)start;
+				return 0;
+			}
+		}
+		if (start == 0 && have == sizeof buf) {
+			skipping = 1;
+			start = have;
+		}
+		*pos += (off_t)start;
+		memmove(buf, buf + start, have - start);
+		have -= start;
+	}
+}
+
+int collector_fd_dir_open(struct collector_fd_dir *d, const char *path)
+{
+	d->pos = d->end = 0;
+	d->err = 0;
+	d->fd = collector_fd_open(path, O_RDONLY | O_DIRECTORY, 0);
+	return d->fd < 0 ? d->fd : 0;
+}
+
+const char *collector_fd_dir_next(struct collector_fd_dir *d)
+{
+	while (!d->err) {
+		if (d->pos < d->end) {
+			struct dirent64 *de = (struct dirent64 *)(void *)(d->buf + d->pos);
+			d->pos += de->d_reclen;
+			return de->d_name;
+		}
+		/* Checked before each call: getdents64 on the program's directory would move its
+		 * position. */
+		if (!collector_fd_check(d->fd)) {
+			d->err = -EBADF;
+			break;
+		}
+		ssize_t n = getdents64(d->fd, d->buf, sizeof d->buf);
+		if (n <= 0) {
+			d->err = n < 0 ? -errno : 1;
+			break;
+		}
+		d->pos = 0;
+		d->end = (size_t)n;
+	}
+	return NULL;
+}
+
+int collector_fd_dir_close(struct collector_fd_dir *d)
+{
+	int rc = d->err == 1 ? 0 : d->err ? d->err : -EAGAIN;
+	if (collector_fd_close(d->fd) != 0)
+		rc = -EBADF;
+	d->fd = -1;
+	return rc;
 }

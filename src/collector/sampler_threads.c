@@ -116,19 +116,21 @@ static int sampler_open_perf(struct sampled_thread *t, int arm)
 	int fd = (int)syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* Registered first: the program may take the number at any time, even now. */
+	if (collector_fd_own(fd, 0) < 0)
+		return -ENOMEM;
 	if (fd >= SAMPLER_FD_MAX) {
 		/* The handler could not tell its signals from the program's: a timer instead. */
-		close(fd);
+		collector_fd_close(fd);
 		return -EMFILE;
 	}
 	uint64_t id = 0;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || id == 0) {
+	errno = 0;
+	if (!collector_fd_check(fd) || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0 || id == 0) {
 		int err = errno ? errno : EINVAL;
-		close(fd);
+		collector_fd_close(fd);
 		return -err;
 	}
-	if (collector_fd_own(fd) < 0)
-		return -ENOMEM;
 	t->fd = fd;
 	sampler_perf_fd_publish(fd, id);
 	struct f_owner_ex owner = {F_OWNER_TID, t->tid};
@@ -191,19 +193,8 @@ static int sampler_thread_blocks(pid_t tid, int sig)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
-	int fd = collector_fd_own(open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY));
-	if (fd < 0)
-		return -1;
-	size_t used = 0;
-	while (used < sizeof buf - 1 && collector_fd_check(fd)) {
-		ssize_t n = read(fd, buf + used, sizeof buf - 1 - used);
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-	}
-	if (collector_fd_close(fd) != 0)
-		return -1; /* the number was the program's meanwhile: nothing read is ours */
-	buf[used] = '\0';
+	if (collector_fd_read_file(path, buf, sizeof buf) <= 0)
+		return -1; /* gone, or the number was the program's meanwhile: nothing read is ours */
 	const char *line = strstr(buf, "\nSigBlk:");
 	if (!line)
 		return -1;

@@ -322,6 +322,22 @@ static int sender_begin(struct sender *s)
 	return 0;
 }
 
+/* clock_ticks_usable, its two files read through fds of ours (the program runs meanwhile). */
+static int sender_ticks_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	static char cpuinfo[8192]; /* the first CPU's block holds its flags line */
+	char source[32];
+	if (collector_fd_read_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo) <= 0 ||
+	    collector_fd_read_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", source,
+	                           sizeof source) <= 0)
+		return 0;
+	return clock_ticks_usable_text(cpuinfo, source);
+#else
+	return 0;
+#endif
+}
+
 static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
@@ -350,7 +366,7 @@ static void *sender_main(void *arg)
 	uint64_t started_ns = clock_mono_ns();
 	/* Ticks only where the TSC is invariant and the kernel's clocksource. */
 	atomic_store_explicit(&collector_config.use_ticks,
-	                      collector_config.ticks_wanted && clock_ticks_usable(), memory_order_relaxed);
+	                      collector_config.ticks_wanted && sender_ticks_usable(), memory_order_relaxed);
 	/* Attached late: what the program's first calls would have started starts here. */
 	if (collector_config.attached)
 		source_each_start_late();
@@ -394,13 +410,8 @@ static void sender_log(const char *fmt, ...)
 	if ((size_t)n > sizeof line - 2)
 		n = (int)sizeof line - 2;
 	line[n++] = '\n';
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, (size_t)n) < 0) {
-		/* nothing more to do: the line is dropped */
-	}
-	close(fd);
+	/* Written and closed only while the fd is still ours; otherwise the line is dropped. */
+	collector_fd_append(path, line, (size_t)n);
 }
 
 int sender_start(void)

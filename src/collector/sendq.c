@@ -193,12 +193,12 @@ int sendq_send(struct sendq *q, int fd)
 	return 0;
 }
 
-int sendq_write_all(const struct sendq *q, int fd)
+int sendq_write_all(const struct sendq *q, int fd, ssize_t (*write_fn)(int, const void *, size_t))
 {
 	for (const struct sendq_block *b = q->head; b; b = b->next) {
 		size_t off = b->sent;
 		while (off < b->len) {
-			ssize_t n = write(fd, b->data + off, b->len - off);
+			ssize_t n = write_fn(fd, b->data + off, b->len - off);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)

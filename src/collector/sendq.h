@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SENDQ_BLOCK_SIZE (128 * 1024)
 /* Recycled blocks kept: mapping and faulting in fresh pages for every block costs more than a copy. */
@@ -70,8 +71,9 @@ int sendq_retract(struct sendq *q, size_t bytes);
 /* Writes queued bytes to the socket fd until it would block; 0, or -errno when the peer is gone
  * (the caller disconnects). */
 int sendq_send(struct sendq *q, int fd);
-/* Writes every unsent byte to fd (a file), blocking; the queue is unchanged. 0 or -errno. */
-int sendq_write_all(const struct sendq *q, int fd);
+/* Writes every unsent byte to fd (a file) with write_fn (write(2)'s signature), blocking; the
+ * queue is unchanged. 0 or -errno. */
+int sendq_write_all(const struct sendq *q, int fd, ssize_t (*write_fn)(int, const void *, size_t));
 /* Bytes not written out yet. */
 size_t sendq_unsent(const struct sendq *q);
 /* 1 when every queued byte was written out (or nothing is queued). */

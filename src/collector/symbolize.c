@@ -30,7 +30,9 @@
 #define DEBUG_FILE_MAX (1ull << 30)
 #define MINIDEBUG_MAX  (64u << 20)
 #define PERF_MAP_MAX   (1u << 20)
-#define DEBUG_ROOT     "/usr/lib/debug"
+/* Loads of a module's symbols dropped (the fd became the program's) before it stays unnamed. */
+#define MODULE_TAKEOVERS_MAX 4
+#define DEBUG_ROOT           "/usr/lib/debug"
 
 struct module {
 	char path[512];
@@ -42,7 +44,8 @@ struct module {
 	size_t build_id_len;  /* 0: none */
 	dev_t dev;            /* the file its symbols were read from, for reading names later */
 	ino_t ino;
-	char map_link[64]; /* its /proc/self/map_files link when that opened it, else "" */
+	char map_link[64];   /* its /proc/self/map_files link when that opened it, else "" */
+	unsigned taken_over; /* loads dropped because the program took the fd's number */
 };
 
 struct perf_entry {
@@ -68,18 +71,48 @@ static struct {
 	uint32_t generation;
 } sym;
 
-/* Whether the file on fd has this build-id. */
+/*
+ * Every fd here is the collector's own, registered (fd.c): a thread of the program may close the
+ * number and open a file of its own on it at any time. Each use is preceded by collector_fd_check
+ * (elfsym reads with pread, which moves no offset of the program's), and what was read counts only
+ * when collector_fd_close finds the fd still ours at the end.
+ */
+
+/* Whether the file on fd (ours) has this build-id. */
 static int build_id_matches(int fd, const uint8_t *id, size_t len)
 {
 	struct elfsym_file f;
+	memset(&f, 0, sizeof f); /* closed below even when never opened */
 	uint8_t other[64];
 	int ok = 0;
-	if (elfsym_open_fd(&f, fd) == 0) {
-		size_t n = elfsym_build_id(&f, other, sizeof other);
+	if (collector_fd_check(fd) && elfsym_open_fd(&f, fd) == 0) {
+		size_t n = collector_fd_check(fd) ? elfsym_build_id(&f, other, sizeof other) : 0;
 		ok = n == len && memcmp(other, id, len) == 0;
 	}
 	elfsym_close(&f);
-	return ok;
+	return ok && collector_fd_check(fd);
+}
+
+/* A line of /proc/self/maps: the mapping holding want->addr, backed by a file. */
+struct maps_find {
+	uint64_t addr;
+	unsigned long long lo, hi, ino;
+	unsigned dev_major, dev_minor;
+};
+
+static int maps_line_found(const struct maps_find *w)
+{
+	return w->addr >= w->lo && w->addr < w->hi && w->ino != 0;
+}
+
+static int maps_line(char *line, size_t len, void *ctx)
+{
+	(void)len;
+	struct maps_find *w = ctx;
+	if (sscanf(line, "%llx-%llx %*s %*x %x:%x %llu", &w->lo, &w->hi, &w->dev_major, &w->dev_minor,
+	           &w->ino) != 5)
+		w->ino = 0;
+	return maps_line_found(w);
 }
 
 /*
@@ -93,35 +126,29 @@ static int build_id_matches(int fd, const uint8_t *id, size_t len)
 static int module_open(struct module *m)
 {
 	const char *path = m->path;
-	uint64_t addr = m->lo;
-	FILE *maps = fopen("/proc/self/maps", "re");
-	if (!maps) /* no /proc (a chroot): the path is all there is */
-		return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned long long lo = 0, hi = 0, ino = 0;
-	unsigned dev_major = 0, dev_minor = 0;
-	int found = 0;
-	while (!found && getline(&line, &cap, maps) > 0)
-		found = sscanf(line, "%llx-%llx %*s %*x %x:%x %llu", &lo, &hi, &dev_major, &dev_minor,
-		               &ino) == 5 &&
-		        addr >= lo && addr < hi && ino != 0;
-	free(line);
-	fclose(maps);
-	if (!found)
+	int maps = collector_fd_open("/proc/self/maps", O_RDONLY, 0);
+	if (maps == -ENOENT) /* no /proc (a chroot): the path is all there is */
+		return collector_fd_open(path, O_RDONLY | O_NONBLOCK, 0);
+	if (maps < 0)
+		return -1;
+	struct maps_find w = {.addr = m->lo};
+	off_t pos = 0;
+	int rc = collector_fd_read_lines(maps, &pos, maps_line, &w);
+	/* What a line said counts only if the fd was ours to the end. */
+	if (collector_fd_close(maps) != 0 || rc != 0 || !maps_line_found(&w))
 		return -1;
 	char link[64];
-	snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
-	int fd = open(link, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", w.lo, w.hi);
+	int fd = collector_fd_open(link, O_RDONLY | O_NONBLOCK, 0);
 	if (fd >= 0) {
 		snprintf(m->map_link, sizeof m->map_link, "%s", link);
 		return fd;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = collector_fd_open(path, O_RDONLY | O_NONBLOCK, 0);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0)
+	if (fd < 0 || collector_fd_fstat(fd, &st) != 0)
 		goto refuse;
-	if (st.st_ino == ino && major(st.st_dev) == dev_major && minor(st.st_dev) == dev_minor)
+	if (st.st_ino == w.ino && major(st.st_dev) == w.dev_major && minor(st.st_dev) == w.dev_minor)
 		return fd;
 	/* Another inode (overlayfs shows the lower file in maps, or a copy was renamed over it): the
 	 * same file only if its build-id is the loaded one's. */
@@ -130,21 +157,21 @@ static int module_open(struct module *m)
 		return fd;
 refuse:
 	if (fd >= 0)
-		close(fd);
+		collector_fd_close(fd);
 	return -1;
 }
 
 /* Opens path when it is a regular file owned by root or by us (never a FIFO that blocks). */
 static int trusted_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = collector_fd_open(path, O_RDONLY | O_NONBLOCK, 0);
 	struct stat st;
-	if (fd >= 0 &&
-	    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
-		close(fd);
+	if (fd >= 0 && (collector_fd_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	                (st.st_uid != 0 && st.st_uid != geteuid()))) {
+		collector_fd_close(fd);
 		fd = -1;
 	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* CRC-32 of a whole file as .gnu_debuglink states it; 0 and *ok = 0 when unreadable. */
@@ -155,9 +182,7 @@ static uint32_t file_crc(int fd, int *ok)
 	uint64_t done = 0;
 	*ok = 0;
 	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof buf, (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = collector_fd_pread(fd, buf, sizeof buf, (off_t)done);
 		if (n < 0)
 			return 0;
 		if (n == 0)
@@ -180,7 +205,7 @@ static int debug_file_open(struct elfsym_file *f, const char *module_path)
 {
 	char path[1024];
 	uint8_t id[64];
-	size_t len = elfsym_build_id(f, id, sizeof id);
+	size_t len = collector_fd_check(f->fd) ? elfsym_build_id(f, id, sizeof id) : 0;
 	if (len >= 2 && len <= sizeof id) {
 		int o = snprintf(path, sizeof path, DEBUG_ROOT "/.build-id/%02x/", id[0]);
 		for (size_t i = 1; i < len; i++)
@@ -190,11 +215,12 @@ static int debug_file_open(struct elfsym_file *f, const char *module_path)
 		if (fd >= 0 && build_id_matches(fd, id, len))
 			return fd;
 		if (fd >= 0)
-			close(fd);
+			collector_fd_close(fd);
 	}
 	char name[256];
 	uint32_t want;
-	if (elfsym_debuglink(f, name, sizeof name, &want) != 0)
+	if (!collector_fd_check(f->fd) || elfsym_debuglink(f, name, sizeof name, &want) != 0 ||
+	    !collector_fd_check(f->fd))
 		return -1;
 	char dir[512];
 	snprintf(dir, sizeof dir, "%s", module_path);
@@ -212,7 +238,7 @@ static int debug_file_open(struct elfsym_file *f, const char *module_path)
 		if (fd >= 0 && file_crc(fd, &ok) == want && ok)
 			return fd;
 		if (fd >= 0)
-			close(fd);
+			collector_fd_close(fd);
 	}
 	return -1;
 }
@@ -275,33 +301,44 @@ static void module_load(struct module *m)
 	if (fd < 0)
 		return;
 	struct stat st;
-	if (fstat(fd, &st) == 0) {
+	if (collector_fd_fstat(fd, &st) == 0) {
 		m->dev = st.st_dev;
 		m->ino = st.st_ino;
 	}
 	/* The module's own tables keep their names in the file (module_func_name reads one when a
 	 * stack needs it): holding libtorch's string tables would add 150 MB to a training process. */
 	struct elfsym_file f;
-	if (elfsym_open_fd(&f, fd) == 0) {
+	memset(&f, 0, sizeof f); /* closed below even when never opened */
+	if (collector_fd_check(fd) && elfsym_open_fd(&f, fd) == 0 && collector_fd_check(fd)) {
 		if (elfsym_has_section_type(&f, SHT_SYMTAB)) {
 			elfsym_read_funcs_lazy(&f, SHT_SYMTAB, &m->tab);
 		} else {
 			int dbg = debug_file_open(&f, m->path);
 			struct elfsym_file d;
-			if (dbg >= 0 && elfsym_open_fd(&d, dbg) == 0)
+			memset(&d, 0, sizeof d);
+			int dbg_read = dbg >= 0 && collector_fd_check(dbg) && elfsym_open_fd(&d, dbg) == 0;
+			if (dbg_read && collector_fd_check(dbg))
 				elfsym_read_funcs(&d, SHT_SYMTAB, &m->tab);
 			if (dbg >= 0) {
 				elfsym_close(&d);
-				close(dbg);
+				/* The debug file's names are copied: they count only if it stayed ours. */
+				if (collector_fd_close(dbg) != 0)
+					elfsym_table_fini(&m->tab);
 			}
-			if (!m->tab.count) {
+			if (!m->tab.count && collector_fd_check(fd)) {
 				minidebug_read(&f, &m->tab);
-				elfsym_read_funcs_lazy(&f, SHT_DYNSYM, &m->tab);
+				if (collector_fd_check(fd))
+					elfsym_read_funcs_lazy(&f, SHT_DYNSYM, &m->tab);
 			}
 		}
 	}
 	elfsym_close(&f);
-	close(fd);
+	/* Symbols read through an fd that became the program's may be its file's: none are kept
+	 * (read again for a later address, a few times at most). */
+	if (collector_fd_close(fd) != 0) {
+		elfsym_table_fini(&m->tab);
+		m->loaded = ++m->taken_over >= MODULE_TAKEOVERS_MAX;
+	}
 	elfsym_table_sort(&m->tab);
 }
 
@@ -383,15 +420,16 @@ static const char *module_func_name(struct module *m, const struct elfsym_func *
 		return s->name;
 	/* The mapping's own link first: no walk of /proc/self/maps (thousands of lines in a
 	 * training process) for each name. */
-	int fd = m->map_link[0] ? open(m->map_link, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+	int fd = m->map_link[0] ? collector_fd_open(m->map_link, O_RDONLY | O_NONBLOCK, 0) : -1;
 	if (fd < 0)
 		fd = module_open(m);
 	struct stat st;
 	const char *name = NULL;
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
+	if (fd >= 0 && collector_fd_fstat(fd, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino)
 		name = elfsym_func_name(&m->tab, s, fd, buf, cap);
-	if (fd >= 0)
-		close(fd);
+	/* A name read through an fd that became the program's may be its bytes: dropped. */
+	if (fd >= 0 && collector_fd_close(fd) != 0)
+		name = NULL;
 	return name;
 }
 
@@ -413,6 +451,35 @@ static int cmp_perf(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* One "START SIZE name" line (hex) of a perf map into sym.perf; nonzero stops the reading. */
+static int perf_map_line(char *line, size_t len, void *ctx)
+{
+	(void)len;
+	(void)ctx;
+	char *end;
+	uint64_t start = strtoull(line, &end, 16);
+	uint64_t size = strtoull(end, &end, 16);
+	while (*end == ' ')
+		end++;
+	if (!*end)
+		return 0;
+	if (sym.perf_count >= PERF_MAP_MAX)
+		return 1; /* bounded memory: later entries stay unnamed */
+	if (sym.perf_count == sym.perf_cap) {
+		size_t cap = sym.perf_cap ? sym.perf_cap * 2 : 256;
+		struct perf_entry *p = realloc(sym.perf, cap * sizeof *p);
+		if (!p)
+			return 1;
+		sym.perf = p;
+		sym.perf_cap = cap;
+	}
+	char *name = strdup(end);
+	if (!name)
+		return 1;
+	sym.perf[sym.perf_count++] = (struct perf_entry){start, size, name};
+	return 0;
+}
+
 /* Reads lines appended to /tmp/perf-PID.map since the last look ("START SIZE name", hex). */
 static void perf_map_refresh(void)
 {
@@ -425,50 +492,25 @@ static void perf_map_refresh(void)
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
 	/* /tmp is everyone's: only the map this process (its user) wrote, never through a link, never
 	 * a FIFO that would block. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = collector_fd_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd < 0)
 		return;
 	struct stat st;
-	FILE *f = NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_size == sym.perf_size || !(f = fdopen(fd, "r"))) {
-		close(fd);
+	if (collector_fd_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_size == sym.perf_size) {
+		collector_fd_close(fd);
 		return;
 	}
-	fseeko(f, sym.perf_size, SEEK_SET);
-	char *line = NULL;
-	size_t line_cap = 0;
-	ssize_t got;
-	while ((got = getline(&line, &line_cap, f)) > 0) {
-		size_t len = (size_t)got;
-		if (line[len - 1] != '\n')
-			break; /* partial line: read it next time */
-		sym.perf_size += (off_t)len;
-		line[len - 1] = '\0';
-		char *end;
-		uint64_t start = strtoull(line, &end, 16);
-		uint64_t size = strtoull(end, &end, 16);
-		while (*end == ' ')
-			end++;
-		if (!*end)
-			continue;
-		if (sym.perf_count >= PERF_MAP_MAX)
-			break; /* bounded memory: later entries stay unnamed */
-		if (sym.perf_count == sym.perf_cap) {
-			size_t cap = sym.perf_cap ? sym.perf_cap * 2 : 256;
-			struct perf_entry *p = realloc(sym.perf, cap * sizeof *p);
-			if (!p)
-				break;
-			sym.perf = p;
-			sym.perf_cap = cap;
-		}
-		char *name = strdup(end);
-		if (!name)
-			break;
-		sym.perf[sym.perf_count++] = (struct perf_entry){start, size, name};
+	size_t had = sym.perf_count;
+	off_t pos = sym.perf_size;
+	int rc = collector_fd_read_lines(fd, &pos, perf_map_line, NULL);
+	/* Lines read through an fd that became the program's may be its file's: all dropped. */
+	if (collector_fd_close(fd) != 0 || rc != 0) {
+		while (sym.perf_count > had)
+			free(sym.perf[--sym.perf_count].name);
+		return;
 	}
-	free(line);
-	fclose(f);
+	sym.perf_size = pos;
 	qsort(sym.perf, sym.perf_count, sizeof *sym.perf, cmp_perf);
 }
 

@@ -4,8 +4,6 @@
 #include "frames.h"
 #include "source.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,35 +49,65 @@ void threads_emit_name(struct sender *s, const struct known_thread *t)
 	frames_push_event(s, &ev);
 }
 
-/* Reads a thread's kernel name into comm; 0 when the thread is gone or the file unreadable. */
+/* Reads a thread's kernel name into comm; 0 when the thread is gone, the file unreadable or the
+ * fd was taken over by the program meanwhile. */
 static int threads_read_comm(pid_t tid, char *comm, size_t size)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (collector_fd_read_file(path, comm, size) <= 0)
 		return 0;
-	ssize_t n = read(fd, comm, size - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	comm[n] = '\0';
 	comm[strcspn(comm, "\n")] = '\0';
 	return 1;
+}
+
+/* The tids in /proc/self/task, into scan_tids; their count, or -1 when the listing is not
+ * complete and ours (then no thread may be taken for gone). */
+static pid_t *scan_tids;
+static size_t scan_cap;
+
+static ssize_t threads_list(void)
+{
+	static struct collector_fd_dir dir; /* the sender thread only: 8 KiB off its stack */
+	if (collector_fd_dir_open(&dir, "/proc/self/task") != 0)
+		return -1;
+	size_t n = 0;
+	int full = 0;
+	const char *name;
+	while ((name = collector_fd_dir_next(&dir))) {
+		pid_t tid = (pid_t)atoi(name);
+		if (tid <= 0)
+			continue;
+		if (n == scan_cap) {
+			size_t cap = scan_cap ? scan_cap * 2 : 256;
+			pid_t *t = realloc(scan_tids, cap * sizeof *t);
+			if (!t) {
+				full = 1;
+				break;
+			}
+			scan_tids = t;
+			scan_cap = cap;
+		}
+		scan_tids[n++] = tid;
+	}
+	if (collector_fd_dir_close(&dir) != 0 || full)
+		return -1;
+	return (ssize_t)n;
 }
 
 /* Reads /proc/self/task: new threads and renames produce THREAD_NAME, vanished ones THREAD_EXIT. */
 void threads_scan(struct sender *s, uint64_t now)
 {
-	DIR *dir = opendir("/proc/self/task");
-	if (!dir)
+	/* Listed whole first: a listing cut short (the program took the fd's number) would make every
+	 * thread not yet listed look gone, and the ring of a live thread would be unmapped. */
+	ssize_t count = threads_list();
+	if (count < 0)
 		return;
 	for (size_t i = 0; i < s->thread_count; i++)
 		s->threads[i].seen = 0;
-	struct dirent *de;
-	while ((de = readdir(dir))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-		if (tid <= 0 || tid == s->tid || collector_is_own_tid(tid))
+	for (ssize_t k = 0; k < count; k++) {
+		pid_t tid = scan_tids[k];
+		if (tid == s->tid || collector_is_own_tid(tid))
 			continue;
 		char comm[32];
 		int have_comm = threads_read_comm(tid, comm, sizeof comm);
@@ -121,7 +149,6 @@ void threads_scan(struct sender *s, uint64_t now)
 			}
 		}
 	}
-	closedir(dir);
 	for (size_t i = 0; i < s->thread_count;) {
 		if (s->threads[i].seen) {
 			i++;

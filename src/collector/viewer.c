@@ -3,6 +3,7 @@
  * a move to another session, and the final file for a viewer that is late. */
 #include "viewer.h"
 #include "cuscope/clock.h"
+#include "cuscope/safefs.h"
 #include "cuscope/session.h"
 #include "drain.h"
 #include "frames.h"
@@ -11,10 +12,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A session directory an attach asked for (see sender_move_session), taken by the sender. */
@@ -24,13 +27,10 @@ static _Atomic int viewer_connected;
 
 /* ---- viewer connection ---- */
 
+/* The process's command line (NUL-separated, cut at cap - 1 bytes); its length, 0 when unreadable. */
 static int viewer_read_cmdline(char *buf, size_t cap)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, cap);
-	close(fd);
+	ssize_t n = collector_fd_read_file("/proc/self/cmdline", buf, cap);
 	return n > 0 ? (int)n : 0;
 }
 
@@ -128,13 +128,14 @@ void viewer_accept(struct sender *s)
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		/* Registered before anything else: the program may close the number at any time. */
+		if (collector_fd_own(fd, S_IFSOCK) < 0)
+			continue;
 		/* One viewer at a time; others and foreign users are turned away. */
 		if (s->viewer_fd >= 0 || session_peer_allowed(fd) != 1) {
-			close(fd); /* just made by accept4 on this thread: still ours */
+			collector_fd_close(fd);
 			continue;
 		}
-		if (collector_fd_own(fd) < 0)
-			continue;
 		s->viewer_fd = fd;
 		viewer_request_reset();
 		drain_rings(s);
@@ -260,12 +261,23 @@ void viewer_check_hangup(struct sender *s, short revents)
 /* Creates the listening socket at s->socket_path and registers it; 0 or -errno. */
 int viewer_listen(struct sender *s)
 {
-	int fd = session_listen(s->socket_path);
-	if (fd < 0)
-		return fd;
-	if (collector_fd_own(fd) < 0) {
-		unlink(s->socket_path);
-		return -EMFILE;
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	int err = safefs_split(s->socket_path, dir, sizeof dir, name, sizeof name);
+	if (err)
+		return err;
+	/* Both fds registered as soon as they exist: the program may take either number meanwhile. */
+	int dfd = collector_fd_open(dir, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return dfd;
+	int fd = collector_fd_own(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), S_IFSOCK);
+	err = fd < 0 ? -EMFILE : !collector_fd_check(dfd) ? -EBADF : session_listen_at(dfd, name, fd);
+	/* A directory fd taken over while binding: the socket may not be where the viewers look. */
+	if (collector_fd_close(dfd) != 0 && !err)
+		err = -EBADF;
+	if (err) {
+		if (fd >= 0)
+			collector_fd_close(fd);
+		return err;
 	}
 	s->listen_fd = fd;
 	return 0;
@@ -381,14 +393,15 @@ int viewer_write_final(struct sender *s)
 	        (int)sizeof tmp)
 		return -ENAMETOOLONG;
 	/* Every short-lived child writes one: a leftover is removed only when it is in the way. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = collector_fd_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd == -EEXIST && unlink(tmp) == 0)
+		fd = collector_fd_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return -errno;
-	int rc = sendq_write_all(&s->q, fd);
-	if (close(fd) != 0 && !rc)
-		rc = -errno;
+		return fd;
+	/* Each write checked: the program may take the number while the file is written. */
+	int rc = sendq_write_all(&s->q, fd, collector_fd_write);
+	if (collector_fd_close(fd) != 0 && !rc)
+		rc = -EBADF;
 	if (!rc && rename(tmp, path) != 0)
 		rc = -errno;
 	if (rc)

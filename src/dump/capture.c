@@ -460,6 +460,10 @@ int capture_writer_close(struct capture_writer *w)
 	if (!rc) {
 		uint64_t index_offset = w->offset;
 		size_t entries = w->index_count;
+		/* The INDEX payload is w->index itself: room for its own entry and END's first, so that
+		 * write_chunk's growth never moves the array under the payload it is writing. */
+		xgrow((void **)&w->index, &w->index_cap, entries + 2, sizeof *w->index);
+		xgrow((void **)&w->essential, &w->essential_cap, entries + 2, 1);
 		rc = write_chunk(w, CAPTURE_CHUNK_INDEX, 0, w->index, entries * sizeof *w->index, 0, 0, 0);
 		struct capture_end end = {w->written, 0, rc ? 0 : index_offset};
 		if (!rc)

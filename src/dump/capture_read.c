@@ -194,23 +194,34 @@ static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
 	}
 }
 
-/* Moves the CLOCK_MONOTONIC time at p by opts' shift (0 stays 0: "none"). */
-static void reader_shift_at(uint8_t *p, const struct capture_read_options *opts)
+/* The move capture_read_options give a time t (a shift, and a drift about its origin). */
+static uint64_t reader_opts_move(void *ctx, uint64_t t)
+{
+	const struct capture_read_options *opts = ctx;
+	uint64_t delta = (uint64_t)opts->shift_ns;
+	if (opts->drift != 0) /* the caller keeps the sum >= 0 over the file's span */
+		delta += (uint64_t)llround(opts->drift * (double)(int64_t)(t - opts->drift_origin_ns));
+	return t + delta;
+}
+
+struct reader_mover {
+	capture_move_fn move;
+	void *ctx;
+};
+
+/* Moves the CLOCK_MONOTONIC time at p through m (0 stays 0: "none"). */
+static void reader_shift_at(uint8_t *p, const struct reader_mover *m)
 {
 	uint64_t t;
 	memcpy(&t, p, sizeof t);
 	if (t) {
-		uint64_t delta = (uint64_t)opts->shift_ns;
-		if (opts->drift != 0) /* the caller keeps the sum >= 0 over the file's span */
-			delta +=
-			    (uint64_t)llround(opts->drift * (double)(int64_t)(t - opts->drift_origin_ns));
-		t += delta;
+		t = m->move(m->ctx, t);
 		memcpy(p, &t, sizeof t);
 	}
 }
 
-/* Moves every CLOCK_MONOTONIC time of a frame (today's layout, checked) as o says, in place. */
-static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struct capture_read_options *o)
+/* Moves every CLOCK_MONOTONIC time of a frame (today's layout, checked) through o, in place. */
+static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struct reader_mover *o)
 {
 	switch (type) {
 	case WIRE_FRAME_HELLO:
@@ -271,8 +282,15 @@ static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struc
 void capture_frame_shift(uint32_t type, void *frame, uint32_t length, int64_t shift_ns)
 {
 	struct capture_read_options o = {.shift_ns = shift_ns};
+	struct reader_mover m = {reader_opts_move, &o};
 	if (shift_ns)
-		reader_shift(type, frame, length, &o);
+		reader_shift(type, frame, length, &m);
+}
+
+void capture_frame_move(uint32_t type, void *frame, uint32_t length, capture_move_fn move, void *ctx)
+{
+	struct reader_mover m = {move, ctx};
+	reader_shift(type, frame, length, &m);
 }
 
 /*
@@ -324,7 +342,8 @@ static int reader_ingest(struct reader *r, struct store *store, size_t dense, ui
 					return bad;
 				xgrow((void **)&r->shifted, &r->shifted_cap, frame_len, 1);
 				memcpy(r->shifted, frame, frame_len);
-				reader_shift(fh.type, r->shifted, frame_len, r->opts);
+				struct reader_mover m = {reader_opts_move, (void *)r->opts};
+				reader_shift(fh.type, r->shifted, frame_len, &m);
 				frame = r->shifted;
 			}
 			int rc = store_feed(store, r->opts->source_base + (int)dense, fh.type, frame,

@@ -14,6 +14,7 @@
 #include "cuscope/escape.h"
 #include "cuscope/export.h"
 #include "export_sink.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 
@@ -528,6 +529,36 @@ static void export_lane(struct exporter *x, size_t l)
 	}
 }
 
+/*
+ * The steps inferred for a process without repeating NVTX ranges (steps.h) on a pseudo-thread of their own,
+ * "step (inferred)": "step" ranges in category "inferred", numbered, with the events they hold.
+ */
+static void export_inferred(struct exporter *x)
+{
+	struct steps_result r = {0};
+	steps_infer(x->st, x->process, 0, &r);
+	int64_t tid = PSEUDO_TID_BASE + x->next_pseudo;
+	for (size_t i = 0; i < r.n; i++) {
+		const struct steps_range *s = &r.v[i];
+		if (s->start_ns >= x->to || s->end_ns <= x->from)
+			continue;
+		if (tid == PSEUDO_TID_BASE + x->next_pseudo) {
+			x->next_pseudo++;
+			ev_meta(x, "thread_name", tid, "step (inferred)");
+			ev_sort_index(x, tid, GPU_SORT_BASE / 4);
+		}
+		ev_complete(x, tid, "step", "inferred", s->start_ns, s->end_ns);
+		out_s(x->o, ",\"args\":{");
+		arg_u64(x, "step", i + 1, 1);
+		arg_u64(x, r.api ? "api_calls" : "kernels", s->size, 0);
+		arg_str(x, "start", r.gpu_time ? "gpu" : "launch", 0);
+		arg_u64(x, "tid", (uint64_t)s->tid, 0);
+		out_s(x->o, "}");
+		ev_end(x);
+	}
+	steps_result_fini(&r);
+}
+
 /* A thread's counters as "C" events (newest cumulative value), one series per thread: "tid N". */
 static void export_counters(struct exporter *x)
 {
@@ -605,6 +636,7 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 		ev_meta(&x, "process_name", 0, export_process_name(st, p, label, sizeof label));
 		for (size_t l = 0; l < pi.lane_count; l++)
 			export_lane(&x, l);
+		export_inferred(&x);
 		export_counters(&x);
 		export_gpu_metrics(&x);
 	}

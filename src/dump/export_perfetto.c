@@ -7,6 +7,8 @@
  *   NVTX async row      child track of the process: "NVTX async", "NVTX async #2", ...
  *   GPU stream row      child track of the process named like the UI label, "GPU0 s7": kernels,
  *                       copies, memsets
+ *   inferred steps      child track of the process, "step (inferred)": "step" slices in category
+ *                       "inferred" (steps.h), for a process without repeating NVTX ranges
  *   thread counter      counter track under its thread, named by the event ("task-clock"): the newest
  *                       value
  *   GPU hardware metric counter track under the sampling process, "GPU0 METRIC": a double value per
@@ -30,6 +32,7 @@
 
 #include "cuscope/export.h"
 #include "cuscope/safefs.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -260,6 +263,22 @@ static void pf_lane(struct pf *x, struct merge *m, size_t l)
 	}
 }
 
+/* The steps inferred for a process without repeating NVTX ranges: a child track "step (inferred)". */
+static void pf_inferred(struct pf *x)
+{
+	struct steps_result r = {0};
+	steps_infer(x->st, x->process, 0, &r);
+	int track = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		if (r.v[i].start_ns >= x->to || r.v[i].end_ns <= x->from)
+			continue;
+		if (!track++)
+			pf_child_track(x, "step (inferred)", GPU_SORT_BASE / 4);
+		pf_event_step(x, &r, i);
+	}
+	steps_result_fini(&r);
+}
+
 /* Counters of the process: a counter track under the thread (the process when the thread is unknown). */
 static void pf_counters(struct pf *x)
 {
@@ -392,6 +411,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 		pf_descriptor_write(&x);
 		for (size_t l = 0; l < pi.lane_count; l++)
 			pf_lane(&x, &m, l);
+		pf_inferred(&x);
 		pf_counters(&x);
 		pf_gpu_metrics(&x);
 	}

@@ -156,5 +156,8 @@ void pf_event_nvtx(struct pf *x, size_t lane, const struct store_range *r, int s
 void pf_event_gpu(struct pf *x, const struct store_lane_info *li, const struct store_gpu_op *op);
 /* The end of the innermost open slice of the sequence's track at t_ns. */
 void pf_event_end(struct pf *x, uint64_t t_ns);
+/* Inferred step i of r (steps.h) as a slice "step", category "inferred", begun and ended. */
+struct steps_result;
+void pf_event_step(struct pf *x, const struct steps_result *r, size_t i);
 
 #endif

@@ -6,6 +6,7 @@
 #include "export_perfetto.h"
 
 #include "cuscope/hashmap.h"
+#include "cuscope/steps.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
 
@@ -336,6 +337,20 @@ void pf_event_gpu(struct pf *x, const struct store_lane_info *li, const struct s
 		}
 	}
 	pf_event_finish(x, op->start_ns);
+	x->counts->complete++;
+}
+
+void pf_event_step(struct pf *x, const struct steps_result *r, size_t i)
+{
+	const struct steps_range *s = &r->v[i];
+	pf_event_start(x, TYPE_SLICE_BEGIN);
+	pf_event_name_cat(x, "step", "inferred");
+	arg_u64(x, "step", i + 1);
+	arg_u64(x, r->api ? "api_calls" : "kernels", s->size);
+	arg_str(x, "start", r->gpu_time ? "gpu" : "launch");
+	arg_u64(x, "tid", (uint64_t)s->tid);
+	pf_event_finish(x, s->start_ns);
+	pf_event_end(x, s->end_ns);
 	x->counts->complete++;
 }
 

@@ -6,7 +6,9 @@
 #include "cuscope/stats.h"
 #include "cuscope/stats_cpu.h"
 #include "cuscope/stats_ranks.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
+#include "cuscope/trigger.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -19,7 +21,9 @@
 
 /* ---- nvtx ---- */
 
-static const char *const style_names[] = {"PushPop", "StartEnd", "Mark"};
+/* Style 3: steps inferred from a process's kernel stream (steps.h), listed as "step" in domain "inferred". */
+static const char *const style_names[] = {"PushPop", "StartEnd", "Mark", "Inferred"};
+#define STYLE_INFERRED 3
 
 struct nvtx_group {
 	uint32_t name_id, domain_id;
@@ -76,13 +80,28 @@ static struct nvtx_group *group_get(struct nvtx_groups *g, uint32_t name, uint32
 	return e;
 }
 
-static void group_add(struct nvtx_groups *g, const struct store_range *r, int style)
+static void group_add_ns(struct nvtx_group *e, uint64_t d)
 {
-	struct nvtx_group *e = group_get(g, r->name_id, r->domain_id, style);
 	xgrow((void **)&e->durations, &e->cap, e->n + 1, sizeof *e->durations);
-	uint64_t d = r->end_ns - r->start_ns;
 	e->durations[e->n++] = d;
 	e->total += d;
+}
+
+static void group_add(struct nvtx_groups *g, const struct store_range *r, int style)
+{
+	group_add_ns(group_get(g, r->name_id, r->domain_id, style), r->end_ns - r->start_ns);
+}
+
+/* The steps inferred for each process without repeating NVTX ranges, as one group. */
+static void group_add_inferred(struct nvtx_groups *g, const struct store *st)
+{
+	struct steps_result r = {0};
+	for (size_t p = 0; p < store_process_count(st); p++) {
+		steps_infer(st, p, 0, &r);
+		for (size_t i = 0; i < r.n; i++)
+			group_add_ns(group_get(g, 0, 0, STYLE_INFERRED), r.v[i].end_ns - r.v[i].start_ns);
+	}
+	steps_result_fini(&r);
 }
 
 static int cmp_group_total(const void *a, const void *b)
@@ -123,14 +142,17 @@ static void section_nvtx(const struct store *st, struct table *t)
 				group_add(&g, &m[i], 2);
 		}
 	}
+	group_add_inferred(&g, st);
 	if (g.n)
 		qsort(g.v, g.n, sizeof *g.v, cmp_group_total);
 	for (size_t i = 0; i < g.n; i++) {
 		struct nvtx_group *e = &g.v[i];
 		u64_sort(e->durations, e->n);
-		stats_table_row(t, store_string(st, e->name_id), store_string(st, e->domain_id),
-		                style_names[e->style], (int64_t)e->n, (int64_t)e->total,
-		                (int64_t)e->durations[0], (int64_t)u64_percentile(e->durations, e->n, 0.50),
+		int inferred = e->style == STYLE_INFERRED;
+		stats_table_row(t, inferred ? "step" : store_string(st, e->name_id),
+		                inferred ? "inferred" : store_string(st, e->domain_id), style_names[e->style],
+		                (int64_t)e->n, (int64_t)e->total, (int64_t)e->durations[0],
+		                (int64_t)u64_percentile(e->durations, e->n, 0.50),
 		                (int64_t)u64_percentile(e->durations, e->n, 0.99),
 		                (int64_t)e->durations[e->n - 1]);
 		free(e->durations);
@@ -605,9 +627,10 @@ static void section_counters(const struct store *st, struct table *t)
 /* ---- ranks: the straggler table ---- */
 
 static const struct column rank_cols[] = {
-    {"host", CELL_STR},       {"rank", CELL_INT},        {"pid", CELL_INT},         {"gpu", CELL_STR},
-    {"steps", CELL_INT},      {"step_p50_ns", CELL_INT}, {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT},
-    {"compute_ns", CELL_INT}, {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT},
+    {"host", CELL_STR},        {"rank", CELL_INT},    {"pid", CELL_INT},
+    {"gpu", CELL_STR},         {"steps", CELL_INT},   {"step_p50_ns", CELL_INT},
+    {"step_p99_ns", CELL_INT}, {"nccl_ns", CELL_INT}, {"compute_ns", CELL_INT},
+    {"gpu_idle_ns", CELL_INT}, {"restart", CELL_INT}, {"steps_inferred", CELL_BOOL},
 };
 
 /* Rows in the order stats_ranks_compute sorts them: the straggler (most compute time) first. */
@@ -619,7 +642,7 @@ static void section_ranks(const struct store *st, struct table *t, const char *s
 		stats_table_row(t, v[i].host, (int64_t)v[i].rank, (int64_t)v[i].pid, v[i].gpu,
 		                (int64_t)v[i].steps, (int64_t)v[i].step_p50_ns, (int64_t)v[i].step_p99_ns,
 		                (int64_t)v[i].nccl_ns, (int64_t)v[i].compute_ns, (int64_t)v[i].gpu_idle_ns,
-		                (int64_t)v[i].restart);
+		                (int64_t)v[i].restart, v[i].inferred);
 	free(v);
 }
 
@@ -658,15 +681,16 @@ static const struct column align_cols[] = {
     {"residual_max_ns", CELL_INT},
 };
 
-/* One row per capture (cli_load_captures kept its alignment); host from its first process. */
+/* One row per capture (cli_load_captures kept its alignment), host from its first process; or one
+ * per host of a live view's capture (clock_align_manifest_apply), all of capture 0. */
 static void section_clock_alignment(const struct store *st, struct table *t)
 {
-	for (uint32_t c = 0; c < store_capture_count(st); c++) {
-		struct store_capture_clock k;
+	struct store_capture_clock k;
+	for (uint32_t c = 0; c < store_capture_count(st) || store_capture_get_clock(st, c, &k) == 0; c++) {
 		if (store_capture_get_clock(st, c, &k) != 0)
 			continue;
-		const char *host = "";
-		for (size_t p = 0; p < store_process_count(st); p++) {
+		const char *host = k.host;
+		for (size_t p = 0; !host[0] && p < store_process_count(st); p++) {
 			struct store_process_info pi;
 			store_process_get(st, p, &pi);
 			if (pi.capture == c) {
@@ -674,10 +698,28 @@ static void section_clock_alignment(const struct store *st, struct table *t)
 				break;
 			}
 		}
-		stats_table_row(t, (int64_t)c, host, k.method, k.offset_ns, k.correction_ns, k.drift_ppb,
-		                (int64_t)k.matched, (int64_t)k.unmatched, (int64_t)k.outliers,
+		stats_table_row(t, k.host[0] ? 0 : (int64_t)c, host, k.method, k.offset_ns, k.correction_ns,
+		                k.drift_ppb, (int64_t)k.matched, (int64_t)k.unmatched, (int64_t)k.outliers,
 		                k.residual_p50_ns, k.residual_max_ns);
 	}
+}
+
+/* ---- triggers: the firings a viewer wrote into the capture as notices ---- */
+
+static const struct column trigger_cols[] = {
+    {"time_ns", CELL_INT}, {"expr", CELL_STR},  {"value", CELL_INT},  {"pid", CELL_INT},
+    {"file", CELL_STR},    {"cause", CELL_STR}, {"pre_ns", CELL_INT}, {"pre_held_ns", CELL_INT},
+};
+
+static void section_triggers(const struct store *st, struct table *t)
+{
+	struct trigger_notice *v;
+	size_t n = trigger_notices(st, &v);
+	for (size_t i = 0; i < n; i++)
+		stats_table_row(t, (int64_t)v[i].time_ns, v[i].expr, (int64_t)v[i].value_ns,
+		                (int64_t)v[i].pid, v[i].file, v[i].cause, (int64_t)v[i].pre_ns,
+		                (int64_t)v[i].held_ns);
+	free(v);
 }
 
 struct section {
@@ -711,6 +753,7 @@ static const struct section sections[] = {
     {"gpu_metrics", COLS(stats_metric_cols), stats_metrics_section},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
     {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
+    {"triggers", COLS(trigger_cols), section_triggers},
 };
 
 int stats_format_parse(const char *text, enum stats_format *out)
@@ -757,7 +800,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, gpu_metrics, ranks, clock_alignment";
+	       "hot-inclusive, osrt, counters, cost, gpu_metrics, ranks, clock_alignment, triggers";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
@@ -777,7 +820,10 @@ int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_for
 		fputc('{', out);
 	int first = 1;
 	for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
-		if (!(mask & 1u << s) || (sections[s].several && store_capture_count(st) < 2))
+		/* A live view's capture of several hosts (attach --ssh) kept how each was aligned. */
+		struct store_capture_clock kept;
+		int aligned = store_capture_count(st) >= 2 || store_capture_get_clock(st, 0, &kept) == 0;
+		if (!(mask & 1u << s) || (sections[s].several && !aligned))
 			continue;
 		struct table t = {sections[s].name, sections[s].cols, sections[s].col_count, NULL, 0, 0};
 		if (sections[s].build_steps)

@@ -56,7 +56,8 @@ struct inspect_hit inspect_row_hit(const struct inspect_view *v, const struct la
 	uint64_t from = t > slack ? t - slack : 0, to = inspect_data_end(v, t + slack + 1);
 	struct store_lane_info li;
 	if (row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_GPU_DEVICE ||
-	    row->kind == LAYOUT_ROW_COST || row->kind == LAYOUT_ROW_GPU_METRIC)
+	    row->kind == LAYOUT_ROW_COST || row->kind == LAYOUT_ROW_STEPS ||
+	    row->kind == LAYOUT_ROW_GPU_METRIC)
 		return hit;
 	store_lane_get(v->store, row->process, row->lane, &li);
 	hit.process = row->process;

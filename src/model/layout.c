@@ -1,6 +1,7 @@
 #include "cuscope/layout.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ void layout_fini(struct layout *layout)
 	free(layout->procs);
 	free(layout->rows);
 	free(layout->folds);
+	free(layout->steps);
 	free(layout->metrics);
 	memset(layout, 0, sizeof *layout);
 }
@@ -80,6 +82,18 @@ void layout_add_cost(struct layout *layout, size_t process, pid_t pid)
 		r.row = i;
 		layout_push(layout, &r);
 	}
+}
+
+void layout_set_steps(struct layout *layout, size_t process, int on)
+{
+	if (process >= layout->steps_cap) {
+		if (!on)
+			return;
+		size_t old = layout->steps_cap;
+		xgrow((void **)&layout->steps, &layout->steps_cap, process + 1, sizeof *layout->steps);
+		memset(layout->steps + old, 0, layout->steps_cap - old);
+	}
+	layout->steps[process] = (unsigned char)(on != 0);
 }
 
 /* Appends rows 0..rows-1 of one kind of a thread lane. */
@@ -348,8 +362,9 @@ static void layout_snapshot(struct layout *layout, const struct store *store)
 			lp->fold_decided = 0;
 		}
 		if (lp->pid != pi.pid || lp->ppid != pi.ppid || lp->capture != pi.capture ||
-		    lp->rank != pi.rank)
+		    lp->rank != pi.rank || strncmp(lp->host, pi.host, sizeof lp->host - 1) != 0)
 			layout->launchers_stale = 1;
+		snprintf(lp->host, sizeof lp->host, "%s", pi.host);
 		lp->pid = pi.pid;
 		lp->ppid = pi.ppid;
 		lp->capture = pi.capture;
@@ -397,7 +412,8 @@ static void layout_fold_launchers(struct layout *layout)
 	size_t *ranks = xcalloc(n ? n : 1, sizeof *ranks);
 	for (size_t p = 0; p < n; p++)
 		rp[p] = (struct rankgroup_proc){layout->procs[p].capture, layout->procs[p].pid,
-		                                layout->procs[p].ppid, layout->procs[p].rank};
+		                                layout->procs[p].ppid, layout->procs[p].rank,
+		                                layout->procs[p].host};
 	rankgroup_launchers(rp, n, ranks);
 	for (size_t p = 0; p < n; p++) {
 		struct layout_process *lp = &layout->procs[p];
@@ -446,6 +462,9 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 	}
 	if (lp->cost)
 		layout_add_cost(layout, p, lp->pid);
+	if (p < layout->steps_cap && layout->steps[p])
+		layout_push(layout,
+		            &(struct layout_row){.kind = LAYOUT_ROW_STEPS, .process = p, .pid = lp->pid});
 	size_t idle = 0;
 	for (size_t l = 0; l < lp->lane_count; l++)
 		idle += lp->lanes[l].kind == STORE_LANE_THREAD && !lp->lanes[l].active;

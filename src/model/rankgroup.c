@@ -7,11 +7,23 @@
 
 #include "cuscope/xalloc.h"
 
+/* Orders keys by capture, host, pid (the lookup's order); 0 when they name one process. */
+static int rankgroup_cmp_where(const struct rankgroup_key *x, uint32_t capture, const char *host, pid_t pid)
+{
+	if (x->capture != capture)
+		return x->capture < capture ? -1 : 1;
+	int h = strcmp(x->host ? x->host : "", host ? host : "");
+	if (h)
+		return h < 0 ? -1 : 1;
+	return x->pid < pid ? -1 : x->pid > pid;
+}
+
 static int rankgroup_cmp_key(const void *a, const void *b)
 {
 	const struct rankgroup_key *x = a, *y = b;
-	if (x->capture != y->capture)
-		return x->capture < y->capture ? -1 : 1;
+	int c = rankgroup_cmp_where(x, y->capture, y->host, y->pid);
+	if (c)
+		return c;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index;
@@ -22,17 +34,18 @@ void rankgroup_keys_sort(struct rankgroup_key *keys, size_t n)
 	qsort(keys, n, sizeof *keys, rankgroup_cmp_key);
 }
 
-size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, pid_t pid)
+size_t rankgroup_keys_find(const struct rankgroup_key *keys, size_t n, uint32_t capture, const char *host,
+                           pid_t pid)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (keys[mid].capture < capture || (keys[mid].capture == capture && keys[mid].pid < pid))
+		if (rankgroup_cmp_where(&keys[mid], capture, host, pid) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && keys[lo].capture == capture && keys[lo].pid == pid ? keys[lo].index : SIZE_MAX;
+	return lo < n && rankgroup_cmp_where(&keys[lo], capture, host, pid) == 0 ? keys[lo].index : SIZE_MAX;
 }
 
 /* A launcher and one rank found under it. */
@@ -60,7 +73,7 @@ void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *o
 		return;
 	struct rankgroup_key *keys = xcalloc(n, sizeof *keys);
 	for (size_t i = 0; i < n; i++)
-		keys[i] = (struct rankgroup_key){procs[i].capture, procs[i].pid, i};
+		keys[i] = (struct rankgroup_key){procs[i].capture, procs[i].pid, i, procs[i].host};
 	rankgroup_keys_sort(keys, n);
 	struct rankgroup_pair *pairs = NULL;
 	size_t count = 0, cap = 0;
@@ -69,7 +82,8 @@ void rankgroup_launchers(const struct rankgroup_proc *procs, size_t n, size_t *o
 			continue;
 		size_t q = j;
 		for (size_t hops = 0; hops < n; hops++) {
-			size_t parent = rankgroup_keys_find(keys, n, procs[q].capture, procs[q].ppid);
+			size_t parent =
+			    rankgroup_keys_find(keys, n, procs[q].capture, procs[q].host, procs[q].ppid);
 			if (parent == SIZE_MAX || parent == q || parent == j)
 				break;
 			if (procs[parent].rank < 0) {

@@ -7,6 +7,7 @@
 
 #include "cuscope/clock.h"
 #include "cuscope/cpuview.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/viewport.h"
 
@@ -25,7 +26,10 @@ int rankspane_due(const struct rankspane *rp, uint64_t generation, uint64_t now_
 {
 	if (!rp->computed)
 		return 1;
-	return generation != rp->generation && now_ns - rp->computed_at_ns >= RANKSPANE_REFRESH_NS;
+	uint64_t wait = rp->compute_cost_ns * RANKSPANE_SHARE > RANKSPANE_REFRESH_NS
+	                    ? rp->compute_cost_ns * RANKSPANE_SHARE
+	                    : RANKSPANE_REFRESH_NS;
+	return generation != rp->generation && now_ns - rp->computed_at_ns >= wait;
 }
 
 /* A restarted worker's " (restart K)" after its rank, "" for a first start; returns its length. */
@@ -44,12 +48,17 @@ void rankspane_set_rows(struct rankspane *rp, struct stats_rank_row *rows, size_
 	int had = rp->sel < rp->count;
 	uint32_t capture = had ? rp->rows[rp->sel].capture : 0;
 	pid_t pid = had ? rp->rows[rp->sel].pid : 0;
+	/* Hosts of one live view share a capture and may share pids. */
+	const char *host = had && rp->rows[rp->sel].host ? rp->rows[rp->sel].host : "";
+	char host_copy[64];
+	snprintf(host_copy, sizeof host_copy, "%s", host);
 	free(rp->rows);
 	rp->rows = rows;
 	rp->count = count;
 	size_t sel = 0;
 	for (size_t i = 0; had && i < count; i++)
-		if (rows[i].capture == capture && rows[i].pid == pid)
+		if (rows[i].capture == capture && rows[i].pid == pid &&
+		    strcmp(rows[i].host ? rows[i].host : "", host_copy) == 0)
 			sel = i;
 	rp->sel = sel;
 	if (rp->top > rp->sel)
@@ -72,7 +81,7 @@ void rankspane_update(struct rankspane *rp, const struct store *store, uint64_t 
 {
 	uint64_t t0 = clock_mono_ns();
 	struct stats_rank_row *rows;
-	size_t n = stats_ranks_compute(store, NULL, &rows);
+	size_t n = stats_ranks_compute_bounded(store, NULL, STEPS_LIVE_EVENTS, &rows);
 	rankspane_set_rows(rp, rows, n);
 	rp->computed = 1;
 	rp->generation = generation;
@@ -118,10 +127,10 @@ void rankspane_row_text(const struct rankspane *rp, size_t i, char *buf, size_t 
 	int straggler = i == 0 && rp->count > 1 && r->steps;
 	char restart[32];
 	rankspane_restart_text(r, restart, sizeof restart);
-	snprintf(buf, size, " %6d%-*s%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s", (int)r->rank, rp->restart_w,
+	snprintf(buf, size, " %6d%-*s%s%-*s %8d %6llu %9s %9s %9s %9s %8s%s%s", (int)r->rank, rp->restart_w,
 	         restart, rp->multi_host ? "  " : "", rp->multi_host ? RANKSPANE_HOST_W : 0, host,
 	         (int)r->pid, (unsigned long long)r->steps, p50, p99, nccl, comp, idle,
-	         straggler ? "  < straggler" : "");
+	         straggler ? "  < straggler" : "", r->inferred && r->steps ? "  (steps inferred)" : "");
 }
 
 void rankspane_select(struct rankspane *rp, long delta, size_t height)

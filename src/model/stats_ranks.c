@@ -7,6 +7,7 @@
 #include "cuscope/stats_ranks.h"
 
 #include "cuscope/rankgroup.h"
+#include "cuscope/steps.h"
 #include "cuscope/store.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
@@ -200,13 +201,6 @@ static size_t stats_ranks_main_thread(const struct store *st, const size_t *owne
 	return fallback;
 }
 
-static int stats_ranks_ignored(const struct store *st, const struct store_range *r)
-{
-	const char *name = store_string(st, r->name_id);
-	return strcmp(store_string(st, r->domain_id), "NCCL") == 0 || strncmp(name, "aten::", 6) == 0 ||
-	       strncmp(name, "autograd::", 10) == 0 || !name[0];
-}
-
 struct name_time {
 	uint32_t name_id;
 	uint64_t ns;
@@ -229,7 +223,7 @@ static uint32_t stats_ranks_pick_step(const struct store *st, size_t p, size_t l
 	struct name_time *v = n ? xcalloc(n, sizeof *v) : NULL;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (!stats_ranks_ignored(st, &r[i]))
+		if (!steps_range_is_op(st, &r[i]))
 			v[m++] = (struct name_time){r[i].name_id, r[i].end_ns - r[i].start_ns};
 	if (m)
 		qsort(v, m, sizeof *v, stats_ranks_cmp_name);
@@ -354,10 +348,44 @@ static int stats_ranks_cmp_row(const void *a, const void *b)
 		return x->restart < y->restart ? -1 : 1;
 	if (x->capture != y->capture)
 		return x->capture < y->capture ? -1 : 1;
+	int h = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+	if (h)
+		return h < 0 ? -1 : 1;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/*
+ * A rank without a step-like NVTX range (none that repeats on its main process): the steps inferred from
+ * the kernels of its main process, else of the first of its other processes that has some.
+ */
+static int stats_ranks_inferred(const struct store *st, const size_t *owner, size_t np, size_t root,
+                                size_t mp, size_t max_events, struct intervals *steps)
+{
+	if (steps_process_annotated(st, mp))
+		return 0;
+	struct steps_result r = {0};
+	for (size_t k = 0; k <= np && !r.n; k++) {
+		size_t q = k == 0 ? mp : k - 1;
+		if (owner[q] != root || (k > 0 && q == mp))
+			continue;
+		steps_infer(st, q, max_events, &r);
+	}
+	int found = r.n > 0;
+	if (found)
+		steps->n = 0;
+	for (size_t i = 0; i < r.n; i++)
+		stats_ranks_push(steps, r.v[i].start_ns, r.v[i].end_ns);
+	steps_result_fini(&r);
+	return found;
+}
+
 size_t stats_ranks_compute(const struct store *st, const char *step_range, struct stats_rank_row **out)
+{
+	return stats_ranks_compute_bounded(st, step_range, 0, out);
+}
+
+size_t stats_ranks_compute_bounded(const struct store *st, const char *step_range, size_t max_events,
+                                   struct stats_rank_row **out)
 {
 	size_t np = store_process_count(st);
 	*out = NULL;
@@ -368,7 +396,7 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 	size_t *owner = xcalloc(np, sizeof *owner);
 	for (size_t p = 0; p < np; p++) {
 		store_process_get(st, p, &info[p]);
-		keys[p] = (struct rankgroup_key){info[p].capture, info[p].pid, p};
+		keys[p] = (struct rankgroup_key){info[p].capture, info[p].pid, p, info[p].host};
 	}
 	rankgroup_keys_sort(keys, np);
 	/*
@@ -384,7 +412,8 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 			continue;
 		size_t q = p;
 		for (size_t hops = 0; hops < np; hops++) {
-			size_t parent = rankgroup_keys_find(keys, np, info[q].capture, info[q].ppid);
+			size_t parent =
+			    rankgroup_keys_find(keys, np, info[q].capture, info[q].host, info[q].ppid);
 			if (parent == SIZE_MAX || parent == q || info[parent].rank != info[p].rank ||
 			    rankgroup_restart(info[parent].restart_count) !=
 			        rankgroup_restart(info[p].restart_count))
@@ -420,6 +449,10 @@ size_t stats_ranks_compute(const struct store *st, const char *step_range, struc
 			row->step_name = stats_ranks_steps(st, mp, lane, step_range, &steps);
 			row->main_process = mp;
 			row->main_lane = lane;
+		}
+		if (!step_range && stats_ranks_inferred(st, owner, np, p, mp, max_events, &steps)) {
+			row->step_name = 0;
+			row->inferred = 1;
 		}
 		row->steps = steps.n;
 		if (steps.n) {

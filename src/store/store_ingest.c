@@ -274,13 +274,14 @@ static int ingest_hello(struct store *st, struct source *src, const void *payloa
 			cmdline[i] = ' ';
 	cmdline[n] = '\0';
 
-	/* A pid seen before and no longer connected is the same process after exec (or a reconnect).
-	 * Found through a map, so a capture of many processes is read in linear time. */
+	/* A pid seen before and no longer connected is the same process after exec (or a reconnect),
+	 * when it is of the same host: hosts read into one capture (attach --ssh) reuse each other's
+	 * pids. Found through a map, so a capture of many processes is read in linear time. */
 	size_t index = st->proc_count;
 	uint32_t *slot = store_pid_slot(st, hello.pid);
 	if (*slot) {
 		const struct process *prev = &st->procs[*slot - 1];
-		if (!prev->connected && !prev->exited)
+		if (!prev->connected && !prev->exited && strcmp(prev->hello.host, hello.host) == 0)
 			index = *slot - 1;
 	}
 	if (index == st->proc_count) {

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,9 @@ struct relay {
 	size_t out_head, out_len, out_cap;
 	int out_failed;
 	int any_loss;
+	int64_t test_realtime_shift_ns; /* CUSCOPE_TEST_REALTIME_SHIFT_NS (relay_test_shift), 0 = none */
+	uint8_t *hello;                 /* a HELLO copy with that shift */
+	size_t hello_cap;
 };
 
 /* Appends bytes to the output buffer (the caller checked the bound). */
@@ -155,12 +159,41 @@ static int relay_droppable(uint32_t type)
 	       type == WIRE_FRAME_COST || type == WIRE_FRAME_GPU_METRICS;
 }
 
+/*
+ * For tests only: CUSCOPE_TEST_REALTIME_SHIFT_NS=N (signed) moves the REALTIME half of the clock
+ * anchor of every process relayed by N ns, as if this node's wall clock were N ns off (as `record`
+ * does with it), so that a test on one machine can plant a clock offset between two "hosts" and
+ * check that attach --ssh finds it from their collectives. Never set by cuscope itself.
+ */
+static int64_t relay_test_shift(void)
+{
+	const char *text = getenv("CUSCOPE_TEST_REALTIME_SHIFT_NS");
+	if (!text || !*text)
+		return 0;
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	return errno || *end ? 0 : (int64_t)v;
+}
+
 static int relay_on_frame(void *ctx, int source, uint32_t type, const void *payload, uint32_t length)
 {
 	struct relay_session *s = ctx;
 	struct relay *r = s->relay;
 	if (source < 0)
 		return -1;
+	if (type == WIRE_FRAME_HELLO && r->test_realtime_shift_ns && length >= sizeof(struct wire_hello)) {
+		struct wire_hello hello;
+		memcpy(&hello, payload, sizeof hello);
+		if (hello.anchor_real_ns) {
+			hello.anchor_real_ns += (uint64_t)r->test_realtime_shift_ns;
+			xgrow((void **)&r->hello, &r->hello_cap, length, 1);
+			memcpy(r->hello, payload, length);
+			memcpy(r->hello + offsetof(struct wire_hello, anchor_real_ns), &hello.anchor_real_ns,
+			       sizeof hello.anchor_real_ns);
+			payload = r->hello;
+		}
+	}
 	uint32_t id = relay_source_id(s, source);
 	size_t limit = relay_droppable(type) ? RELAY_BUFFER_BYTES : RELAY_CONTROL_BYTES;
 	if (relay_record(r, RELAY_FRAME, id, type, payload, length, limit) == 0)
@@ -313,6 +346,7 @@ int relay_run(const struct relay_options *opts)
 	static struct relay r; /* its sessions' callbacks point into it */
 	memset(&r, 0, sizeof r);
 	r.opts = opts;
+	r.test_realtime_shift_ns = relay_test_shift();
 	if (session_root(r.root, sizeof r.root) != 0) {
 		log_error("relay: no session root (HOME/XDG_RUNTIME_DIR unusable?)");
 		return 1;
@@ -385,6 +419,7 @@ int relay_run(const struct relay_options *opts)
 	free(r.sessions);
 	free(r.sources);
 	free(r.out);
+	free(r.hello);
 	return 0;
 }
 

@@ -55,6 +55,7 @@ struct ssh_hosts {
 	struct ssh_callbacks cb;
 	int current;   /* the host being dispatched (for the sink) */
 	int finishing; /* ssh_hosts_finish: relays that end stay down */
+	int idle;      /* ssh_hosts_new_idle: no relay is started, bytes come from ssh_hosts_feed */
 };
 
 int ssh_parse_hosts(const char *list, char ***hosts, char *cause, size_t cause_size)
@@ -360,6 +361,18 @@ static void ssh_close_fd(int *fd)
 	*fd = -1;
 }
 
+/* A new run of host's relay: its sources are numbered after the last run's, its stream read anew. */
+static void ssh_run_begin(struct ssh_host *h)
+{
+	h->state = SSH_RUNNING;
+	h->base = h->next;
+	h->err_len = 0;
+	h->err_last[0] = '\0';
+	h->starts++;
+	relay_decoder_fini(&h->dec);
+	relay_decoder_init(&h->dec);
+}
+
 /* Starts host i's relay; on failure it is DOWN with its backoff. */
 static void ssh_start(struct ssh_hosts *s, int i)
 {
@@ -412,13 +425,7 @@ static void ssh_start(struct ssh_hosts *s, int i)
 	h->in_fd = in[1];
 	h->out_fd = out[0];
 	h->err_fd = err[0];
-	h->state = SSH_RUNNING;
-	h->base = h->next;
-	h->err_len = 0;
-	h->err_last[0] = '\0';
-	h->starts++;
-	relay_decoder_fini(&h->dec);
-	relay_decoder_init(&h->dec);
+	ssh_run_begin(h);
 	return;
 fail:
 	ssh_note(s, i, "cannot start a relay: %s", strerror(errno));
@@ -518,6 +525,34 @@ static int ssh_record(void *ctx, const struct relay_header *rh, const void *payl
 	return 0;
 }
 
+/* Decodes n bytes of host i's relay stream and dispatches them; a broken stream takes the host down
+ * (for good when retrying cannot help). 0, or -EPROTO once it is down. */
+static int ssh_consume(struct ssh_hosts *s, int i, const uint8_t *buf, size_t n)
+{
+	struct ssh_host *h = &s->hosts[i];
+	int had_line = h->dec.have_line;
+	char cause[400];
+	struct relay_sink sink = {s, ssh_record};
+	s->current = i;
+	cause[0] = '\0';
+	int rc = relay_decoder_feed(&h->dec, buf, n, &sink, cause, sizeof cause);
+	if (!had_line && h->dec.have_line && !rc) {
+		snprintf(h->remote, sizeof h->remote, "%s (cuscope %s)", h->dec.host, h->dec.version);
+		ssh_note(s, i, "connected to %s", h->remote);
+	}
+	if (!rc)
+		return 0;
+	int mismatch = !had_line || strstr(cause, "version mismatch") || h->too_many;
+	if (h->too_many)
+		snprintf(cause, sizeof cause, "more than %u processes relayed from this host: given up",
+		         SSH_SOURCES_MAX);
+	else if (rc != -EPROTO || !cause[0])
+		snprintf(cause, sizeof cause, "the relay's stream is corrupt");
+	ssh_note(s, i, "%s", cause);
+	ssh_down(s, i, mismatch);
+	return -EPROTO;
+}
+
 /* Reads what host i's relay sent; its end takes the host down. */
 static void ssh_read_out(struct ssh_hosts *s, int i)
 {
@@ -534,28 +569,8 @@ static void ssh_read_out(struct ssh_hosts *s, int i)
 			ssh_down(s, i, 0);
 			return;
 		}
-		int had_line = h->dec.have_line;
-		char cause[400];
-		struct relay_sink sink = {s, ssh_record};
-		s->current = i;
-		cause[0] = '\0';
-		int rc = relay_decoder_feed(&h->dec, buf, (size_t)n, &sink, cause, sizeof cause);
-		if (!had_line && h->dec.have_line && !rc) {
-			snprintf(h->remote, sizeof h->remote, "%s (cuscope %s)", h->dec.host, h->dec.version);
-			ssh_note(s, i, "connected to %s", h->remote);
-		}
-		if (rc) {
-			int mismatch = !had_line || strstr(cause, "version mismatch") || h->too_many;
-			if (h->too_many)
-				snprintf(cause, sizeof cause,
-				         "more than %u processes relayed from this host: given up",
-				         SSH_SOURCES_MAX);
-			else if (rc != -EPROTO || !cause[0])
-				snprintf(cause, sizeof cause, "the relay's stream is corrupt");
-			ssh_note(s, i, "%s", cause);
-			ssh_down(s, i, mismatch);
+		if (ssh_consume(s, i, buf, (size_t)n) != 0)
 			return;
-		}
 	}
 }
 
@@ -626,6 +641,40 @@ struct ssh_hosts *ssh_hosts_new(char *const *hosts, int count, const struct ssh_
 		ssh_start(s, i);
 	}
 	return s;
+}
+
+struct ssh_hosts *ssh_hosts_new_idle(char *const *hosts, int count, const struct ssh_callbacks *cb)
+{
+	struct ssh_hosts *s = xcalloc(1, sizeof *s);
+	s->cb = *cb;
+	s->idle = 1;
+	s->count = count;
+	s->hosts = xcalloc((size_t)count, sizeof *s->hosts);
+	for (int i = 0; i < count; i++) {
+		struct ssh_host *h = &s->hosts[i];
+		h->name = xstrdup(hosts[i]);
+		h->in_fd = h->out_fd = h->err_fd = -1;
+		h->backoff_ns = SSH_BACKOFF_MIN_NS;
+		relay_decoder_init(&h->dec);
+		ssh_run_begin(h);
+	}
+	return s;
+}
+
+int ssh_hosts_feed(struct ssh_hosts *s, int host, const void *data, size_t n)
+{
+	struct ssh_host *h = &s->hosts[host];
+	if (!s->idle || h->state == SSH_FAILED)
+		return -EPIPE;
+	if (h->state == SSH_DOWN)
+		ssh_run_begin(h); /* as the relay started again after its backoff */
+	return ssh_consume(s, host, data, n);
+}
+
+void ssh_hosts_end_run(struct ssh_hosts *s, int host)
+{
+	if (s->idle && s->hosts[host].state == SSH_RUNNING)
+		ssh_down(s, host, 0);
 }
 
 int ssh_hosts_pump(struct ssh_hosts *s, int timeout_ms, int extra_fd)

@@ -121,6 +121,10 @@ static void ui_panel_jump(struct ui *ui)
 		return;
 	ui_panel_order(ui);
 	const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[ui->nvtx.sel]];
+	if (e->domain_id == NVTX_STATS_INFERRED) {
+		ui_steps_jump(ui, e);
+		return;
+	}
 	struct store_lane_info li;
 	store_lane_get(ui->store, e->process, e->lane, &li);
 	struct inspect_hit hit = {.found = 1,
@@ -213,6 +217,33 @@ static int ui_key_gap(struct ui *ui, const struct ui_status *status, int key)
 	snprintf(msg, sizeof msg, "GPU idle %s on %s: Enter explains it", dur,
 	         store_lane_gpu_label(ui->store, best.process, best.lane));
 	ui_say(ui, msg);
+	return UI_ACTION_NONE;
+}
+
+/* } and {: the next / previous trigger firing from the cursor. */
+static int ui_key_trigger(struct ui *ui, const struct ui_status *status, int key)
+{
+	(void)status;
+	const struct ui_trigger_marks *m = &ui->triggers;
+	if (!m->count) {
+		ui_say(ui, "no trigger has fired (--trigger EXPR sets them)");
+		return UI_ACTION_NONE;
+	}
+	/* From the cursor's cell: a firing inside it is the one shown, not the next. */
+	uint64_t t = ui_cursor_ns(ui), half = viewport_ns_per_col(&ui->view.vp) / 2 + 1;
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < m->count; i++) {
+		uint64_t f = m->time_ns[i];
+		if (key == '}' ? f > t + half && (best == SIZE_MAX || f < m->time_ns[best])
+		               : f + half < t && (best == SIZE_MAX || f > m->time_ns[best]))
+			best = i;
+	}
+	if (best == SIZE_MAX) {
+		ui_say(ui, key == '}' ? "no trigger firing after the cursor"
+		                      : "no trigger firing before the cursor");
+		return UI_ACTION_NONE;
+	}
+	ui_trigger_show(ui, best);
 	return UI_ACTION_NONE;
 }
 
@@ -426,6 +457,8 @@ static const struct ui_key ui_keys[] = {
      ui_key_hot_order},
     {']', "] [", "next / previous GPU idle gap (Enter on it: what the CPU did)", ui_key_gap},
     {'[', NULL, NULL, ui_key_gap},
+    {'}', "} {", "next / previous trigger firing (--trigger; the first one pauses the view)", ui_key_trigger},
+    {'{', NULL, NULL, ui_key_trigger},
     {'\t', "Tab", "focus the NVTX panel, then the ranks pane (Enter: slowest instance)", ui_key_focus},
     {'l', "l", "show / hide the target's output log", ui_key_log},
     {'?', "?", "show / hide this help", ui_key_help},

@@ -56,7 +56,9 @@ void ui_draw_panel(struct ui *ui, int y0, int h)
 			break;
 		const struct nvtx_stat *e = ui->nvtx.stats.v[ui->nvtx.order[k]];
 		char name[256], p50[16], p90[16], p99[16], mx[16], n[16];
-		if (e->domain_id)
+		if (e->domain_id == NVTX_STATS_INFERRED)
+			snprintf(name, sizeof name, "step (inferred)");
+		else if (e->domain_id)
 			snprintf(name, sizeof name, "%s (%s)", store_string(ui->store, e->name_id),
 			         store_string(ui->store, e->domain_id));
 		else

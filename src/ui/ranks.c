@@ -89,6 +89,9 @@ void ui_ranks_jump(struct ui *ui)
 	char dur[32];
 	ui_format_dur(dur, sizeof dur, j.step_end_ns - j.step_start_ns);
 	snprintf(msg, sizeof msg, "%s: slowest %s %s", label,
-	         r->step_name ? store_string(ui->store, r->step_name) : "step", dur);
+	         r->step_name  ? store_string(ui->store, r->step_name)
+	         : r->inferred ? "step (inferred)"
+	                       : "step",
+	         dur);
 	ui_say(ui, msg);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/xalloc.h"
 
 int ui_gutter(void)
 {
@@ -135,7 +136,8 @@ void ui_update_view(struct ui *ui, const struct ui_status *status)
 void ui_rebuild_layout(struct ui *ui, int force)
 {
 	uint64_t gen = store_generation(ui->store);
-	if (force || ((gen != ui->lanes.gen_built || !ui->frame.drawn_once) && !ui->view.paused)) {
+	int steps = ui_steps_update(ui); /* a "step (inferred)" row came or went */
+	if (force || ((steps || gen != ui->lanes.gen_built || !ui->frame.drawn_once) && !ui->view.paused)) {
 		layout_build(&ui->lanes.layout, ui->store);
 		ui->lanes.gen_built = gen;
 	}
@@ -282,4 +284,54 @@ uint64_t ui_cost_until(const struct ui *ui, size_t process)
 	struct inspect_view v;
 	ui_inspect_view(ui, &v);
 	return inspect_cost_until(&v, process);
+}
+
+void ui_trigger_show(struct ui *ui, size_t i)
+{
+	uint64_t t = ui->triggers.time_ns[i];
+	ui->view.follow = 0;
+	ui->view.vp.start_ns = t > ui->view.vp.span_ns / 2 ? t - ui->view.vp.span_ns / 2 : 0;
+	int64_t c = viewport_col_of(&ui->view.vp, t);
+	ui->view.cursor_col = c >= 0 && c < ui->view.vp.cols ? (int)c : -1;
+	char msg[256];
+	uint64_t o = ui_origin(ui);
+	snprintf(msg, sizeof msg, "trigger %s fired at %s%.3fs (%zu of %zu; } { walk, space resumes)",
+	         ui->triggers.expr[i], t >= o ? "" : "-", (double)(t >= o ? t - o : o - t) / 1e9, i + 1,
+	         ui->triggers.count);
+	ui_say(ui, msg);
+}
+
+void ui_trigger_mark(struct ui *ui, uint64_t time_ns, const char *expr)
+{
+	struct ui_trigger_marks *m = &ui->triggers;
+	if (m->count >= UI_TRIGGERS_MAX)
+		return;
+	if (m->count == m->cap) {
+		size_t cap = m->cap;
+		xgrow((void **)&m->time_ns, &cap, m->count + 1, sizeof *m->time_ns);
+		cap = m->cap;
+		xgrow((void **)&m->expr, &cap, m->count + 1, sizeof *m->expr);
+		m->cap = cap;
+	}
+	m->time_ns[m->count] = time_ns;
+	snprintf(m->expr[m->count], sizeof m->expr[0], "%s", expr);
+	m->count++;
+}
+
+void ui_trigger_fired(struct ui *ui, uint64_t time_ns, const char *expr)
+{
+	size_t before = ui->triggers.count;
+	ui_trigger_mark(ui, time_ns, expr);
+	if (ui->triggers.count == before)
+		return;
+	if (before) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "trigger %.60s fired again (%zu firings; } { walk them)", expr,
+		         ui->triggers.count);
+		ui_message(ui, msg);
+		return;
+	}
+	/* The first firing: the picture stops there, so the stall is on screen when someone looks. */
+	ui_set_paused(ui, 1);
+	ui_trigger_show(ui, 0);
 }

@@ -56,6 +56,12 @@ void ui_draw_axis(struct ui *ui, int y)
 		snprintf(g, sizeof g, " time");
 	ui_put(ui, y, 0, gx - 1, a | A_DIM, g);
 	ui_put(ui, y, gx - 1, 1, a, ui->cells.g->vline);
+	/* Trigger firings in view: a mark on the axis at each. */
+	for (size_t i = 0; i < ui->triggers.count; i++) {
+		int64_t c = viewport_col_of(&ui->view.vp, ui->triggers.time_ns[i]);
+		if (c >= 0 && c < ui->view.vp.cols)
+			ui_put(ui, y, gx + (int)c, 1, ui_attr(ui, THEME_MARK) | A_BOLD, ui->cells.g->mark);
+	}
 	ui_cursor_cell(ui, y);
 }
 
@@ -440,7 +446,7 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 	struct store_process_info pi;
 	struct store_lane_info li;
 	store_process_get(ui->store, row->process, &pi);
-	if (row->kind != LAYOUT_ROW_PROCESS)
+	if (row->kind != LAYOUT_ROW_PROCESS && row->kind != LAYOUT_ROW_STEPS)
 		store_lane_get(ui->store, row->process, row->lane, &li);
 	const char *fold_mark = row->folded ? ui->cells.g->folded : ui->cells.g->unfolded;
 
@@ -531,6 +537,11 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 		snprintf(label, sizeof label, "%s%zu idle thread%s", fold_mark, row->count,
 		         row->count == 1 ? "" : "s");
 		la = ui_attr(ui, THEME_THREAD) | A_DIM;
+		break;
+	case LAYOUT_ROW_STEPS:
+		snprintf(label, sizeof label, " step (inferred)");
+		la = ui_attr(ui, THEME_THREAD);
+		ui_draw_steps_row(ui, y, row);
 		break;
 	case LAYOUT_ROW_COST:
 		ui_draw_cost_row(ui, y, row, label, sizeof label);

@@ -266,6 +266,7 @@ void ui_free(struct ui *ui)
 	layout_fini(&ui->lanes.layout);
 	nvtx_stats_fini(&ui->nvtx.stats);
 	rankspane_fini(&ui->ranks.model);
+	ui_steps_fini(&ui->steps);
 	nvml_close(ui->gpu.nvml);
 	for (size_t i = 0; i < UI_MAX_DEVICES; i++)
 		free(ui->gpu.devices[i].rows);
@@ -274,6 +275,8 @@ void ui_free(struct ui *ui)
 	free(ui->lanes.segs);
 	free(ui->lanes.density);
 	free(ui->cost.cells);
+	free(ui->triggers.time_ns);
+	free(ui->triggers.expr);
 	free(ui->metrics.cells);
 	free(ui->metrics.have);
 	free(ui);

@@ -172,6 +172,20 @@ struct ui_nvtx_pane {
 	size_t sel, top;
 };
 
+/* steps.c: the steps inferred for each process without repeating NVTX ranges (steps.h). */
+struct ui_steps_proc {
+	struct store_range *v; /* sorted, not overlapping; name_id and domain_id 0 */
+	size_t n, cap;
+	uint64_t first_index; /* number of v[0] among the steps shown since the start (for the colours) */
+	uint64_t fed_end_ns;  /* the NVTX panel holds this process's steps ending up to here */
+};
+struct ui_steps {
+	struct ui_steps_proc *procs; /* by store process index */
+	size_t count;
+	uint64_t generation, at_ns; /* store generation and time of the last computation */
+	uint64_t cost_ns;           /* what it took */
+};
+
 /* ranks.c: the ranks pane (R): per rank step times, NCCL, compute and GPU idle, the straggler first. */
 struct ui_ranks_pane {
 	struct rankspane model; /* rows (recomputed at most once a second), selection */
@@ -217,6 +231,14 @@ struct ui_cost_rows {
 	size_t process;
 };
 
+/* state.c: the triggers' firings (--trigger), marked on the axis, walked with } and {. */
+#define UI_TRIGGERS_MAX 10000u
+struct ui_trigger_marks {
+	uint64_t *time_ns; /* in order of firing */
+	char (*expr)[64];  /* their expressions, cut */
+	size_t count, cap;
+};
+
 /* gpu_metrics.c: one GPU metric lane's cells (drawn one row at a time). */
 struct ui_metric_rows {
 	double *cells;
@@ -248,9 +270,11 @@ struct ui {
 	struct ui_nvtx_pane nvtx;
 	struct ui_hot_pane hot;
 	struct ui_ranks_pane ranks;
+	struct ui_steps steps;
 	struct ui_log_pane log;
 	struct ui_gpu_header gpu;
 	struct ui_cost_rows cost;
+	struct ui_trigger_marks triggers;
 	struct ui_metric_rows metrics;
 	struct ui_frame frame;
 	struct panes panes; /* the last frame's screen layout */
@@ -318,6 +342,8 @@ void ui_zoom(struct ui *ui, double factor);
 void ui_pan_cols(struct ui *ui, int64_t cols);
 /* Minimum length of a GPU idle gap worth explaining or jumping to. */
 uint64_t ui_gap_min(const struct ui *ui);
+/* Centres the view on trigger firing i, the cursor on it, and says which it is. */
+void ui_trigger_show(struct ui *ui, size_t i);
 /* What model/inspect needs of the view: window, cursor, now, the pause clip, origin, gap threshold. */
 void ui_inspect_view(const struct ui *ui, struct inspect_view *v);
 /* Where a reduced stretch of the cost rows still open ends (inspect_cost_until). */
@@ -392,6 +418,20 @@ void ui_ranks_update(struct ui *ui);
 void ui_draw_ranks(struct ui *ui, int y0, int h);
 /* Enter on the ranks pane: the selected rank's lanes on top, unfolded, its slowest step in view. */
 void ui_ranks_jump(struct ui *ui);
+
+/* ---- steps.c ---- */
+/*
+ * Recomputes the inferred steps (when the store changed, not while paused, at most once a second and 5% of
+ * the time) over each
+ * process's newest STEPS_LIVE_EVENTS kernels, keeps the older ones, feeds the finished ones to the NVTX
+ * panel ("step (inferred)") and marks the layout's step rows. 1 when a row came or went (rebuild).
+ */
+int ui_steps_update(struct ui *ui);
+void ui_steps_fini(struct ui_steps *s);
+/* The "step (inferred)" row of a process. */
+void ui_draw_steps_row(struct ui *ui, int y, const struct layout_row *row);
+/* The NVTX panel's inferred entry: shows its slowest step, selecting its process's steps row. */
+void ui_steps_jump(struct ui *ui, const struct nvtx_stat *e);
 
 /* ---- status.c ---- */
 void ui_draw_status(struct ui *ui, const struct ui_status *st);

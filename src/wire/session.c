@@ -130,45 +130,26 @@ static int session_fill_addr_at(struct sockaddr_un *addr, int fd, const char *na
 	return n > 0 && (size_t)n < sizeof addr->sun_path ? 0 : -ENAMETOOLONG;
 }
 
-int session_listen(const char *path)
+int session_listen_at(int dfd, const char *name, int fd)
 {
-	char dir[PATH_MAX], name[NAME_MAX + 1];
-	int err = safefs_split(path, dir, sizeof dir, name, sizeof name);
+	/* The collector's own session: its uid's (or made for it by root), nobody else may write it. */
+	struct stat st;
+	if (fstat(dfd, &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 0022) ||
+	    (st.st_uid != getuid() && st.st_uid != geteuid() && st.st_uid != 0))
+		return -EPERM;
+	struct sockaddr_un addr;
+	int err = session_fill_addr_at(&addr, dfd, name);
 	if (err)
 		return err;
-	/* The collector's own session: its uid's (or made for it by root), nobody else may write it. */
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(dfd, &st) != 0 || (st.st_mode & 0022) ||
-	    (st.st_uid != getuid() && st.st_uid != geteuid() && st.st_uid != 0)) {
-		close(dfd);
-		return -EPERM;
-	}
-	struct sockaddr_un addr;
-	err = session_fill_addr_at(&addr, dfd, name);
-	int fd = err ? -1 : socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (!err && fd < 0)
-		err = -errno;
-	if (err) {
-		close(dfd);
-		return err;
-	}
 	unlinkat(dfd, name, 0);
 	/* umask is process-wide (other threads of the traced program may be creating files): bind,
 	 * then chmod. The session directory is private, so nobody else can reach the socket meanwhile. */
 	int rc = bind(fd, (struct sockaddr *)&addr, sizeof addr);
 	if (rc == 0)
 		rc = fchmodat(dfd, name, 0600, 0);
-	if (rc != 0 || listen(fd, 8) != 0) {
-		err = -errno;
-		close(fd);
-		close(dfd);
-		return err;
-	}
-	close(dfd);
-	return fd;
+	if (rc != 0 || listen(fd, 8) != 0)
+		return -errno;
+	return 0;
 }
 
 int session_connect_at(int dir, const char *name)

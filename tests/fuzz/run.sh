@@ -8,8 +8,8 @@ cd "$(dirname "$0")/../.." || exit 2
 F=${FUZZ_BUILD:-build-fuzz}
 B=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-60}
-mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/seeds/elfsym" "$F/corpus/capture" "$F/corpus/wire" \
-	"$F/corpus/elfsym" "$F/artifacts"
+mkdir -p "$F/seeds/capture" "$F/seeds/wire" "$F/seeds/elfsym" "$F/seeds/relay" "$F/seeds/trigger" \
+	"$F/corpus/capture" "$F/corpus/wire" "$F/corpus/elfsym" "$F/corpus/relay" "$F/corpus/trigger" "$F/artifacts"
 
 # Seeds: captures of real programs (small ones, so mutations stay fast).
 if [ -x "$B/bin/cuscope" ]; then
@@ -34,6 +34,8 @@ if cc -O2 -Iinclude -D_GNU_SOURCE -o "$F/crafted_capture" tests/runtime/crafted_
 	done
 fi
 python3 tests/fuzz/make_wire_seeds.py "$F/seeds/wire"
+# Relay streams (attach --ssh's local side) made of the same frames.
+python3 tests/fuzz/make_relay_seeds.py "$F/seeds/wire" "$F/seeds/relay"
 # ELF seeds: small real binaries, one stripped (no .symtab: .dynsym, build-id, debuglink paths).
 for p in exit_code strip_spin; do
 	[ -f "$B/tests/progs/$p" ] && cp "$B/tests/progs/$p" "$F/seeds/elfsym/$p"
@@ -41,8 +43,17 @@ done
 [ -f "$F/seeds/elfsym/strip_spin" ] && objcopy --strip-all --add-gnu-debuglink="$F/seeds/elfsym/exit_code" \
 	"$F/seeds/elfsym/strip_spin" "$F/seeds/elfsym/stripped" 2>/dev/null
 
+# Trigger texts: notices as a viewer writes them, expressions; a capture holding firings.
+printf '%s' 'trigger time_ns=123 pid=4 value_ns=5 pre_ns=6 held_ns=7 cause=sleep file=3:a b expr=range:x>5ms' \
+	>"$F/seeds/trigger/notice"
+printf '%s' 'range:train/step>p99*2' >"$F/seeds/trigger/pct"
+printf '%s' 'gpu-idle>1.5ms' >"$F/seeds/trigger/idle"
+[ -x "$B/tests/progs/trigger_stall" ] && [ -x "$B/bin/cuscope" ] &&
+	timeout 60 "$B/bin/cuscope" record -o "$F/seeds/capture/trigger.cap" --trigger 'range:step>20ms' \
+		-- "$B/tests/progs/trigger_stall" ranges 8 2 4 30 20 50 >/dev/null 2>&1
+
 status=0
-for h in capture wire elfsym; do
+for h in ${FUZZ_HARNESSES:-capture wire elfsym relay trigger}; do
 	bin=$F/fuzz_$h
 	[ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz)"; exit 2; }
 	log=$F/fuzz_$h.log

@@ -346,6 +346,26 @@ def c_rival(j, out, err, rc):
     return "winner=cuscope " + info
 
 
+def c_torch_steps(j, out, err, rc):
+    """Steps without annotations: the loop's steps, inferred from its kernels, number the truth +- 1."""
+    if rc != 0:
+        fail("cuscope record exited %d, want 0" % rc)
+    n = app_int(out, "steps")
+    pid = app_int(out, "pid")
+    process_row(j, pid)
+    if kernels_total(j) <= 0:
+        fail("no kernels recorded: nothing to infer steps from")
+    rows = [r for r in section(j, "nvtx") if r.get("domain") == "inferred"]
+    other = [r for r in section(j, "nvtx") if r.get("domain") != "inferred" and r.get("count", 0) >= 3]
+    if len(rows) != 1 or rows[0].get("name") != "step":
+        fail("want one nvtx row 'step' in domain 'inferred', got %r (repeating NVTX rows: %r)"
+             % (rows, [(r.get("name"), r.get("count")) for r in other][:5]))
+    got = rows[0]["count"]
+    if abs(got - n) > 1:
+        fail("inferred %d steps, the loop ran %d" % (got, n))
+    return "inferred=%d steps=%d p50=%.2fms max=%.2fms" % (got, n, rows[0]["p50_ns"] / 1e6, rows[0]["max_ns"] / 1e6)
+
+
 def c_profiler(out):
     n = app_int(out, "profiler_cuda_events")
     if n <= 0:
@@ -353,7 +373,7 @@ def c_profiler(out):
     return "profiler_cuda_events=%d cpu_events=%d" % (n, app_int(out, "profiler_cpu_events"))
 
 
-CHECKS = {"counts": c_counts, "graph": c_graph, "torch_nvtx": c_torch_nvtx,
+CHECKS = {"counts": c_counts, "graph": c_graph, "torch_nvtx": c_torch_nvtx, "torch_steps": c_torch_steps,
           "dataloader": c_dataloader, "rival": c_rival}
 
 

@@ -264,6 +264,17 @@ check_torch_nvtx()
 	verdict torch_nvtx torch_nvtx "$T/torch_nvtx.json" "$T/torch_nvtx.out"
 }
 
+# Steps without annotations: the MLP loop without NVTX (tests/gpu/torch_steps.py: a periodic eval, a
+# logging sync): stats' nvtx section has one "step" row in domain "inferred" counting the loop's steps +- 1.
+check_torch_steps()
+{
+	need_torch torch_steps || return
+	rec torch_steps 90 "$PY" tests/gpu/torch_steps.py --steps 30
+	record_ok torch_steps || return
+	stats torch_steps || return
+	verdict torch_steps torch_steps "$T/torch_steps.json" "$T/torch_steps.out" "$T/torch_steps.err" "$RC"
+}
+
 # --torch on the launch-bound MLP (tests/gpu/bench_torch.py): stats lists PyTorch's operators
 # (aten::linear, aten::addmm: 8 a step, exact) and the backward ones, and kernels are linked to the
 # operator whose launch call they came from (the JSON export's launch flows start inside an
@@ -355,6 +366,30 @@ check_dataloader()
 	record_ok dataloader || return
 	stats dataloader || return
 	verdict dataloader dataloader "$T/dataloader.json" "$T/dataloader.out" "$T/dataloader.err" "$RC"
+}
+
+# Triggers on a real GPU: two planted idle stretches (the host sleeps 0.3 s after a synchronize);
+# gpu-idle>100ms and gap-explained:sleep each fire within 2 ms of the instants the workload printed.
+check_triggers()
+{
+	need_torch triggers || return
+	local lim
+	lim=$(limit 120)
+	REC_LIMIT=$lim
+	run_limited "$lim" "$T/triggers.out" "$T/triggers.err" "$CUSCOPE" record -o "$T/triggers.cap" --gap-ms 20 \
+		--trigger 'gpu-idle>100ms' --trigger 'gap-explained:sleep' -- "$PY" tests/gpu/torch_trigger.py
+	record_ok triggers || return
+	stats triggers || return
+	sed -n 's/^explained /crossing /p; /^pid /p' "$T/triggers.out" >"$T/triggers.explained"
+	if ! "$PY" tests/runtime/trigger_check.py "$T/triggers.json" "$T/triggers.out" 'gpu-idle>100ms' \
+		>"$T/triggers.check" 2>&1; then
+		result triggers FAIL "gpu-idle>100ms: $(tail_of "$T/triggers.check")"
+	elif ! "$PY" tests/runtime/trigger_check.py "$T/triggers.json" "$T/triggers.explained" \
+		'gap-explained:sleep' >"$T/triggers.check" 2>&1; then
+		result triggers FAIL "gap-explained:sleep: $(tail_of "$T/triggers.check")"
+	else
+		result triggers PASS "$(grep -c '"expr"' "$T/triggers.json") firings, each planted one within 2 ms"
+	fi
 }
 
 # Another CUPTI client in the same process: any exit status is passed on to check.py, which wants
@@ -777,7 +812,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts clock graph torch_nvtx torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload gpu_metrics; do
+	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers gpu_metrics; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

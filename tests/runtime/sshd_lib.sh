@@ -3,7 +3,9 @@
 # file and authorized key under $T; never the system service) and an ssh client configuration
 # with two "hosts", nodeA and nodeB, that reach it as root with their own session roots
 # ($T/roots/nodeA, $T/roots/nodeB: host identity comes from the --ssh name). `ssh` on PATH is a
-# wrapper that adds -F and logs its arguments to $T/ssh.args. Source after lib.sh.
+# wrapper that adds -F and logs its arguments to $T/ssh.args. SSHD_SETENV_nodeA / SSHD_SETENV_nodeB
+# (NAME=VALUE, set before sshd_start) add a test-only variable to that host's remote environment
+# (sshd accepts CUSCOPE_TEST_REALTIME_SHIFT_NS). Source after lib.sh.
 
 SSHD_BIN=${SSHD_BIN:-/usr/sbin/sshd}
 SSHD_MADE_RUN_DIR=0
@@ -47,14 +49,16 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 UsePAM no
-AcceptEnv CUSCOPE_SESSION_ROOT
+AcceptEnv CUSCOPE_SESSION_ROOT CUSCOPE_TEST_REALTIME_SHIFT_NS
 CFG
 	"$SSHD_BIN" -D -e -f "$d/sshd_config" 2>"$T/sshd.log" &
 	SSHD_PID=$!
 	BG_PIDS+=("$SSHD_PID")
-	local h
+	local h extra
 	: >"$T/ssh_config"
 	for h in nodeA nodeB; do
+		extra=SSHD_SETENV_$h
+		extra=${!extra:-}
 		cat >>"$T/ssh_config" <<CFG
 Host $h
   HostName 127.0.0.1
@@ -65,7 +69,7 @@ Host $h
   UserKnownHostsFile /dev/null
   StrictHostKeyChecking no
   LogLevel ERROR
-  SetEnv CUSCOPE_SESSION_ROOT=$T/roots/$h
+  SetEnv CUSCOPE_SESSION_ROOT=$T/roots/$h${extra:+ $extra}
 CFG
 	done
 	cat >"$T/bin/ssh" <<WRAP

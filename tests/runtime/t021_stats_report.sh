@@ -9,7 +9,7 @@ need_prog nvtx_domains
 cs_record "$T/cap" app -- "$PROGS/nvtx_domains"
 [ "$RC" = 0 ] || fail "record exited $RC"
 cs_stats "$T/cap" "$T/all.json"
-for rep in nvtx kernels,api nvtx,threads,processes,losses,kernels,memcpy,memset,sync,gpus,streams,api losses,nvtx cost,nvtx hot,hot-inclusive ranks,nvtx; do
+for rep in nvtx kernels,api nvtx,threads,processes,losses,kernels,memcpy,memset,sync,gpus,streams,api losses,nvtx cost,nvtx hot,hot-inclusive ranks,nvtx triggers,nvtx; do
 	rc=0
 	"$CUSCOPE" stats --format=json --report="$rep" "$T/cap" >"$T/r.json" 2>"$T/r.err" || rc=$?
 	[ "$rc" = 0 ] || fail "stats --report=$rep exited $rc: $(head -c 200 "$T/r.err")"
@@ -21,8 +21,8 @@ if sorted(R) != sorted(set(want)):
 for s in want:
     if R[s] != A[s]:
         print("--report=%s: section %s differs from the full output" % (sys.argv[3], s)); sys.exit(1)
-if len(A) != 18:
-    print("full JSON has %d sections, want 18: %r" % (len(A), sorted(A))); sys.exit(1)
+if len(A) != 19:
+    print("full JSON has %d sections, want 19: %r" % (len(A), sorted(A))); sys.exit(1)
 PY
 done
 "$CUSCOPE" stats --report=nvtx,api "$T/cap" >"$T/t.out" 2>/dev/null || fail "table --report failed"

@@ -23,7 +23,8 @@ run()
 {
 	local new=$1 as=()
 	[ -n "${2:-}" ] && as=(runuser -u "$2" --)
-	rm -rf "$T/dir" "$T/cap" && mkdir "$T/dir" && cp "$T/v1.so" "$T/dir/libreplaced.so"
+	# The last run's "loaded" must not be taken for this one's (the library would be replaced first).
+	rm -rf "$T/dir" "$T/cap" "$T/app.out" && mkdir "$T/dir" && cp "$T/v1.so" "$T/dir/libreplaced.so"
 	chmod -R a+rwX "$T/dir" && chmod a+rx "$T"
 	"${as[@]}" "$CUSCOPE" record -o "$T/dir/cap" -- "$PROGS/replaced_lib" "$T/dir/libreplaced.so" \
 		"$T/dir/go" 1.5 >"$T/app.out" 2>"$T/app.err" </dev/null &

@@ -59,7 +59,7 @@ for r in ranks:
 lines = [l.split() for l in open(sys.argv[3]).read().splitlines() if l.strip()]
 head = [i for i, l in enumerate(lines) if l[:2] == ["host", "rank"]]
 if not head or lines[head[0]] != ["host", "rank", "pid", "gpu", "steps", "step_p50_ns", "step_p99_ns",
-                                  "nccl_ns", "compute_ns", "gpu_idle_ns", "restart"]:
+                                  "nccl_ns", "compute_ns", "gpu_idle_ns", "restart", "steps_inferred"]:
     fail("table lacks the ranks heading:\n" + open(sys.argv[3]).read())
 first = lines[head[0] + 1]
 if first[1] != "1" or first[2] != str(own[1]) or len(lines) != head[0] + 4:

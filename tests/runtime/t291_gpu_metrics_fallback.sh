@@ -21,8 +21,10 @@ run()
 {
 	local name=$1 enables=$2
 	shift 2
-	FAKE_CUDA_DEVICES=${FAKE_CUDA_DEVICES:-1} CUSCOPE_CUDA_API=callback CUSCOPE_CUPTI_PATH=$FAKE_CUPTI CUSCOPE_LAZY_START_MS=0 \
-		"$CUSCOPE" record -o "$T/$name.cap" "$@" -- "$PROGS/fake_cuda_app" 3000 8 0 >"$T/$name.out" 2>"$T/$name.err" </dev/null
+	# CUDA's first call lasts 300 ms (as a context creation does), then 20000 launches: the sender
+	# sees GPU tracing running and starts the GPU metrics long before the program ends.
+	FAKE_CUPTI_FIRST_CALL_MS=300 FAKE_CUDA_DEVICES=${FAKE_CUDA_DEVICES:-1} CUSCOPE_CUDA_API=callback CUSCOPE_CUPTI_PATH=$FAKE_CUPTI CUSCOPE_LAZY_START_MS=0 \
+		"$CUSCOPE" record -o "$T/$name.cap" "$@" -- "$PROGS/fake_cuda_app" 20000 8 0 >"$T/$name.out" 2>"$T/$name.err" </dev/null
 	local rc=$?
 	[ "$rc" = 0 ] || fail "$name: record exited $rc, want the program's 0: $(tail -c 300 "$T/$name.err")"
 	local n

@@ -831,6 +831,35 @@ static void test_writer_errors(void **state)
 	store_free(st);
 }
 
+/* Closing writes the INDEX chunk from the writer's own index array: whatever the chunk count (the
+ * array full or not when the INDEX entry itself is added), the file reads back whole. The array
+ * was once grown under the payload being written (a use after free under ASan at 16, 32, ...). */
+static void test_close_index_growth(void **state)
+{
+	struct fixture *fx = *state;
+	for (unsigned k = 12; k <= 36; k++) {
+		int err = 0;
+		const char *cause = NULL;
+		unlink(fx->other);
+		struct capture_writer *w = capture_writer_open(fx->other, &err, &cause);
+		assert_non_null(w);
+		for (unsigned i = 0; i < k; i++)
+			assert_int_equal(capture_writer_manifest(w, manifest_text, sizeof manifest_text - 1),
+			                 0);
+		assert_int_equal(capture_writer_close(w), 0);
+		struct store *st;
+		struct capture_read_result res;
+		char msg[256];
+		assert_int_equal(read_file(fx->other, &st, &res, msg, sizeof msg, &cause), 0);
+		assert_int_equal(res.chunks_ok, k + 2);
+		assert_int_equal(res.chunks_corrupt, 0);
+		assert_int_equal(res.has_index, 1);
+		assert_int_equal(res.truncated, 0);
+		free(res.manifest);
+		store_free(st);
+	}
+}
+
 /* A live frame from another host moved onto this machine's axis: every time of the frame moves
  * (an OSRT event's end too), 0 ("none") stays 0, other fields do not change. */
 static void test_frame_shift(void **state)
@@ -871,6 +900,7 @@ int main(void)
 	    cmocka_unit_test(test_newer_version),
 	    cmocka_unit_test(test_newer_wire_version_message),
 	    cmocka_unit_test(test_writer_errors),
+	    cmocka_unit_test(test_close_index_growth),
 	    cmocka_unit_test(test_frame_shift),
 	};
 	return cmocka_run_group_tests_name("capture", tests, setup, teardown);

@@ -14,6 +14,9 @@
 #include <cmocka.h>
 
 #include "cuscope/clock_align.h"
+#include "cuscope/store.h"
+
+#include <stdio.h>
 
 #define MS  1000000ull
 #define SEC 1000000000ull
@@ -151,12 +154,143 @@ static void test_residual(void **state)
 	assert_int_equal(max, 0);
 }
 
+/* A path: the anchor's move, then a fit reached by slewing; times stay in order and unmove inverts. */
+static void test_path_steer(void **state)
+{
+	(void)state;
+	struct clock_align_path path;
+	clock_align_path_init(&path, 5 * MS);
+	assert_int_equal(clock_align_path_move(&path, 7 * SEC), (int64_t)(5 * MS));
+	/* The fit says the move is 1 s less (the anchor was 1 s off). */
+	struct clock_align_fit fit = {.offset_ns = (int64_t)(5 * MS) - (int64_t)SEC, .origin_ns = 10 * SEC};
+	clock_align_path_steer(&path, 10 * SEC, &fit, 0.5);
+	/* Before 10 s: unchanged. */
+	assert_int_equal(clock_align_path_move(&path, 9 * SEC), (int64_t)(5 * MS));
+	assert_int_equal(clock_align_path_move(&path, 10 * SEC), (int64_t)(5 * MS));
+	/* Half-way through the slew (1 s of move at 0.5 ns/ns takes 2 s). */
+	assert_int_equal(clock_align_path_move(&path, 11 * SEC), (int64_t)(5 * MS) - (int64_t)SEC / 2);
+	/* On the fit's line from 12 s on. */
+	assert_int_equal(clock_align_path_move(&path, 12 * SEC), fit.offset_ns);
+	assert_int_equal(clock_align_path_move(&path, 30 * SEC), fit.offset_ns);
+	/* Moved times keep their order, and unmove gives each time back. */
+	uint64_t prev = 0;
+	for (uint64_t t = 8 * SEC; t < 14 * SEC; t += 7 * MS + 1) {
+		uint64_t s = t + (uint64_t)clock_align_path_move(&path, t);
+		assert_true(s > prev);
+		prev = s;
+		uint64_t back = clock_align_path_unmove(&path, s);
+		assert_true(back + 1 >= t && back <= t + 1);
+	}
+	/* A second fit before the slew ended replaces what was planned after its start. */
+	struct clock_align_fit fit2 = {.offset_ns = (int64_t)(5 * MS), .origin_ns = 10 * SEC};
+	int64_t at = clock_align_path_move(&path, 11 * SEC);
+	clock_align_path_steer(&path, 11 * SEC, &fit2, 0.5);
+	assert_int_equal(clock_align_path_move(&path, 11 * SEC), at);
+	assert_int_equal(clock_align_path_move(&path, 10 * SEC + SEC / 2),
+	                 (int64_t)(5 * MS) - (int64_t)SEC / 4);
+	assert_int_equal(clock_align_path_move(&path, 13 * SEC), fit2.offset_ns);
+	/* Steering onto the line it already follows adds nothing. */
+	size_t pieces = path.count;
+	clock_align_path_steer(&path, 20 * SEC, &fit2, 0.5);
+	assert_int_equal(path.count, pieces);
+	clock_align_path_fini(&path);
+}
+
+/* Bounded: steering many times keeps at most CLOCK_ALIGN_PATH_MAX pieces, the newest exact. */
+static void test_path_bounded(void **state)
+{
+	(void)state;
+	struct clock_align_path path;
+	clock_align_path_init(&path, 0);
+	for (uint64_t k = 1; k <= 3 * CLOCK_ALIGN_PATH_MAX; k++) {
+		struct clock_align_fit fit = {.offset_ns = (int64_t)(k % 2) * 1000000, .origin_ns = 0};
+		clock_align_path_steer(&path, k * SEC, &fit, 0.5);
+		assert_true(path.count <= CLOCK_ALIGN_PATH_MAX);
+	}
+	assert_int_equal(clock_align_path_move(&path, (3 * CLOCK_ALIGN_PATH_MAX + 1) * SEC), 0);
+	clock_align_path_fini(&path);
+}
+
+/* Pairing by the last fit: windows that start at different collectives still pair the same ones. */
+static void test_pair_nearest(void **state)
+{
+	(void)state;
+	size_t n = 100;
+	uint64_t *t = ends(n), *ref = malloc(n * sizeof *ref), r[100], u[100];
+	for (size_t k = 0; k < n; k++)
+		ref[k] = t[k] + 700 * MS + 20000;
+	struct clock_align_fit fit = {.offset_ns = (int64_t)(700 * MS), .origin_ns = t[0]};
+	/* The host's window starts 10 collectives later than the reference's. */
+	size_t m = clock_align_pair_nearest(ref, n, t + 10, n - 10, &fit, 200000, r, u);
+	assert_int_equal(m, n - 10);
+	for (size_t k = 0; k < m; k++)
+		assert_int_equal(r[k], u[k] + 700 * MS + 20000);
+	struct clock_align_fit f;
+	assert_int_equal(clock_align_fit(r, m, u, m, &f), 0);
+	assert_int_equal(f.offset_ns, (int64_t)(700 * MS + 20000));
+	/* Index pairing of the same lists is off by ten collectives: what tracking avoids. */
+	assert_int_equal(clock_align_fit(ref, n, t + 10, n - 10, &f), 0);
+	assert_true(f.offset_ns < (int64_t)(700 * MS) - 20 * (int64_t)MS);
+	/* Out of reach (a tolerance below the fit's error): no pairs. */
+	assert_int_equal(clock_align_pair_nearest(ref, n, t, n, &fit, 10000, r, u), 0);
+	/* Two ref ends within reach of one: ambiguous, not paired. */
+	uint64_t close_ref[2] = {1000, 1100}, one[1] = {1050};
+	struct clock_align_fit zero = {0};
+	assert_int_equal(clock_align_pair_nearest(close_ref, 2, one, 1, &zero, 200, r, u), 0);
+	free(t);
+	free(ref);
+}
+
+/* The manifest line of a live view's alignment reads back; the newest line of a host wins. */
+static void test_manifest(void **state)
+{
+	(void)state;
+	struct store_capture_clock a = {.method = "reference", .offset_ns = -12, .matched = 300},
+	                           b = {.method = "collectives",
+	                                .offset_ns = 5,
+	                                .correction_ns = -1000000000,
+	                                .drift_ppb = 3,
+	                                .matched = 250,
+	                                .unmatched = 2,
+	                                .outliers = 1,
+	                                .residual_p50_ns = 4000,
+	                                .residual_max_ns = 9000};
+	char la[400], lb[400], text[1400];
+	clock_align_manifest_line(la, sizeof la, "nodeA", &a);
+	clock_align_manifest_line(lb, sizeof lb, "nodeB", &b);
+	snprintf(text, sizeof text,
+	         "host=x\n%s\nclock_alignment=nodeB method=anchor offset_ns=1\n%s\nclock_alignment=bad\n"
+	         "clock_alignment=nodeC method=warp\n",
+	         la, lb);
+	struct store *st = store_new();
+	assert_int_equal(clock_align_manifest_apply(text, st), 2);
+	struct store_capture_clock got;
+	assert_int_equal(store_capture_get_clock(st, 0, &got), 0);
+	assert_string_equal(got.host, "nodeA");
+	assert_string_equal(got.method, "reference");
+	assert_int_equal(got.offset_ns, -12);
+	assert_int_equal(got.matched, 300);
+	assert_int_equal(store_capture_get_clock(st, 1, &got), 0);
+	assert_string_equal(got.host, "nodeB");
+	assert_string_equal(got.method, "collectives");
+	assert_int_equal(got.correction_ns, -1000000000);
+	assert_int_equal(got.drift_ppb, 3);
+	assert_int_equal(got.unmatched, 2);
+	assert_int_equal(got.outliers, 1);
+	assert_int_equal(got.residual_p50_ns, 4000);
+	assert_int_equal(got.residual_max_ns, 9000);
+	assert_int_equal(store_capture_get_clock(st, 2, &got), -ENOENT);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_offset),   cmocka_unit_test(test_drift),
-	    cmocka_unit_test(test_outliers), cmocka_unit_test(test_unequal_counts),
-	    cmocka_unit_test(test_too_few),  cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_offset),       cmocka_unit_test(test_drift),
+	    cmocka_unit_test(test_outliers),     cmocka_unit_test(test_unequal_counts),
+	    cmocka_unit_test(test_too_few),      cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_path_steer),   cmocka_unit_test(test_path_bounded),
+	    cmocka_unit_test(test_pair_nearest), cmocka_unit_test(test_manifest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

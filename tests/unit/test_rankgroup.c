@@ -72,6 +72,24 @@ static void test_launchers_captures_cycles(void **state)
 	assert_int_equal(o2[1], 0);
 }
 
+/*
+ * A live view of two hosts (attach --ssh: one capture) whose containers gave them the same pids:
+ * each host's launcher (pid 1) started its own two ranks (pids 10, 11); each is a launcher of 2, not
+ * one of 4 and the other of none.
+ */
+static void test_launchers_hosts(void **state)
+{
+	(void)state;
+	const struct rankgroup_proc p[] = {
+	    {0, 1, 0, -1, "nodeA"}, {0, 10, 1, 0, "nodeA"}, {0, 11, 1, 1, "nodeA"},
+	    {0, 1, 0, -1, "nodeB"}, {0, 10, 1, 2, "nodeB"}, {0, 11, 1, 3, "nodeB"},
+	};
+	size_t n = sizeof p / sizeof p[0], out[sizeof p / sizeof p[0]];
+	rankgroup_launchers(p, n, out);
+	assert_int_equal(out[0], 2);
+	assert_int_equal(out[3], 2);
+}
+
 static void test_labels(void **state)
 {
 	(void)state;
@@ -274,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_launchers),
 	    cmocka_unit_test(test_launchers_captures_cycles),
+	    cmocka_unit_test(test_launchers_hosts),
 	    cmocka_unit_test(test_labels),
 	    cmocka_unit_test(test_nccl_kernels),
 	    cmocka_unit_test(test_theme_comm),

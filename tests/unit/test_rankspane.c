@@ -129,6 +129,23 @@ static void test_selection(void **state)
 	v[2] = (struct stats_rank_row){.rank = 2, .pid = 821};
 	rankspane_set_rows(&rp, v, 3);
 	assert_int_equal(rp.sel, 0);
+	/* Two hosts' ranks with one pid (a live view of several hosts): the selection keeps its host. */
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	rankspane_select(&rp, 1, 3);
+	assert_int_equal(rp.sel, 1);
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	assert_int_equal(rp.sel, 0);
+	v = rows_new(2);
+	v[0] = (struct stats_rank_row){.host = "nodeA", .rank = 0, .pid = 817};
+	v[1] = (struct stats_rank_row){.host = "nodeB", .rank = 1, .pid = 817};
+	rankspane_set_rows(&rp, v, 2);
+	assert_int_equal(rp.sel, 1);
 	/* Gone: back to the first row. */
 	rankspane_select(&rp, 2, 3);
 	v = rows_new(1);
@@ -181,6 +198,11 @@ static void test_due(void **state)
 	assert_false(rankspane_due(&rp, 5, 100 + 10 * RANKSPANE_REFRESH_NS)); /* same data: never */
 	assert_false(rankspane_due(&rp, 6, 100 + RANKSPANE_REFRESH_NS - 1));  /* new data, too soon */
 	assert_true(rankspane_due(&rp, 6, 100 + RANKSPANE_REFRESH_NS));
+	/* A costly computation (inferred steps of many ranks): the next one waits RANKSPANE_SHARE times it.
+	 */
+	rp.compute_cost_ns = 200000000;
+	assert_false(rankspane_due(&rp, 6, 100 + RANKSPANE_SHARE * rp.compute_cost_ns - 1));
+	assert_true(rankspane_due(&rp, 6, 100 + RANKSPANE_SHARE * rp.compute_cost_ns));
 	store_free(st);
 	rankspane_fini(&rp);
 }

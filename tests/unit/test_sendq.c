@@ -274,7 +274,7 @@ static void test_partial_reader(void **state)
 	/* The final file gets exactly the bytes the reader has not taken. */
 	FILE *f = tmpfile();
 	assert_non_null(f);
-	assert_int_equal(sendq_write_all(&q, fileno(f)), 0);
+	assert_int_equal(sendq_write_all(&q, fileno(f), write), 0);
 	size_t unsent = sendq_unsent(&q);
 	size_t sent = (size_t)q.sent_total;
 	assert_int_equal(lseek(fileno(f), 0, SEEK_END), (off_t)unsent);

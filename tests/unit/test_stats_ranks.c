@@ -52,6 +52,9 @@ static void string(struct store *st, int source, uint32_t id, const char *text)
 	feed(st, source, WIRE_FRAME_STRING, buf, sizeof s + s.length);
 }
 
+/* The host the next processes announce (a live view of several hosts: attach --ssh). */
+static const char *hello_host = "node1";
+
 /* A process as source `source`, with rank and restart count (-1 = none) and the strings above. */
 static void process_restart(struct store *st, int source, int pid, int ppid, int32_t rank, int32_t restart)
 {
@@ -65,7 +68,7 @@ static void process_restart(struct store *st, int source, int pid, int ppid, int
 	h.ppid = ppid;
 	h.start_mono_ns = 1;
 	h.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS | WIRE_FEATURE_CUPTI;
-	strcpy(h.host, "node1");
+	snprintf(h.host, sizeof h.host, "%s", hello_host);
 	if (rank >= 0) {
 		h.ids = WIRE_ID_RANK;
 		h.rank = rank;
@@ -382,12 +385,53 @@ static void test_no_ranks(void **state)
 	store_free(st);
 }
 
+/*
+ * A live view of two hosts (attach --ssh: one store, every process in capture 0) whose processes
+ * have the same pids, as containers give them: each host's rank 100 with its DataLoader worker 101
+ * (same rank). Each worker folds into its own host's rank, never the other host's: one row per rank,
+ * each with its host and its own steps.
+ */
+static void test_hosts_equal_pids(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	hello_host = "nodeA";
+	process(st, 0, 100, 1, 0);
+	process(st, 1, 101, 100, 0);
+	hello_host = "nodeB";
+	process(st, 2, 100, 1, 1);
+	process(st, 3, 101, 100, 1);
+	hello_host = "node1";
+	for (uint64_t s = 0; s < 3; s++) {
+		range(st, 0, 100, 1000 * MS + s * 10 * MS, 1000 * MS + s * 10 * MS + 8 * MS, S_STEP, 0);
+		range(st, 2, 100, 1000 * MS + s * 20 * MS, 1000 * MS + s * 20 * MS + 16 * MS, S_STEP, 0);
+		range(st, 1, 101, 1000 * MS + s * MS, 1000 * MS + s * MS + MS / 2, S_LOAD, 0);
+		range(st, 3, 101, 1000 * MS + s * MS, 1000 * MS + s * MS + MS / 2, S_LOAD, 0);
+	}
+	struct stats_rank_row *v;
+	size_t n = stats_ranks_compute(st, NULL, &v);
+	assert_int_equal(n, 2);
+	const struct stats_rank_row *r0 = row_of(v, n, 0), *r1 = row_of(v, n, 1);
+	assert_string_equal(r0->host, "nodeA");
+	assert_string_equal(r1->host, "nodeB");
+	assert_int_equal(r0->pid, 100);
+	assert_int_equal(r1->pid, 100);
+	assert_int_equal(r0->steps, 3);
+	assert_int_equal(r1->steps, 3);
+	assert_int_equal(r0->step_p50_ns, 8 * MS);
+	assert_int_equal(r1->step_p50_ns, 16 * MS);
+	assert_int_equal(v[0].rank, 1); /* the most compute */
+	free(v);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_straggler_first), cmocka_unit_test(test_worker_folds),
-	    cmocka_unit_test(test_restart_groups),  cmocka_unit_test(test_main_thread_and_names),
-	    cmocka_unit_test(test_steps_in_child),  cmocka_unit_test(test_no_ranks),
+	    cmocka_unit_test(test_straggler_first),  cmocka_unit_test(test_worker_folds),
+	    cmocka_unit_test(test_restart_groups),   cmocka_unit_test(test_main_thread_and_names),
+	    cmocka_unit_test(test_steps_in_child),   cmocka_unit_test(test_no_ranks),
+	    cmocka_unit_test(test_hosts_equal_pids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@
 
 /* ---- frame builders ---- */
 
+/* The host the next HELLOs name. */
+static const char *unit_host = "unit-host";
+
 static int feed_hello_rc(struct store *st, int source, int32_t pid, const char *argv, uint32_t argv_len,
                          const char **cause)
 {
@@ -30,7 +33,7 @@ static int feed_hello_rc(struct store *st, int source, int32_t pid, const char *
 	h.anchor_mono_ns = 2000;
 	h.anchor_real_ns = 3000;
 	h.features = WIRE_FEATURE_NVTX | WIRE_FEATURE_THREADS;
-	strcpy(h.host, "unit-host");
+	snprintf(h.host, sizeof h.host, "%s", unit_host);
 	h.cmdline_len = argv_len;
 	assert_true(sizeof h + argv_len <= sizeof buf);
 	memcpy(buf, &h, sizeof h);
@@ -927,6 +930,29 @@ static void test_tid_zero_one_lane(void **state)
 	store_free(st);
 }
 
+/* A live view of several hosts (attach --ssh) reads them all into one capture: a pid of one host is
+ * not the same process as that pid on another, even once the first is no longer connected. */
+static void test_other_host_same_pid(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	unit_host = "nodeA";
+	feed_hello(st, 0, 700);
+	store_source_closed(st, 0); /* nodeA's relay went away */
+	unit_host = "nodeB";
+	feed_hello(st, 1, 700);
+	unit_host = "unit-host";
+	assert_int_equal(store_process_count(st), 2);
+	struct store_process_info pi;
+	store_process_get(st, 0, &pi);
+	assert_string_equal(pi.host, "nodeA");
+	assert_int_equal(pi.connected, 0);
+	store_process_get(st, 1, &pi);
+	assert_string_equal(pi.host, "nodeB");
+	assert_int_equal(pi.connected, 1);
+	store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -941,6 +967,7 @@ int main(void)
 	    cmocka_unit_test(test_thread_name_and_exit),
 	    cmocka_unit_test(test_losses_frame),
 	    cmocka_unit_test(test_exec_reuses_process),
+	    cmocka_unit_test(test_other_host_same_pid),
 	    cmocka_unit_test(test_hostile_streams_bounded),
 	    cmocka_unit_test(test_bye_detached),
 	    cmocka_unit_test(test_strings_per_source),
