@@ -18,6 +18,8 @@
 #include "cuscope/wire.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -619,7 +621,15 @@ static int pmsample_root_fd(void)
 	char root[PATH_MAX];
 	if (session_base_dir(root, sizeof root) != 0)
 		return -1;
-	return safefs_open_dir(root, getuid(), SAFEFS_PRIVATE);
+	/* An fd of the collector's table (the program may take any number meanwhile), checked private. */
+	int dir = collector_fd_open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (dir < 0)
+		return -1;
+	if (!collector_fd_check(dir) || safefs_check_dir(dir, getuid(), SAFEFS_PRIVATE) != 0) {
+		collector_fd_close(dir);
+		return -1;
+	}
+	return dir;
 }
 
 /*
@@ -647,7 +657,8 @@ static void pmsample_gpu_begin(struct pmsample_gpu *g, int root, uint64_t now)
 		return;
 	}
 	/* Without the root (not ours, or missing) we sample unlocked rather than not at all. */
-	g->lock_fd = fd >= 0 ? fd : -1;
+	/* Registered as ours: it is closed only while the number still is (the program may take it). */
+	g->lock_fd = fd >= 0 ? collector_fd_own(fd, S_IFREG) : -1;
 	char why_pm[256] = "", why_gpm[160] = "", why_nvml[160] = "";
 	g->note_level = WIRE_NOTICE_WARNING;
 	if (pmsample_pm_start(g, why_pm, sizeof why_pm) == 0) {
@@ -670,7 +681,7 @@ static void pmsample_gpu_begin(struct pmsample_gpu *g, int root, uint64_t now)
 	g->note_head = "GPU metrics unavailable on ";
 	snprintf(g->note_tail, sizeof g->note_tail, ": %s; %s", why_pm, why_gpm[0] ? why_gpm : why_nvml);
 	if (g->lock_fd >= 0) {
-		close(g->lock_fd);
+		collector_fd_close(g->lock_fd);
 		g->lock_fd = -1;
 	}
 }
@@ -746,7 +757,7 @@ static void pmsample_start(uint64_t now)
 	for (size_t i = 0; i < pms.gpu_count; i++)
 		pmsample_gpu_begin(&pms.gpu[i], root, now);
 	if (root >= 0)
-		close(root);
+		collector_fd_close(root);
 	pmsample_say();
 }
 
@@ -873,7 +884,7 @@ void pmsample_poll(uint64_t now_ns)
 		}
 	}
 	if (root >= 0)
-		close(root);
+		collector_fd_close(root);
 	pmsample_flush();
 }
 
@@ -895,7 +906,7 @@ void pmsample_detach(void)
 			if (g->gpm[1] && pms.nv.gpm_free)
 				pms.nv.gpm_free(g->gpm[1]);
 			if (g->lock_fd >= 0)
-				close(g->lock_fd);
+				collector_fd_close(g->lock_fd);
 			memset(g, 0, sizeof *g);
 			g->lock_fd = -1;
 		}
@@ -917,12 +928,15 @@ void pmsample_stop(void)
 	pms.enabled = 0;
 }
 
-/* A forked child: the parent's CUPTI and NVML state is not ours; only our copies of its lock fds are. */
+/*
+ * A forked child: the parent's CUPTI and NVML state is not ours; its copies of the lock fds are
+ * closed (while still ours: nothing of the program ran yet) so that the lock ends with the sampler.
+ */
 void pmsample_after_fork(void)
 {
 	for (size_t i = 0; i < pms.gpu_count; i++)
 		if (pms.gpu[i].lock_fd >= 0)
-			close(pms.gpu[i].lock_fd);
+			collector_fd_close(pms.gpu[i].lock_fd);
 	int enabled = pms.enabled;
 	unsigned hz = pms.hz;
 	memset(pms.gpu, 0, sizeof pms.gpu);
