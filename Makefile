@@ -113,7 +113,8 @@ $(BUILD)/share/man/man1/cuscope.1: contrib/cuscope.1
 # Collector parts that stand alone (no process-wide state) are unit-tested directly.
 COLLECTOR_UNIT_OBJ := $(BUILD)/pic/collector/ring.o $(BUILD)/pic/collector/strtab.o \
 	$(BUILD)/pic/collector/sendq.o $(BUILD)/pic/collector/nvtxname.o \
-	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/fd.o
+	$(BUILD)/pic/collector/nvtxpayload.o $(BUILD)/pic/collector/fd.o \
+	$(BUILD)/pic/collector/pmconfig.o $(BUILD)/pic/collector/gpulock.o
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(VIEWER_LIB) $(COLLECTOR_UNIT_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
@@ -137,6 +138,11 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -o $@ $< -lpthread -ldl
 
 # The stand-in libcupti of the CPU-only CUPTI tests (t210-t214), loaded through CUSCOPE_CUPTI_PATH.
+# The stand-in NVML of the GPU metrics fallback test (t293), found by name through LD_LIBRARY_PATH.
+FAKE_NVML := $(BUILD)/tests/support/nvml/libnvidia-ml.so.1
+$(FAKE_NVML): tests/support/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -O1 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 FAKE_CUPTI := $(BUILD)/tests/support/libfakecupti.so
 $(FAKE_CUPTI): tests/support/fake_cupti.c
 	@mkdir -p $(dir $@)
@@ -211,7 +217,7 @@ $(BUILD)/tests/cost_frames: tests/runtime/cost_frames.c $(VIEWER_LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_LIB) $(VIEWER_LIBS)
 
-tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(PROG_LIB_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
+tests-build: $(UNIT_BIN) $(PROG_BIN) $(FAKE_CUPTI) $(FAKE_NVML) $(PROG_LIB_BIN) $(BUILD)/tests/stack_grep $(BUILD)/tests/cost_frames tests-gpu-build
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all tests-build

@@ -19,6 +19,8 @@ struct launch_options {
 	const char *follow;            /* descendants traced: "all", "none" or EXE,... (NULL = all) */
 	unsigned log_mb;               /* output log cap in MiB (log_output), 0 = LAUNCH_LOG_MB_DEFAULT */
 	const char *overhead_budget;   /* CPU-side overhead the collector keeps to: "PCT" or "off" */
+	const char *gpu_metrics;       /* GPU hardware metrics: "on", "off" or a metric list; NULL = on */
+	const char *gpu_metrics_hz;    /* their samples per second, NULL = default */
 };
 
 #define LAUNCH_LOG_MB_DEFAULT 64u

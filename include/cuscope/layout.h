@@ -15,18 +15,19 @@ struct store_lane_info;
 struct store_lane_cpu_info;
 
 enum layout_row_kind {
-	LAYOUT_ROW_PROCESS = 1,    /* "cmdline-basename pid" header of a lane group */
-	LAYOUT_ROW_THREAD = 2,     /* "name tid": marks and thread lifetime */
-	LAYOUT_ROW_NVTX = 3,       /* push/pop ranges at one nesting depth of a thread */
-	LAYOUT_ROW_ASYNC = 4,      /* one packed row of the process's start/end ranges */
-	LAYOUT_ROW_CUDA_API = 5,   /* one gpu row of a thread: CUDA API calls and host syncs */
-	LAYOUT_ROW_GPU_DEVICE = 6, /* "GPU0 H200" header over a device's stream rows */
-	LAYOUT_ROW_GPU_STREAM = 7, /* one gpu row of a stream lane: kernels, copies, memsets */
-	LAYOUT_ROW_OSRT = 8,       /* one osrt row of a thread: blocking calls (read, nanosleep, ...) */
-	LAYOUT_ROW_GC = 9,         /* one gc row of a thread: Python garbage collections */
-	LAYOUT_ROW_COST = 10,      /* the collector's own cost: row 0 added time %, row 1 its CPU */
-	LAYOUT_ROW_IDLE = 11,      /* "15 idle threads": a process's threads that produced nothing yet */
-	LAYOUT_ROW_STEPS = 12,     /* "step (inferred)": steps found in its kernel stream (steps.h) */
+	LAYOUT_ROW_PROCESS = 1,     /* "cmdline-basename pid" header of a lane group */
+	LAYOUT_ROW_THREAD = 2,      /* "name tid": marks and thread lifetime */
+	LAYOUT_ROW_NVTX = 3,        /* push/pop ranges at one nesting depth of a thread */
+	LAYOUT_ROW_ASYNC = 4,       /* one packed row of the process's start/end ranges */
+	LAYOUT_ROW_CUDA_API = 5,    /* one gpu row of a thread: CUDA API calls and host syncs */
+	LAYOUT_ROW_GPU_DEVICE = 6,  /* "GPU0 H200" header over a device's stream rows */
+	LAYOUT_ROW_GPU_STREAM = 7,  /* one gpu row of a stream lane: kernels, copies, memsets */
+	LAYOUT_ROW_OSRT = 8,        /* one osrt row of a thread: blocking calls (read, nanosleep, ...) */
+	LAYOUT_ROW_GC = 9,          /* one gc row of a thread: Python garbage collections */
+	LAYOUT_ROW_COST = 10,       /* the collector's own cost: row 0 added time %, row 1 its CPU */
+	LAYOUT_ROW_IDLE = 11,       /* "15 idle threads": a process's threads that produced nothing yet */
+	LAYOUT_ROW_STEPS = 12,      /* "step (inferred)": steps found in its kernel stream (steps.h) */
+	LAYOUT_ROW_GPU_METRIC = 13, /* a GPU hardware metric's counter lane under its device: row = series */
 };
 
 /* Idle threads fold into one row from this many on (a single one shows as itself: same rows). */
@@ -69,6 +70,13 @@ struct layout_lane {
 	size_t rows, gpu_rows, osrt_rows, gc_rows;
 };
 
+/* A GPU metric series shown under a process's device header (its GPU by UUID). */
+struct layout_metric {
+	size_t process;
+	uint32_t device;
+	size_t series; /* store_gpu_metric_get index */
+};
+
 /* A process of the store as the last unfrozen rebuild saw it. */
 struct layout_process {
 	pid_t pid, ppid;
@@ -94,6 +102,8 @@ struct layout {
 	size_t proc_count, proc_cap;
 	unsigned char *steps; /* by store process index: it has inferred steps (layout_set_steps) */
 	size_t steps_cap;
+	struct layout_metric *metrics; /* by process and device, in store order */
+	size_t metric_count, metric_cap;
 	int frozen;          /* rebuilds reuse procs: the view is paused */
 	int launchers_stale; /* a process came or changed since launcher_ranks were worked out */
 };
@@ -124,6 +134,8 @@ void layout_set_steps(struct layout *layout, size_t process, int on);
 int layout_is_thread_row(const struct layout_row *row);
 /* Appends a GPU device header. */
 void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uint32_t device);
+/* Appends a GPU metric's counter lane (series: store_gpu_metric_get index). */
+void layout_add_gpu_metric(struct layout *layout, size_t process, pid_t pid, uint32_t device, size_t series);
 /* Appends the rows of a GPU stream lane. */
 void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
                            size_t rows);
@@ -136,11 +148,11 @@ int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_c
  * its cost), its inferred steps row (layout_set_steps), its threads in order of appearance with
  * their NVTX rows, CUDA API rows, blocking-call rows and GC rows, then its async rows, then the threads
  * that never produced an event folded into one "idle threads" row (when there are LAYOUT_IDLE_FOLD_MIN of
- * them; open, it lists them beneath), then per GPU device (by ordinal) a header and its stream lanes
- * (default stream first, then by stream id). The selection follows the same row across rebuilds.
- * A launcher (a process without a rank with ranked processes under it) starts folded: once, when it
- * is first seen as one, and not if the user folded or unfolded it before.
- * Frozen, it rebuilds from what the store held at the freeze: only folding changes rows.
+ * them; open, it lists them beneath), then per GPU device (by ordinal) a header, the counter lanes of
+ * its GPU's hardware metrics (by UUID) and its stream lanes (default stream first, then by stream id). The
+ * selection follows the same row across rebuilds. A launcher (a process without a rank with ranked processes
+ * under it) starts folded: once, when it is first seen as one, and not if the user folded or unfolded it
+ * before. Frozen, it rebuilds from what the store held at the freeze: only folding changes rows.
  */
 void layout_build(struct layout *layout, const struct store *store);
 /*

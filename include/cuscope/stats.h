@@ -18,8 +18,8 @@ int stats_format_parse(const char *text, enum stats_format *out);
 /*
  * Writes every section in the given format: nvtx, threads, processes, losses, then the GPU ones
  * (kernels, memcpy, memset, sync, gpus, streams, api), the CPU ones (hot, osrt, counters) and the
- * collector's own cost (cost), the straggler table (ranks) and, for several captures read
- * together, how they were aligned (clock_alignment); 0 or -errno.
+ * collector's own cost (cost), GPU hardware metrics (gpu_metrics), the straggler table (ranks) and, for
+ * several captures read together, how they were aligned (clock_alignment); 0 or -errno.
  */
 int stats_write(FILE *out, const struct store *store, enum stats_format format);
 

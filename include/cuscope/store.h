@@ -477,6 +477,49 @@ void store_thread_activity(const struct store *store, size_t process, pid_t tid,
 size_t store_counter_count(const struct store *store, size_t process);
 void store_counter_get(const struct store *store, size_t process, size_t index, struct store_counter *out);
 
+/* ---- GPU hardware metrics (added) ----
+ *
+ * Samples of WIRE_FRAME_GPU_METRICS, one series per (physical GPU by UUID, metric name) across
+ * processes (one sampler serves a GPU). Each series holds at most STORE_GPU_METRIC_POINTS_MAX
+ * points (then its oldest half goes, counted in dropped); the memory window drops old ones.
+ */
+#define STORE_GPU_METRIC_SERIES_MAX 256u
+#define STORE_GPU_METRIC_POINTS_MAX (1u << 20)
+
+/* One sample: the metric's value over [start_ns, end_ns). */
+struct store_gpu_metric_point {
+	uint64_t start_ns; /* CLOCK_MONOTONIC */
+	uint64_t end_ns;
+	double value; /* percent, bytes over the interval, cycles, ... (see the name) */
+};
+_Static_assert(sizeof(struct store_gpu_metric_point) == 24, "store_gpu_metric_point layout");
+
+struct store_gpu_metric_info {
+	char uuid[48];           /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	uint32_t metric_id;      /* global string */
+	const char *name;        /* its text: "sm__cycles_active.avg", "nvml:gpu_util", ... */
+	uint32_t source;         /* enum wire_gpu_metric_source of the newest sample, 0 unknown */
+	size_t process;          /* the sampling process (the first one) */
+	uint32_t device;         /* its CUDA ordinal there */
+	const char *device_name; /* short name ("H200"), "" when that process did not describe it */
+	size_t points;           /* in memory */
+	uint64_t dropped;        /* dropped by the series bound or arriving far out of order */
+	/* The value's unit, from the name: "percent" (0..100), "bytes" (over the sample's interval),
+	 * "cycles" (over the interval), "MiB/s" (NVML GPM rates) or "" (unknown). */
+	const char *unit;
+};
+
+/* Samples ingested in total. */
+uint64_t store_gpu_metric_samples(const struct store *store);
+/* The unit of a metric's values from its name (see store_gpu_metric_info.unit). */
+const char *store_gpu_metric_unit(const char *name);
+/* Series, in order of first sample. */
+size_t store_gpu_metric_count(const struct store *store);
+void store_gpu_metric_get(const struct store *store, size_t index, struct store_gpu_metric_info *out);
+/* Points of a series overlapping [from_ns, to_ns), by start: *out = first, returns the count. */
+size_t store_gpu_metric_query(const struct store *store, size_t index, uint64_t from_ns, uint64_t to_ns,
+                              const struct store_gpu_metric_point **out);
+
 /* ---- The collector's own cost (added) ----
  *
  * Per process and cost source (enum wire_cost_source), from WIRE_FRAME_COST frames: the newest

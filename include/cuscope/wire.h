@@ -13,8 +13,9 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC "CUSCOPE" /* 8 bytes with the NUL */
-/* 2: notices carry a topic; 3: the hello carries rank labels (wire_frame_upgrade reads 1 and 2) */
-#define WIRE_VERSION       3u
+/* 2: notices carry a topic; 3: the hello carries rank labels; 4: GPU metric samples
+ * (wire_frame_upgrade reads 1, 2 and 3) */
+#define WIRE_VERSION       4u
 #define WIRE_MAX_FRAME     (1u << 20) /* largest payload a peer may send, bytes */
 #define WIRE_MAX_STRING    4096u      /* longest interned string, bytes (longer ones are cut) */
 #define WIRE_MAX_STRING_ID (1u << 24) /* interned ids are dense and never exceed this */
@@ -29,9 +30,10 @@ enum wire_frame_type {
 	WIRE_FRAME_GPU_DEVICE = 7, /* struct wire_gpu_device */
 	WIRE_FRAME_NOTICE = 8,     /* struct wire_notice, then length bytes of one-line text for the user */
 	WIRE_FRAME_STACKS = 9, /* a sequence of struct wire_stack, each followed by depth uint32 frame ids */
-	WIRE_FRAME_COUNTERS = 10, /* an array of struct wire_counter (cumulative values, newest wins) */
-	WIRE_FRAME_EXIT = 11,     /* struct wire_exit: how the process ended, as its launcher saw it */
-	WIRE_FRAME_COST = 12,     /* an array of struct wire_cost: the collector's own cost per source */
+	WIRE_FRAME_COUNTERS = 10,    /* an array of struct wire_counter (cumulative values, newest wins) */
+	WIRE_FRAME_EXIT = 11,        /* struct wire_exit: how the process ended, as its launcher saw it */
+	WIRE_FRAME_COST = 12,        /* an array of struct wire_cost: the collector's own cost per source */
+	WIRE_FRAME_GPU_METRICS = 13, /* an array of struct wire_gpu_metric (GPU hardware metrics) */
 	WIRE_FRAME_TYPE_MAX
 };
 
@@ -349,6 +351,32 @@ struct wire_counter {
 _Static_assert(sizeof(struct wire_counter) == 24, "wire_counter layout");
 
 /*
+ * ---- GPU hardware metrics ----
+ * One sampler per physical GPU (by UUID) across the processes of a user: the process that holds
+ * the GPU's lock samples it for everyone. A sample is the metric's value over [start_ns, end_ns);
+ * metric_id names the metric (a PM-sampling metric such as "sm__cycles_active.avg", or NVML's
+ * "nvml:gpm_sm_util" and "nvml:gpu_util" when PM sampling is refused), its unit follows from the
+ * name (".pct..." and NVML's are percent, "...bytes..." bytes over the interval).
+ */
+enum wire_gpu_metric_source {
+	WIRE_GPU_METRIC_PM = 1,   /* CUPTI PM sampling */
+	WIRE_GPU_METRIC_GPM = 2,  /* NVML GPM (Hopper and later) */
+	WIRE_GPU_METRIC_NVML = 3, /* plain NVML utilisation */
+	WIRE_GPU_METRIC_SOURCE_MAX
+};
+
+struct wire_gpu_metric {
+	uint64_t start_ns;  /* CLOCK_MONOTONIC */
+	uint64_t end_ns;    /* CLOCK_MONOTONIC, >= start_ns */
+	double value;       /* over the interval, in the metric's unit */
+	uint8_t uuid[16];   /* the physical GPU */
+	uint32_t metric_id; /* interned metric name */
+	uint16_t device;    /* CUDA ordinal in the sampling process */
+	uint16_t source;    /* enum wire_gpu_metric_source */
+};
+_Static_assert(sizeof(struct wire_gpu_metric) == 48, "wire_gpu_metric layout");
+
+/*
  * ---- The collector's own cost ----
  * Cumulative per source since the process started (newest wins), sent about once a second and
  * with the final counts. own_cpu_ns is CPU time of the collector's own threads spent for the
@@ -357,12 +385,13 @@ _Static_assert(sizeof(struct wire_counter) == 24, "wire_counter layout");
  * wrappers); CUPTI's time inside the driver is in neither (say so where it is shown).
  */
 enum wire_cost_source {
-	WIRE_COST_SENDER = 1,   /* the sender thread: draining, encoding, sending, thread scans */
-	WIRE_COST_GPU = 2,      /* CUPTI buffers: flush thread and decoding on ours */
-	WIRE_COST_NVTX = 3,     /* NVTX calls on the program's threads */
-	WIRE_COST_SAMPLING = 4, /* CPU stack samples: signal delivery and unwinding */
-	WIRE_COST_OSRT = 5,     /* blocking-call wrappers */
-	WIRE_COST_COUNTERS = 6, /* counter reads */
+	WIRE_COST_SENDER = 1,      /* the sender thread: draining, encoding, sending, thread scans */
+	WIRE_COST_GPU = 2,         /* CUPTI buffers: flush thread and decoding on ours */
+	WIRE_COST_NVTX = 3,        /* NVTX calls on the program's threads */
+	WIRE_COST_SAMPLING = 4,    /* CPU stack samples: signal delivery and unwinding */
+	WIRE_COST_OSRT = 5,        /* blocking-call wrappers */
+	WIRE_COST_COUNTERS = 6,    /* counter reads */
+	WIRE_COST_GPU_METRICS = 7, /* GPU hardware metrics: PM sampling decode and evaluation, NVML reads */
 	WIRE_COST_SOURCE_MAX
 };
 

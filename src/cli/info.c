@@ -12,6 +12,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "gpu metrics 330 samples" and per GPU its metrics, who sampled them and how (only when any). */
+static void info_gpu_metrics(const struct store *store)
+{
+	static const char *const sources[] = {"?", "CUPTI PM sampling", "NVML GPM", "NVML utilisation"};
+	size_t n = store_gpu_metric_count(store);
+	if (!n)
+		return;
+	printf("gpu metrics %" PRIu64 " samples\n", store_gpu_metric_samples(store));
+	for (size_t i = 0; i < n; i++) {
+		struct store_gpu_metric_info mi, prev;
+		store_gpu_metric_get(store, i, &mi);
+		size_t same = 0; /* the GPU's metrics are listed under its first one */
+		for (size_t j = 0; j < i && !same; j++) {
+			store_gpu_metric_get(store, j, &prev);
+			same = strcmp(prev.uuid, mi.uuid) == 0;
+		}
+		if (same)
+			continue;
+		size_t metrics = 0;
+		for (size_t j = i; j < n; j++) {
+			store_gpu_metric_get(store, j, &prev);
+			metrics += strcmp(prev.uuid, mi.uuid) == 0;
+		}
+		struct store_process_info pi;
+		store_process_get(store, mi.process, &pi);
+		printf("  %s  GPU%u", mi.uuid, mi.device);
+		if (*mi.device_name) {
+			fputc(' ', stdout);
+			escape_term_fputs(stdout, mi.device_name);
+		}
+		printf(": %zu metric%s from pid %d, %s\n", metrics, metrics == 1 ? "" : "s", (int)pi.pid,
+		       mi.source < 4 ? sources[mi.source] : "?");
+	}
+}
+
 int cli_info(int argc, char **argv)
 {
 	struct cli_args args = {0};
@@ -70,6 +105,7 @@ int cli_info(int argc, char **argv)
 		if (*costview_info_line(store, p, cost, sizeof cost))
 			printf("    cost: %s\n", cost);
 	}
+	info_gpu_metrics(store);
 	printf("losses      %" PRIu64 " events\n", store_loss_total(store));
 	for (uint32_t c = 1; c < WIRE_LOSS_CAUSE_MAX; c++) {
 		uint64_t n = store_loss_count(store, c);

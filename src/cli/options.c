@@ -290,6 +290,41 @@ static int cli_opt_counters(struct cli_args *a, const char *verb, const char *ar
 	return 0;
 }
 
+/* --gpu-metrics on|off|LIST: LIST is comma-separated metric names the collector checks itself. */
+static int cli_opt_gpu_metrics(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	size_t n = 1;
+	for (const char *p = arg; *p; p++) {
+		n += *p == ',';
+		/* Metric names are [A-Za-z0-9_.]: anything else is a typo, said here, not in the target. */
+		if (!(*p == ',' || *p == '_' || *p == '.' || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+			n = 0;
+	}
+	if (!*arg || strlen(arg) > 1000 || n == 0 || n > 16 || strstr(arg, ",,") || arg[0] == ',' ||
+	    arg[strlen(arg) - 1] == ',') {
+		log_error("--gpu-metrics takes on, off or a comma list of at most 16 metric names "
+		          "(e.g. sm__cycles_active.avg,dram__bytes_read.sum)");
+		return -1;
+	}
+	a->launch.gpu_metrics = arg;
+	return 0;
+}
+
+static int cli_opt_gpu_metrics_hz(struct cli_args *a, const char *verb, const char *arg)
+{
+	(void)verb;
+	char *end;
+	unsigned long hz = strtoul(arg, &end, 10);
+	if (!*arg || *end || hz < 1 || hz > 1000) {
+		log_error("--gpu-metrics-hz takes samples per second from 1 to 1000 (default 50)");
+		return -1;
+	}
+	a->launch.gpu_metrics_hz = arg;
+	return 0;
+}
+
 static int cli_opt_python_perf(struct cli_args *a, const char *verb, const char *arg)
 {
 	(void)verb;
@@ -595,6 +630,8 @@ static const struct cli_option cli_options[] = {
     {"sample-hz", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_sample_hz},
     {"osrt-threshold-us", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_osrt_threshold},
     {"counters", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_counters},
+    {"gpu-metrics", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_gpu_metrics},
+    {"gpu-metrics-hz", 0, required_argument, CLI_COLLECTOR_VERBS, cli_opt_gpu_metrics_hz},
     {"python-perf", 0, no_argument, CLI_COLLECTOR_VERBS, cli_opt_python_perf},
     {"torch", 0, no_argument, CLI_LIVE | CLI_RECORD | CLI_RUN, cli_opt_torch},
     {"torch", 0, no_argument, CLI_ATTACH, cli_opt_torch_attach},

@@ -4,6 +4,7 @@
 #include "cuscope/store.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int cli_stats(int argc, char **argv)
 {
@@ -18,9 +19,15 @@ int cli_stats(int argc, char **argv)
 	struct store *store = store_new();
 	rc = cli_load_captures(argc - args.first, argv + args.first, store);
 	if (rc == 0) {
-		stats_write_sections_steps(stdout, store, args.stats_format, args.stats_mask,
-		                           args.step_range);
-		rc = output_finish(stdout);
+		int err = stats_write_sections_steps(stdout, store, args.stats_format, args.stats_mask,
+		                                     args.step_range);
+		if (err < 0) {
+			/* Said here: output_finish no longer knows why an earlier write failed. */
+			log_error("writing output: %s", strerror(-err));
+			rc = 1;
+		} else {
+			rc = output_finish(stdout);
+		}
 	}
 	store_free(store);
 	return rc;

@@ -86,6 +86,9 @@ struct collector_config {
 	uint64_t lazy_start_ns; /* the sender starts its work after this long or the first event */
 	struct rank_ids rank;   /* the launcher's labels from this process's own environment */
 	int torch;              /* CUSCOPE_TORCH=1 (--torch): the Python hook turns on torch's NVTX ranges */
+	/* CUSCOPE_GPU_METRICS: "off", "" (on, the default metrics) or a comma list of metric names */
+	char gpu_metrics[2048];
+	unsigned gpu_metrics_hz; /* CUSCOPE_GPU_METRICS_HZ: samples per second */
 };
 
 extern struct collector_config collector_config;
@@ -291,6 +294,8 @@ void cupti_stop(void);
 /* Sender thread: decodes completed CUPTI buffers; returns records decoded. */
 size_t cupti_drain(void);
 int cupti_running(void);
+/* The dlopen handle of the libcupti in use while GPU tracing runs, else NULL (pmsample.c). */
+void *cupti_library(void);
 /* GPU-side loss counters by wire cause. */
 uint64_t cupti_loss(uint32_t cause);
 void cupti_forget_after_fork(void);
@@ -338,6 +343,9 @@ struct collector_thread_final {
 void counters_thread_final(pid_t tid, uint64_t now_ns, const struct collector_thread_final *final);
 void counters_poll(uint64_t now_ns);
 void counters_forget_after_fork(void);
+/* Sender service for GPU hardware metrics: queues n samples as one GPU_METRICS frame. */
+struct wire_gpu_metric;
+void sender_gpu_metrics(const struct wire_gpu_metric *samples, size_t n);
 /* Sender service for counters: queues one COUNTERS record. */
 void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t value);
 

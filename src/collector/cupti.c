@@ -549,6 +549,11 @@ uint64_t cupti_flush_cpu_ns(void)
 	return atomic_load(&cu.flush_cpu_ns);
 }
 
+void *cupti_library(void)
+{
+	return cupti_running() ? cu.lib : NULL;
+}
+
 int cupti_running(void)
 {
 	return atomic_load(&cu.active) && cu.pid == getpid();

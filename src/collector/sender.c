@@ -55,6 +55,18 @@ void sender_counter(uint64_t time_ns, pid_t tid, const char *event, uint64_t val
 		sendq_trim(&s->q, s->lost);
 }
 
+void sender_gpu_metrics(const struct wire_gpu_metric *samples, size_t n)
+{
+	struct sender *s = &snd;
+	if (!n)
+		return;
+	frames_flush_events(s);
+	if (sendq_append(&s->q, WIRE_FRAME_GPU_METRICS, samples, n * sizeof *samples, NULL, 0, n) != 0)
+		s->lost[WIRE_LOSS_NO_MEMORY] += n;
+	else if (s->viewer_fd < 0)
+		sendq_trim(&s->q, s->lost);
+}
+
 void sender_gpu_event(const struct wire_gpu_event *ev)
 {
 	struct sender *s = &snd;

@@ -252,6 +252,19 @@ static void counters_apply(uint32_t level)
 
 static const struct source sources[] = {
     {
+        .name = "gpu_metrics",
+        .cost_id = WIRE_COST_GPU_METRICS,
+        /* Starts in poll once GPU tracing runs (the program initialised CUDA). First in the table:
+         * its stop and detach run before GPU tracing's (PM sampling is CUPTI's too). */
+        .init = pmsample_init,
+        .running = pmsample_running,
+        .poll = pmsample_poll,
+        .stop = pmsample_stop,
+        .detach = pmsample_detach,
+        .after_fork = pmsample_after_fork,
+        .cost = pmsample_cost,
+    },
+    {
         .name = "gpu",
         .cost_id = WIRE_COST_GPU,
         /* CUPTI starts at the program's first CUDA call (InitializeInjection), not here. */
@@ -508,6 +521,8 @@ size_t source_cost_build(struct wire_cost *out, uint64_t now_ns)
 		in_hooks += state[i].own_cpu_ns;
 		if (c.source == WIRE_COST_GPU)
 			c.own_cpu_ns += cupti_flush_cpu_ns();
+		if (c.source == WIRE_COST_GPU_METRICS)
+			c.own_cpu_ns += pmsample_start_cpu_ns();
 		c.events += state[i].events;
 		c.backoffs = state[i].backoffs;
 		c.flags = state[i].step ? WIRE_COST_REDUCED : 0;
@@ -542,7 +557,7 @@ static uint64_t budget_program_cpu_ns(void)
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
 		return 0;
 	uint64_t all = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	uint64_t ours = thread_cpu_ns() + cupti_flush_cpu_ns();
+	uint64_t ours = thread_cpu_ns() + cupti_flush_cpu_ns() + pmsample_start_cpu_ns();
 	return all > ours ? all - ours : 0;
 }
 

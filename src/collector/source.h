@@ -130,6 +130,16 @@ void osrt_cost(struct wire_cost *cost);
 void counters_set_period(uint64_t period_ns);
 int counters_active(void);
 void counters_cost(struct wire_cost *cost);
+/* GPU hardware metrics (pmsample.c): the source's hooks. */
+int pmsample_init(const struct collector_config *config);
+void pmsample_poll(uint64_t now_ns);
+void pmsample_stop(void);
+void pmsample_detach(void);
+void pmsample_after_fork(void);
+int pmsample_running(void);
+void pmsample_cost(struct wire_cost *cost);
+/* CPU time of its start thread (looking at the GPUs, building the configs), ns. */
+uint64_t pmsample_start_cpu_ns(void);
 /* GPU: CPU time of the CUPTI flush thread so far (ns). */
 uint64_t cupti_flush_cpu_ns(void);
 

@@ -316,6 +316,14 @@ static void pending_ctx_note(struct pending_chunk *c, uint32_t type, const uint8
 			pending_ctx_use(c, id);
 		}
 		break;
+	case WIRE_FRAME_GPU_METRICS:
+		for (size_t off = 0; off + sizeof(struct wire_gpu_metric) <= length;
+		     off += sizeof(struct wire_gpu_metric)) {
+			uint32_t id;
+			memcpy(&id, p + off + offsetof(struct wire_gpu_metric, metric_id), sizeof id);
+			pending_ctx_use(c, id);
+		}
+		break;
 	}
 }
 
@@ -367,6 +375,9 @@ static void pending_note_times(struct pending_chunk *c, uint32_t type, const voi
 	} else if (type == WIRE_FRAME_GPU) {
 		stride = sizeof(struct wire_gpu_event);
 		offset = offsetof(struct wire_gpu_event, start_ns);
+	} else if (type == WIRE_FRAME_GPU_METRICS) {
+		stride = sizeof(struct wire_gpu_metric);
+		offset = offsetof(struct wire_gpu_metric, start_ns);
 	} else if (type == WIRE_FRAME_COST) {
 		/* Readings are no events, but their times place the chunk, so a window dump keeps them. */
 		stride = sizeof(struct wire_cost);
@@ -409,7 +420,8 @@ int capture_writer_frame(struct capture_writer *w, uint32_t source, uint32_t typ
 	c->len += need;
 	pending_note_times(c, type, payload, length);
 	if (type != WIRE_FRAME_EVENTS && type != WIRE_FRAME_GPU && type != WIRE_FRAME_STACKS &&
-	    type != WIRE_FRAME_COUNTERS && type != WIRE_FRAME_LOSSES && type != WIRE_FRAME_COST)
+	    type != WIRE_FRAME_COUNTERS && type != WIRE_FRAME_LOSSES && type != WIRE_FRAME_COST &&
+	    type != WIRE_FRAME_GPU_METRICS)
 		c->essential = 1;
 	return 0;
 }

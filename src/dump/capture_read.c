@@ -174,6 +174,8 @@ static uint64_t reader_records(uint32_t type, const uint8_t *p, uint32_t length)
 		return length / sizeof(struct wire_counter);
 	case WIRE_FRAME_COST:
 		return length / sizeof(struct wire_cost);
+	case WIRE_FRAME_GPU_METRICS:
+		return length / sizeof(struct wire_gpu_metric);
 	case WIRE_FRAME_STACKS: {
 		uint64_t n = 0;
 		size_t off = 0;
@@ -260,6 +262,13 @@ static void reader_shift(uint32_t type, uint8_t *p, uint32_t length, const struc
 		for (size_t off = 0; length - off >= sizeof(struct wire_cost);
 		     off += sizeof(struct wire_cost))
 			reader_shift_at(p + off + offsetof(struct wire_cost, time_ns), o);
+		break;
+	case WIRE_FRAME_GPU_METRICS:
+		for (size_t off = 0; length - off >= sizeof(struct wire_gpu_metric);
+		     off += sizeof(struct wire_gpu_metric)) {
+			reader_shift_at(p + off + offsetof(struct wire_gpu_metric, start_ns), o);
+			reader_shift_at(p + off + offsetof(struct wire_gpu_metric, end_ns), o);
+		}
 		break;
 	case WIRE_FRAME_BYE:
 		if (length >= sizeof(struct wire_bye))

@@ -6,6 +6,8 @@
  *   NVTX async row          pseudo-thread "NVTX async" (one per packed row, so slices never overlap)
  *   GPU stream row          pseudo-thread named like the UI label, "GPU0 s7": kernels, copies, memsets
  *   thread counter          "C" event named by the event ("task-clock"), series "tid N": the newest value
+ *   GPU hardware metric     "C" events of the sampling process named "GPU0 METRIC", series "value": one
+ *                           per sample at its start, and the last value again at the last sample's end
  * Flow arrows ("s" on the launching API call, "f" with bp "e" on the GPU op) carry id = correlation id
  * (plus process index << 32 beyond the first process). Written through a 64 KiB buffer, hand-formatted.
  */
@@ -578,6 +580,36 @@ static void export_counters(struct exporter *x)
 	}
 }
 
+/* The GPU metric series the process sampled as "C" events ("GPU0 sm__cycles_active.avg"). */
+static void export_gpu_metrics(struct exporter *x)
+{
+	for (size_t i = 0; i < store_gpu_metric_count(x->st); i++) {
+		struct store_gpu_metric_info mi;
+		store_gpu_metric_get(x->st, i, &mi);
+		if (mi.process != x->process)
+			continue;
+		const struct store_gpu_metric_point *pt;
+		size_t n = store_gpu_metric_query(x->st, i, x->from, x->to, &pt);
+		char name[WIRE_MAX_STRING + 32], value[40];
+		snprintf(name, sizeof name, "GPU%u %s", mi.device, mi.name);
+		for (size_t k = 0; k <= n && n; k++) {
+			/* The last point's end closes the series, so its final value has a width. */
+			uint64_t t = k < n ? pt[k].start_ns : pt[n - 1].end_ns;
+			if (t < x->from || t >= x->to)
+				continue;
+			ev_begin(x, "C", 0);
+			out_s(x->o, ",\"name\":");
+			out_str(x->o, name);
+			ev_ts(x, t);
+			snprintf(value, sizeof value, "%.9g", pt[k < n ? k : n - 1].value);
+			out_s(x->o, ",\"args\":{\"value\":");
+			out_s(x->o, value);
+			out_s(x->o, "}}");
+			x->counts->counters++;
+		}
+	}
+}
+
 int export_chrome_json(const struct store *st, const char *path, const struct export_options *opt,
                        struct export_counts *counts, char *msg_buf, size_t msg_size, const char **cause)
 {
@@ -606,6 +638,7 @@ int export_chrome_json(const struct store *st, const char *path, const struct ex
 			export_lane(&x, l);
 		export_inferred(&x);
 		export_counters(&x);
+		export_gpu_metrics(&x);
 	}
 	out_s(o, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"cuscope\",\"clock\":"
 	         "\"CLOCK_MONOTONIC\","

@@ -11,6 +11,8 @@
  *                       "inferred" (steps.h), for a process without repeating NVTX ranges
  *   thread counter      counter track under its thread, named by the event ("task-clock"): the newest
  *                       value
+ *   GPU hardware metric counter track under the sampling process, "GPU0 METRIC": a double value per
+ *                       sample at its start, the last one again at the last sample's end
  * Flows: the launching API call's slice carries flow id (process index << 32 | correlation id) and
  * the GPU op's slice terminates it (flow ids are global within a trace), where the JSON draws an arrow.
  *
@@ -301,6 +303,43 @@ static void pf_counters(struct pf *x)
 	}
 }
 
+/* The GPU metric series the process sampled: one counter track each under the process. */
+static void pf_gpu_metrics(struct pf *x)
+{
+	for (size_t i = 0; i < store_gpu_metric_count(x->st); i++) {
+		struct store_gpu_metric_info mi;
+		store_gpu_metric_get(x->st, i, &mi);
+		if (mi.process != x->process)
+			continue;
+		const struct store_gpu_metric_point *pt;
+		size_t n = store_gpu_metric_query(x->st, i, x->from, x->to, &pt);
+		if (!n)
+			continue;
+		char name[WIRE_MAX_STRING + 32];
+		snprintf(name, sizeof name, "GPU%u %s", mi.device, mi.name);
+		uint64_t uuid = x->next_extra_uuid++;
+		pf_sequence(x, uuid);
+		pb_reset(&x->frame);
+		pb_uint(&x->frame, F_TD_UUID, uuid);
+		pb_uint(&x->frame, F_TD_PARENT_UUID, x->process_uuid);
+		pb_string(&x->frame, F_TD_NAME, name);
+		pb_bytes(&x->frame, F_TD_COUNTER, NULL, 0);
+		pf_descriptor_write(x);
+		for (size_t k = 0; k <= n; k++) {
+			uint64_t t = k < n ? pt[k].start_ns : pt[n - 1].end_ns;
+			if (t < x->from || t >= x->to)
+				continue;
+			double v = pt[k < n ? k : n - 1].value;
+			uint64_t bits;
+			memcpy(&bits, &v, sizeof bits);
+			pf_event_start(x, TYPE_COUNTER);
+			pb_fixed64(&x->te, F_TE_DOUBLE_COUNTER_VALUE, bits);
+			pf_event_finish(x, t);
+			x->counts->counters++;
+		}
+	}
+}
+
 /* The first packet: CLOCK_MONOTONIC is the trace clock, paired with REALTIME where a process has an anchor.
  */
 static void pf_clock_snapshot(struct pf *x, uint64_t base)
@@ -374,6 +413,7 @@ int export_perfetto(const struct store *st, const char *path, const struct expor
 			pf_lane(&x, &m, l);
 		pf_inferred(&x);
 		pf_counters(&x);
+		pf_gpu_metrics(&x);
 	}
 	pf_out_flush(o);
 	counts->bytes = o->sink.bytes;

@@ -750,6 +750,7 @@ static const struct section sections[] = {
     {"osrt", COLS(osrt_cols), section_osrt},
     {"counters", COLS(counter_cols), section_counters},
     {"cost", COLS(cost_cols), section_cost},
+    {"gpu_metrics", COLS(stats_metric_cols), stats_metrics_section},
     {"ranks", COLS(rank_cols), NULL, section_ranks},
     {"clock_alignment", COLS(align_cols), section_clock_alignment, NULL, 1},
     {"triggers", COLS(trigger_cols), section_triggers},
@@ -799,7 +800,7 @@ int stats_report_parse(const char *list, unsigned *mask, const char **bad, size_
 const char *stats_section_names(void)
 {
 	return "nvtx, threads, processes, losses, kernels, memcpy, memset, sync, gpus, streams, api, hot, "
-	       "hot-inclusive, osrt, counters, cost, ranks, clock_alignment, triggers";
+	       "hot-inclusive, osrt, counters, cost, gpu_metrics, ranks, clock_alignment, triggers";
 }
 
 int stats_write(FILE *out, const struct store *st, enum stats_format format)
@@ -829,11 +830,16 @@ int stats_write_sections_steps(FILE *out, const struct store *st, enum stats_for
 			sections[s].build_steps(st, &t, step_range);
 		else
 			sections[s].build(st, &t);
+		errno = 0;
 		stats_table_write(out, &t, format, first);
 		first = 0;
 		stats_table_fini(&t);
+		/* The first failed write's errno (a full disk), before later calls lose it. */
+		if (ferror(out))
+			return errno ? -errno : -EIO;
 	}
+	errno = 0;
 	if (format == STATS_FORMAT_JSON)
 		fputs("\n}\n", out);
-	return ferror(out) ? -EIO : 0;
+	return ferror(out) ? (errno ? -errno : -EIO) : 0;
 }

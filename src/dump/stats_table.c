@@ -20,6 +20,9 @@ void stats_table_row(struct table *t, ...)
 		} else if (t->cols[c].type == CELL_BOOL) {
 			row[c].num = va_arg(ap, int) != 0;
 			row[c].str = NULL;
+		} else if (t->cols[c].type == CELL_REAL) {
+			row[c].real = va_arg(ap, double);
+			row[c].str = NULL;
 		} else {
 			row[c].num = va_arg(ap, int64_t);
 			row[c].str = NULL;
@@ -48,6 +51,8 @@ static void write_json(FILE *out, const struct table *t, int first)
 				escape_json_fputs(out, cell->str);
 			else if (t->cols[c].type == CELL_BOOL)
 				fputs(cell->num ? "true" : "false", out);
+			else if (t->cols[c].type == CELL_REAL)
+				fprintf(out, "%.9g", cell->real);
 			else
 				fprintf(out, "%" PRId64, cell->num);
 		}
@@ -71,6 +76,8 @@ static void write_csv(FILE *out, const struct table *t, int first)
 				escape_csv_fputs(out, cell->str);
 			else if (t->cols[c].type == CELL_BOOL)
 				fputs(cell->num ? "true" : "false", out);
+			else if (t->cols[c].type == CELL_REAL)
+				fprintf(out, "%.9g", cell->real);
 			else
 				fprintf(out, "%" PRId64, cell->num);
 		}
@@ -86,6 +93,8 @@ static int cell_width(const struct table *t, size_t r, size_t c)
 	if (t->cols[c].type == CELL_BOOL)
 		return cell->num ? 4 : 5;
 	char buf[32];
+	if (t->cols[c].type == CELL_REAL)
+		return snprintf(buf, sizeof buf, "%.4g", cell->real);
 	return snprintf(buf, sizeof buf, "%" PRId64, cell->num);
 }
 
@@ -118,6 +127,8 @@ static void write_table(FILE *out, const struct table *t, int first)
 				escape_term_field(out, cell->str, (size_t)width[c], 1);
 			else if (t->cols[c].type == CELL_BOOL)
 				fprintf(out, "%-*s", width[c], cell->num ? "true" : "false");
+			else if (t->cols[c].type == CELL_REAL)
+				fprintf(out, "%*.4g", width[c], cell->real);
 			else
 				fprintf(out, "%*" PRId64, width[c], cell->num);
 		}

@@ -11,7 +11,7 @@
 
 #include "cuscope/stats.h"
 
-enum cell_type { CELL_STR, CELL_INT, CELL_BOOL };
+enum cell_type { CELL_STR, CELL_INT, CELL_BOOL, CELL_REAL };
 
 struct column {
 	const char *key;
@@ -21,6 +21,7 @@ struct column {
 struct cell {
 	const char *str; /* CELL_STR, owned by the table */
 	int64_t num;
+	double real; /* CELL_REAL */
 };
 
 struct table {
@@ -31,10 +32,16 @@ struct table {
 	size_t rows, cap_cells;
 };
 
-/* Appends a row: one argument per column, const char * (CELL_STR), int (CELL_BOOL) or int64_t. */
+/* Appends a row: one argument per column, const char * (CELL_STR), int (CELL_BOOL), double (CELL_REAL)
+ * or int64_t. */
 void stats_table_row(struct table *t, ...);
 void stats_table_fini(struct table *t);
 /* Writes t in format; first says whether it is the first table of the output. */
 void stats_table_write(FILE *out, const struct table *t, enum stats_format format, int first);
+
+/* stats_metrics.c: the gpu_metrics section (per GPU and metric: samples, min, median, max). */
+#define STATS_METRIC_COLS 10
+extern const struct column stats_metric_cols[STATS_METRIC_COLS];
+void stats_metrics_section(const struct store *st, struct table *t);
 
 #endif

@@ -203,9 +203,13 @@ const char *costview_level_text(uint32_t source, uint32_t level, char *buf, size
 static const char *costview_source_words(uint32_t source)
 {
 	static const char *const words[WIRE_COST_SOURCE_MAX] = {
-	    [WIRE_COST_SENDER] = "sender",       [WIRE_COST_GPU] = "GPU activity",
-	    [WIRE_COST_NVTX] = "NVTX",           [WIRE_COST_SAMPLING] = "sampling",
-	    [WIRE_COST_OSRT] = "blocking calls", [WIRE_COST_COUNTERS] = "counters",
+	    [WIRE_COST_SENDER] = "sender",
+	    [WIRE_COST_GPU] = "GPU activity",
+	    [WIRE_COST_NVTX] = "NVTX",
+	    [WIRE_COST_SAMPLING] = "sampling",
+	    [WIRE_COST_OSRT] = "blocking calls",
+	    [WIRE_COST_COUNTERS] = "counters",
+	    [WIRE_COST_GPU_METRICS] = "GPU metrics",
 	};
 	return source < WIRE_COST_SOURCE_MAX && words[source] ? words[source] : "a source";
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuscope/costview.h"
+#include "cuscope/gpumetric.h"
 #include "cuscope/timerow.h"
 #include "cuscope/u64.h"
 #include "cuscope/wire.h"
@@ -55,7 +56,8 @@ struct inspect_hit inspect_row_hit(const struct inspect_view *v, const struct la
 	uint64_t from = t > slack ? t - slack : 0, to = inspect_data_end(v, t + slack + 1);
 	struct store_lane_info li;
 	if (row->kind == LAYOUT_ROW_PROCESS || row->kind == LAYOUT_ROW_GPU_DEVICE ||
-	    row->kind == LAYOUT_ROW_COST || row->kind == LAYOUT_ROW_STEPS)
+	    row->kind == LAYOUT_ROW_COST || row->kind == LAYOUT_ROW_STEPS ||
+	    row->kind == LAYOUT_ROW_GPU_METRIC)
 		return hit;
 	store_lane_get(v->store, row->process, row->lane, &li);
 	hit.process = row->process;
@@ -774,6 +776,13 @@ int inspect_cell_details(const struct inspect_view *v, struct inspect_text *out,
 		}
 		out->count = 0;
 		return inspect_details_reduced(v, out, row->process, t0, t1) > 0;
+	}
+	if (row->kind == LAYOUT_ROW_GPU_METRIC) {
+		int c = v->cursor_col;
+		uint64_t t0 = viewport_ns_of(&v->vp, c),
+		         t1 = inspect_data_end(v, viewport_ns_of(&v->vp, c + 1));
+		out->count = gpumetric_details(v->store, row->row, t0, t1, out->lines, INSPECT_LINES);
+		return out->count > 0;
 	}
 	if (row->kind != LAYOUT_ROW_GPU_STREAM)
 		return 0;

@@ -22,6 +22,7 @@ void layout_fini(struct layout *layout)
 	free(layout->rows);
 	free(layout->folds);
 	free(layout->steps);
+	free(layout->metrics);
 	memset(layout, 0, sizeof *layout);
 }
 
@@ -132,6 +133,15 @@ void layout_add_gpu_device(struct layout *layout, size_t process, pid_t pid, uin
 	                .kind = LAYOUT_ROW_GPU_DEVICE, .process = process, .pid = pid, .device = device});
 }
 
+void layout_add_gpu_metric(struct layout *layout, size_t process, pid_t pid, uint32_t device, size_t series)
+{
+	layout_push(layout, &(struct layout_row){.kind = LAYOUT_ROW_GPU_METRIC,
+	                                         .process = process,
+	                                         .pid = pid,
+	                                         .device = device,
+	                                         .row = series});
+}
+
 void layout_add_gpu_stream(struct layout *layout, size_t process, size_t lane, pid_t pid, uint32_t device,
                            size_t rows)
 {
@@ -152,6 +162,8 @@ static int layout_row_same(const struct layout_row *a, const struct layout_row *
 		return 1;
 	if (a->kind == LAYOUT_ROW_GPU_DEVICE)
 		return a->device == b->device;
+	if (a->kind == LAYOUT_ROW_GPU_METRIC)
+		return a->device == b->device && a->row == b->row;
 	return a->lane == b->lane && a->row == b->row;
 }
 
@@ -305,8 +317,33 @@ int layout_lane_idle(const struct store_lane_info *li, const struct store_lane_c
 }
 
 /* Takes what the rows need from the store (lanes only ever get added; a thread once active stays so). */
+/* Which metric series go under which (process, device) header: the device's GPU by UUID. */
+static void layout_snapshot_metrics(struct layout *layout, const struct store *store)
+{
+	layout->metric_count = 0;
+	if (!store_gpu_metric_count(store))
+		return;
+	for (size_t p = 0; p < store_process_count(store); p++) {
+		for (size_t d = 0; d < store_gpu_device_count(store, p); d++) {
+			struct store_gpu_device_info di;
+			store_gpu_device_get(store, p, d, &di);
+			for (size_t i = 0; i < store_gpu_metric_count(store); i++) {
+				struct store_gpu_metric_info mi;
+				store_gpu_metric_get(store, i, &mi);
+				if (strcmp(mi.uuid, di.uuid) != 0)
+					continue;
+				xgrow((void **)&layout->metrics, &layout->metric_cap,
+				      layout->metric_count + 1, sizeof *layout->metrics);
+				layout->metrics[layout->metric_count++] =
+				    (struct layout_metric){.process = p, .device = di.device, .series = i};
+			}
+		}
+	}
+}
+
 static void layout_snapshot(struct layout *layout, const struct store *store)
 {
+	layout_snapshot_metrics(layout, store);
 	size_t np = store_process_count(store);
 	for (size_t p = np; p < layout->proc_count; p++) /* another store, with fewer processes */
 		free(layout->procs[p].lanes);
@@ -462,6 +499,10 @@ static void layout_build_process(struct layout *layout, size_t p, struct gpu_lan
 		if (i == 0 || g->device != (*gpu)[i - 1].device) {
 			layout_add_gpu_device(layout, p, lp->pid, g->device);
 			layout->rows[layout->count - 1].folded = dev_folded;
+			for (size_t m = 0; !dev_folded && m < layout->metric_count; m++)
+				if (layout->metrics[m].process == p && layout->metrics[m].device == g->device)
+					layout_add_gpu_metric(layout, p, lp->pid, g->device,
+					                      layout->metrics[m].series);
 		}
 		if (!dev_folded)
 			layout_add_gpu_stream(layout, p, g->lane, lp->pid, g->device, g->rows);

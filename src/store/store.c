@@ -111,6 +111,7 @@ void store_free(struct store *st)
 			free(pr->notices[n].text);
 		free(pr->notices);
 	}
+	store_metrics_free(st);
 	for (size_t s = 0; s < st->source_cap; s++)
 		free(st->sources[s].strmap);
 	for (size_t i = 0; i < st->string_count; i++)

@@ -91,6 +91,7 @@ uint64_t store_evict_before(struct store *st, uint64_t t)
 			dropped += evict_lane(&pr->lanes[l], t);
 		store_cost_evict(pr, t); /* readings are not events: not counted as evicted */
 	}
+	dropped += store_metrics_evict(st, t);
 	st->memory_from_ns = t;
 	st->evicted += dropped;
 	st->generation++;
@@ -110,7 +111,7 @@ size_t store_event_bytes(const struct store *st)
 			bytes += store_gpu_lane_event_bytes(l) + store_cpu_lane_event_bytes(l);
 		}
 	}
-	return bytes;
+	return bytes + store_metrics_event_bytes(st);
 }
 
 uint64_t store_trim(struct store *st)

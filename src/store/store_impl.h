@@ -159,6 +159,8 @@ struct store {
 	uint64_t evicted;        /* events dropped from memory */
 	/* NVTX payload fields by range (store_args.c); NULL until the first */
 	struct store_args *args;
+	/* GPU hardware metrics by (GPU, metric) (store_metrics.c); NULL until the first sample */
+	struct store_metrics *metrics;
 };
 
 /* store.c */
@@ -166,6 +168,14 @@ uint32_t store_intern(struct store *st, const char *text, size_t len);
 struct lane *store_thread_lane(struct process *pr, pid_t tid, uint64_t t);
 struct lane *store_lane_append(struct process *pr, enum store_lane_kind kind, pid_t tid, uint64_t t);
 void store_note_time(struct store *st, uint64_t t);
+
+/* store_metrics.c */
+int store_metrics_ingest(struct store *st, struct process *pr, struct source *src, const void *payload,
+                         uint32_t length);
+/* Drops metric points that ended before t; returns how many. */
+uint64_t store_metrics_evict(struct store *st, uint64_t t);
+size_t store_metrics_event_bytes(const struct store *st);
+void store_metrics_free(struct store *st);
 
 /* store_names.c */
 /* Global id of the demangled text of kernel name id (once per distinct id), its short label cached. */

@@ -428,6 +428,8 @@ static int store_feed_frame(struct store *st, int source, uint32_t type, const v
 	case WIRE_FRAME_COST:
 		store_cost_ingest(st, pr, payload, length);
 		break;
+	case WIRE_FRAME_GPU_METRICS:
+		return store_metrics_ingest(st, pr, src, payload, length);
 	}
 	return 0;
 }

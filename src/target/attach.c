@@ -289,7 +289,7 @@ char *attach_cmdline(pid_t pid)
 static int attach_write_rendezvous(int base, const char *name, uid_t uid, const char *session,
                                    const struct launch_options *o)
 {
-	char text[2048];
+	char text[4096];
 	int n = snprintf(text, sizeof text, "CUSCOPE_SESSION=%s\n%s%s%s%s%s%s%s%s%s", session,
 	                 o->sample_hz ? "CUSCOPE_SAMPLE_HZ=" : "", o->sample_hz ? o->sample_hz : "",
 	                 o->sample_hz ? "\n" : "", o->osrt_threshold_us ? "CUSCOPE_OSRT_THRESHOLD_US=" : "",
@@ -301,6 +301,14 @@ static int attach_write_rendezvous(int base, const char *name, uid_t uid, const 
 	if (o->overhead_budget)
 		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_OVERHEAD_BUDGET=%s\n",
 		              o->overhead_budget);
+	if (o->gpu_metrics && n >= 0 && (size_t)n < sizeof text)
+		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_GPU_METRICS=%s\n", o->gpu_metrics);
+	if (o->gpu_metrics_hz && n >= 0 && (size_t)n < sizeof text)
+		n += snprintf(text + n, sizeof text - (size_t)n, "CUSCOPE_GPU_METRICS_HZ=%s\n",
+		              o->gpu_metrics_hz);
+	/* Cut settings would be wrong settings. */
+	if (n < 0 || (size_t)n >= sizeof text)
+		return -ENAMETOOLONG;
 	/* A fresh file in the verified directory, never through a link. */
 	unlinkat(base, name, 0);
 	int fd = openat(base, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -120,6 +120,10 @@ static void launch_child(struct launch *launch, char *const argv[], const struct
 		setenv("CUSCOPE_COUNTERS", options->counters, 1);
 	if (options->overhead_budget)
 		setenv("CUSCOPE_OVERHEAD_BUDGET", options->overhead_budget, 1);
+	if (options->gpu_metrics)
+		setenv("CUSCOPE_GPU_METRICS", options->gpu_metrics, 1);
+	if (options->gpu_metrics_hz)
+		setenv("CUSCOPE_GPU_METRICS_HZ", options->gpu_metrics_hz, 1);
 	if (options->no_gpu)
 		setenv("CUSCOPE_NO_GPU", "1", 1);
 	if (options->python_perf)

@@ -156,7 +156,7 @@ static uint32_t relay_source_id(struct relay_session *s, int source)
 static int relay_droppable(uint32_t type)
 {
 	return type == WIRE_FRAME_EVENTS || type == WIRE_FRAME_GPU || type == WIRE_FRAME_COUNTERS ||
-	       type == WIRE_FRAME_COST;
+	       type == WIRE_FRAME_COST || type == WIRE_FRAME_GPU_METRICS;
 }
 
 /*

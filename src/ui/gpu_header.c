@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuscope/clock.h"
+#include "cuscope/gpumetric.h"
 #include "cuscope/nvml.h"
 #include "cuscope/wire.h"
 #include "cuscope/xalloc.h"
@@ -83,7 +84,11 @@ static void ui_sparkline(struct ui *ui, int y, int x, int w, const struct ui_dev
 	}
 }
 
-/* " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%": busy now (last second) and over the view. */
+/*
+ * " GPU0 H200  SM ▇▇▆▃▁  71%   copy ▁▂▁  4%  nvml 68%  warps ▅64%  tensor ▄41%  dram rd 1.2 TB/s":
+ * busy now (last second) and over the view, then the GPU's hardware metrics over the last second,
+ * percentages with a bar.
+ */
 void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 {
 	uint64_t now = ui_now(ui);
@@ -100,7 +105,20 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	snprintf(lab, sizeof lab, " %s", dv->label);
 	ui_fill(y, 0, COLS, ui_attr(ui, THEME_NORMAL), " ");
 	ui_put(ui, y, 0, lw, ui_attr(ui, THEME_GPU_HEADER), lab);
-	int rest = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5;
+	/* Hardware metrics ("tensor ▆45%") take what the sparklines can spare (they keep 24 cells):
+	 * whole items, in order. */
+	struct gpumetric_item items[GPUMETRIC_PER_GPU_MAX];
+	size_t n_items = gpumetric_items(ui->store, dv->uuid, from, now, items, GPUMETRIC_PER_GPU_MAX);
+	int room = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - 24, hwl = 0;
+	size_t shown = 0;
+	for (; shown < n_items; shown++) {
+		int w = 2 + (int)strlen(items[shown].label) + 1 + (items[shown].fraction >= 0) +
+		        (int)strlen(items[shown].value);
+		if (hwl + w > room)
+			break;
+		hwl += w;
+	}
+	int rest = COLS - lw - (int)strlen(nv) - 4 - 5 - 6 - 5 - hwl;
 	int sw = rest * 2 / 3, cw = rest - sw;
 	int x = lw;
 	x += ui_put(ui, y, x, 4, ui_attr(ui, THEME_UTIL_SM) | A_BOLD, " SM ");
@@ -116,7 +134,18 @@ void ui_draw_gpu_header(struct ui *ui, int y, const struct ui_device *dv)
 	snprintf(pct, sizeof pct, " %3.0f%%", cp * 100);
 	x += ui_put(ui, y, x, 5, ui_attr(ui, THEME_UTIL_COPY) | A_BOLD, pct);
 	if (nv[0])
-		ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM), nv);
+	for (size_t i = 0; i < shown && x + 2 < COLS; i++) {
+		x += 2;
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER), items[i].label);
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER), " ");
+		if (items[i].fraction >= 0) {
+			int lvl = (int)(items[i].fraction * 8 + 0.5);
+			x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_UTIL_SM),
+			            ui->cells.g->spark[lvl > 8 ? 8 : lvl]);
+		}
+		x += ui_put(ui, y, x, COLS - x, ui_attr(ui, THEME_GPU_HEADER) | A_BOLD, items[i].value);
+	}
 }
 
 /* GPU rate sample (once a second) and new collector warnings onto the message line. */

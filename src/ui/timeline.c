@@ -547,6 +547,10 @@ void ui_draw_lane_row(struct ui *ui, int y, const struct layout_row *row, int se
 		ui_draw_cost_row(ui, y, row, label, sizeof label);
 		la = ui_attr(ui, THEME_THREAD) | (row->row ? A_DIM : 0);
 		break;
+	case LAYOUT_ROW_GPU_METRIC:
+		ui_draw_metric_row(ui, y, row, label, sizeof label);
+		la = ui_attr(ui, THEME_THREAD) | A_DIM;
+		break;
 	case LAYOUT_ROW_ASYNC:
 	default:
 		snprintf(label, sizeof label, row->row == 0 ? " nvtx async" : "");

@@ -277,6 +277,8 @@ void ui_free(struct ui *ui)
 	free(ui->cost.cells);
 	free(ui->triggers.time_ns);
 	free(ui->triggers.expr);
+	free(ui->metrics.cells);
+	free(ui->metrics.have);
 	free(ui);
 }
 

@@ -239,6 +239,13 @@ struct ui_trigger_marks {
 	size_t count, cap;
 };
 
+/* gpu_metrics.c: one GPU metric lane's cells (drawn one row at a time). */
+struct ui_metric_rows {
+	double *cells;
+	uint8_t *have;
+	size_t cap;
+};
+
 /* ui.c: what the last frame showed, to skip drawing an unchanged one. */
 struct ui_frame {
 	struct ui_frame_sig last;
@@ -268,6 +275,7 @@ struct ui {
 	struct ui_gpu_header gpu;
 	struct ui_cost_rows cost;
 	struct ui_trigger_marks triggers;
+	struct ui_metric_rows metrics;
 	struct ui_frame frame;
 	struct panes panes; /* the last frame's screen layout */
 };
@@ -367,6 +375,14 @@ unsigned ui_cost_reduced_cell(const struct ui *ui, size_t process, int c, uint64
  * at the time cursor (or the newest one past it).
  */
 void ui_draw_cost_row(struct ui *ui, int y, const struct layout_row *row, char *label, size_t size);
+
+/* ---- gpu_metrics.c ---- */
+/*
+ * A GPU hardware metric's counter lane: each cell the time-weighted mean of the samples in it as a
+ * spark level against a full scale (100 % for percentages, else the largest in view); the label
+ * names the metric and its value at the time cursor.
+ */
+void ui_draw_metric_row(struct ui *ui, int y, const struct layout_row *row, char *label, size_t size);
 
 /* ---- gpu_header.c ---- */
 /* Collects per (process, device) the stream rows, for the utilisation header. */

@@ -54,15 +54,25 @@ const char *wire_sync_type_name(uint32_t type)
 }
 
 static const char *const frame_type_names[WIRE_FRAME_TYPE_MAX] = {
-    [WIRE_FRAME_HELLO] = "hello",           [WIRE_FRAME_STRING] = "string", [WIRE_FRAME_EVENTS] = "events",
-    [WIRE_FRAME_LOSSES] = "losses",         [WIRE_FRAME_BYE] = "bye",       [WIRE_FRAME_GPU] = "gpu",
-    [WIRE_FRAME_GPU_DEVICE] = "gpu_device", [WIRE_FRAME_NOTICE] = "notice", [WIRE_FRAME_STACKS] = "stacks",
-    [WIRE_FRAME_COUNTERS] = "counters",     [WIRE_FRAME_EXIT] = "exit",     [WIRE_FRAME_COST] = "cost",
+    [WIRE_FRAME_HELLO] = "hello",
+    [WIRE_FRAME_STRING] = "string",
+    [WIRE_FRAME_EVENTS] = "events",
+    [WIRE_FRAME_LOSSES] = "losses",
+    [WIRE_FRAME_BYE] = "bye",
+    [WIRE_FRAME_GPU] = "gpu",
+    [WIRE_FRAME_GPU_DEVICE] = "gpu_device",
+    [WIRE_FRAME_NOTICE] = "notice",
+    [WIRE_FRAME_STACKS] = "stacks",
+    [WIRE_FRAME_COUNTERS] = "counters",
+    [WIRE_FRAME_EXIT] = "exit",
+    [WIRE_FRAME_COST] = "cost",
+    [WIRE_FRAME_GPU_METRICS] = "gpu_metrics",
 };
 
 static const char *const cost_source_names[WIRE_COST_SOURCE_MAX] = {
-    [WIRE_COST_SENDER] = "sender",     [WIRE_COST_GPU] = "gpu",   [WIRE_COST_NVTX] = "nvtx",
-    [WIRE_COST_SAMPLING] = "sampling", [WIRE_COST_OSRT] = "osrt", [WIRE_COST_COUNTERS] = "counters",
+    [WIRE_COST_SENDER] = "sender",           [WIRE_COST_GPU] = "gpu",   [WIRE_COST_NVTX] = "nvtx",
+    [WIRE_COST_SAMPLING] = "sampling",       [WIRE_COST_OSRT] = "osrt", [WIRE_COST_COUNTERS] = "counters",
+    [WIRE_COST_GPU_METRICS] = "gpu_metrics",
 };
 
 const char *wire_cost_source_name(uint32_t source)
@@ -173,6 +183,10 @@ int wire_frame_check(uint32_t type, const void *payload, uint32_t length, const 
 		if (length % sizeof(struct wire_cost) == 0)
 			return 0;
 		break;
+	case WIRE_FRAME_GPU_METRICS:
+		if (length % sizeof(struct wire_gpu_metric) == 0)
+			return 0;
+		break;
 	case WIRE_FRAME_NOTICE: {
 		struct wire_notice n;
 		if (length < sizeof n)
@@ -280,6 +294,27 @@ int wire_frame_upgrade(uint32_t version, uint32_t type, const void *payload, uin
 {
 	if (version == WIRE_VERSION)
 		return 0;
+	if (version == 3) {
+		/* Version 4 only added a frame type: a version 3 hello differs by its version alone. */
+		if (type != WIRE_FRAME_HELLO)
+			return 0;
+		struct wire_hello hello;
+		if (length < sizeof hello || memcmp(payload, WIRE_MAGIC, 8) != 0) {
+			*cause = "malformed handshake";
+			return -EPROTO;
+		}
+		memcpy(&hello, payload, sizeof hello);
+		if (hello.version != 3) {
+			*cause = "handshake of another protocol version";
+			return -EPROTO;
+		}
+		hello.version = WIRE_VERSION;
+		memcpy(out, &hello, sizeof hello);
+		memcpy((char *)out + sizeof hello, (const char *)payload + sizeof hello,
+		       length - sizeof hello);
+		*out_length = length;
+		return 1;
+	}
 	if (version != 1 && version != 2) {
 		*cause = version > WIRE_VERSION ? "frames of a newer protocol version"
 		                                : "frames of an unknown protocol version";

@@ -1,4 +1,5 @@
-"""Writes seed frame streams for fuzz_wire: HELLO, strings, NVTX events, GPU records and cost readings.
+"""Writes seed frame streams for fuzz_wire: HELLO, strings, NVTX events, GPU records, cost readings and
+GPU metric samples.
 
 Each seed starts with an even byte (raw stream: the HELLO is in the seed) or an odd one (the harness
 prepends a HELLO and the seed holds only the frames after it).
@@ -17,8 +18,9 @@ def frame(t, payload):
 
 def hello(pid=99):
     argv = b"prog\0arg"
-    # version 3: ids (rank and world size known), rank, local_rank, world_size, restart_count
-    h = struct.pack("<8sIIiiQQQQ64sIIiiii", b"CUSCOPE\0", 3, 144, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv),
+    # version 4 (3's hello, GPU metric frames added): ids (rank and world size known), rank, local_rank,
+    # world_size, restart_count
+    h = struct.pack("<8sIIiiQQQQ64sIIiiii", b"CUSCOPE\0", 4, 144, pid, 1, 10**9, 10**9, 0, 3, b"host", len(argv),
                     5, 1, 0, 4, 0)
     return frame(1, h + argv)
 
@@ -64,8 +66,19 @@ def cost(t, source, cpu, added, events, backoffs=0, level=0, flags=0):
 # The collector's own cost: cumulative readings a second apart, sampling reduced by the budget in the second.
 costs = frame(12, cost(10**9 + 100, 4, 1000, 50, 3, 0, 1000) + cost(10**9 + 100, 1, 2000, 0, 9)) + frame(
     12, cost(2 * 10**9 + 100, 4, 3000, 250, 7, 1, 250, 1) + cost(2 * 10**9 + 100, 9, 1, 1, 1))
+
+
+def metric(start, end, value, name, uuid=b"\x01" * 16, device=0, source=1):
+    return struct.pack("<QQd16sIHH", start, end, value, uuid, name, device, source)
+
+
+# GPU metric samples (13): in order, one late, one NaN, one backwards, one unnamed, one of another GPU.
+metrics = frame(13, b"".join([metric(10**9 + 100, 10**9 + 200, 42.0, 1), metric(10**9 + 200, 10**9 + 300, 7.5, 1),
+                              metric(10**9 + 150, 10**9 + 160, 3.0, 1), metric(10**9 + 300, 10**9 + 400, float("nan"), 1),
+                              metric(10**9 + 500, 10**9 + 400, 1.0, 1), metric(10**9 + 500, 10**9 + 600, 1.0, 0),
+                              metric(10**9 + 500, 10**9 + 600, 1e9, 4, b"\x02" * 16, 1, 3)]))
 bye = frame(5, struct.pack("<QiI", 10**9 + 1000, 0, 0))
-stream = body + frame(3, evs) + frame(6, g) + losses + dev + notice + costs + bye
+stream = body + frame(3, evs) + frame(6, g) + losses + dev + notice + costs + metrics + bye
 seeds = {
     "raw_full": b"\x00" + hello() + stream,
     "hello_only": b"\x00" + hello(),
@@ -74,6 +87,7 @@ seeds = {
     "pre_args": b"\x01" + body + frame(3, args),
     "pre_gpu": b"\x01" + body + frame(6, g),
     "pre_cost": b"\x01" + costs,
+    "pre_metrics": b"\x01" + body + dev + metrics,
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:

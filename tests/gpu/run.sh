@@ -428,6 +428,54 @@ tm()
 }
 
 # Live UI under tmux: a GPU lane label is visible and the lane content changes within a second.
+# GPU hardware metrics (CUPTI PM sampling) on a bf16 GEMM loop then a sleep loop
+# (tests/gpu/pm_gemm.py): a tensor-pipe metric reads >= 20 % in the GEMM phase and >= 10x the
+# sleep phase's value; refused, the check SKIPs with the collector's reason after checking the
+# fallback it used (tests/gpu/pm_check.py). Its line lists every metric's two averages and the
+# collector's cost for them. Then two processes on the one GPU: its metrics come from one of them.
+check_gpu_metrics()
+{
+	need_torch gpu_metrics || return
+	rec gpu_metrics 90 "$PY" "$ROOT/tests/gpu/pm_gemm.py"
+	record_ok gpu_metrics || return
+	stats gpu_metrics || return
+	local rc=0
+	timeout -k 5 120 "$CUSCOPE" export -o "$T/gpu_metrics.trace.json" "$T/gpu_metrics.cap" 2>"$T/gpu_metrics.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result gpu_metrics FAIL "cuscope export of the capture exited $rc: $(tail_of "$T/gpu_metrics.export.err")"
+		return
+	fi
+	local CHECK="$PY $ROOT/tests/gpu/pm_check.py"
+	verdict gpu_metrics "$T/gpu_metrics.trace.json" "$T/gpu_metrics.json" "$T/gpu_metrics.out" "$T/gpu_metrics.err"
+	# A second rank on the same GPU: one sampler at a time (the first to take the GPU's lock; the
+	# other takes over only once it ended).
+	rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
+	record_ok gpu_metrics_one || return
+	rc=0
+	timeout -k 5 120 "$CUSCOPE" export -o "$T/gpu_metrics_one.trace.json" "$T/gpu_metrics_one.cap" 2>"$T/gpu_metrics_one.export.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		result gpu_metrics_one FAIL "cuscope export exited $rc: $(tail_of "$T/gpu_metrics_one.export.err")"
+		return
+	fi
+	local verdict
+	verdict=$("$PY" -c 'import json,sys
+t=json.load(open(sys.argv[1]))
+span={}
+for e in t["traceEvents"]:
+    if e.get("ph")=="C" and e.get("name","").startswith("GPU0 "):
+        a,b=span.get(e["pid"],(e["ts"],e["ts"]))
+        span[e["pid"]]=(min(a,e["ts"]),max(b,e["ts"]))
+s=sorted(span.items(),key=lambda x:x[1])
+over=[(p,q) for (p,(a,b)),(q,(c,d)) in zip(s,s[1:]) if c<b]
+print("none" if not s else ("overlap %r" % (span,)) if over else "ok "+" then ".join(str(p) for p,_ in s))' "$T/gpu_metrics_one.trace.json")
+	case $verdict in
+	none) result gpu_metrics_one SKIP "no GPU metric samples (see gpu_metrics): $(grep -m1 'GPU metrics' "$T/gpu_metrics_one.err")" ;;
+	ok*) result gpu_metrics_one PASS "GPU0's metrics from one process at a time: pid ${verdict#ok }" ;;
+	*) result gpu_metrics_one FAIL "two processes sampled GPU0 at once: $verdict" ;;
+	esac
+	rm -f "$T/gpu_metrics.trace.json" "$T/gpu_metrics_one.trace.json"
+}
+
 check_tui()
 {
 	local i found=0 pane lim a b latency
@@ -764,7 +812,7 @@ echo "GPU: $(nvidia-smi -L | head -n 1)"
 if [ ! -x "$CUSCOPE" ]; then
 	result setup FAIL "$CUSCOPE not built (run make)"
 else
-	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers; do
+	for c in doctor counts clock graph torch_nvtx torch_steps torch_ops torch_profiler dataloader rival_torch_pf rival_torch_cf rival_cupti tui tui_gap tui_cpu_gap attach attach_armed python_perf ranks_gloo nccl_payload triggers gpu_metrics; do
 		selected "$c" || continue
 		if [ "$(left)" -lt 25 ]; then
 			result "$c" SKIP "time budget of ${BUDGET}s used up"

@@ -21,8 +21,8 @@ if sorted(R) != sorted(set(want)):
 for s in want:
     if R[s] != A[s]:
         print("--report=%s: section %s differs from the full output" % (sys.argv[3], s)); sys.exit(1)
-if len(A) != 18:
-    print("full JSON has %d sections, want 18: %r" % (len(A), sorted(A))); sys.exit(1)
+if len(A) != 19:
+    print("full JSON has %d sections, want 19: %r" % (len(A), sorted(A))); sys.exit(1)
 PY
 done
 "$CUSCOPE" stats --report=nvtx,api "$T/cap" >"$T/t.out" 2>/dev/null || fail "table --report failed"

@@ -456,6 +456,87 @@ FAKE_EXPORT CUptiResult cuptiFinalize(void)
 	return CUPTI_SUCCESS;
 }
 
+/* ---- devices and PM sampling (t291): FAKE_CUDA_DEVICES devices (default none), PM sampling
+ * enabled with the result FAKE_CUPTI_PM_ENABLE (default CUPTI_ERROR_INSUFFICIENT_PRIVILEGES), and
+ * whatever follows refused as unsupported: the collector's fallback path without a GPU. ---- */
+
+static int fake_env_int(const char *name, int fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : fallback;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+	*count = fake_env_int("FAKE_CUDA_DEVICES", 0);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	*device = ordinal;
+	return ordinal < fake_env_int("FAKE_CUDA_DEVICES", 0) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device)
+{
+	for (int i = 0; i < 16; i++)
+		uuid->bytes[i] = (char)(0xf0 + device + i);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiProfilerInitialize(void *params)
+{
+	(void)params;
+	return CUPTI_SUCCESS;
+}
+
+struct fake_chip_params {
+	size_t size;
+	void *priv;
+	size_t device;
+	const char *chip;
+};
+
+FAKE_EXPORT CUptiResult cuptiDeviceGetChipName(struct fake_chip_params *p)
+{
+	p->chip = "GH100";
+	return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiPmSamplingEnable(void *params)
+{
+	static int fake_pm_object;
+	struct {
+		size_t size;
+		void *priv;
+		size_t device;
+		void *object;
+	} *p = params;
+	int rc = fake_env_int("FAKE_CUPTI_PM_ENABLE", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+	if (rc == CUPTI_SUCCESS)
+		p->object = &fake_pm_object;
+	fprintf(stderr, "fake_cupti pm_enable device %zu -> %d\n", p->device, rc);
+	return (CUptiResult)rc;
+}
+
+#define FAKE_PM_UNSUPPORTED(name)                                                                            \
+	FAKE_EXPORT CUptiResult name(void *params)                                                           \
+	{                                                                                                    \
+		(void)params;                                                                                \
+		return CUPTI_ERROR_NOT_SUPPORTED;                                                            \
+	}
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingDisable)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingSetConfig)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingStart)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingStop)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingDecodeData)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingGetCounterAvailability)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingGetCounterDataSize)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingCounterDataImageInitialize)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingGetCounterDataInfo)
+FAKE_PM_UNSUPPORTED(cuptiPmSamplingCounterDataGetSampleInfo)
+
 /* ---- the fake CUDA runtime ---- */
 
 /* The GPU work a call queues: a kernel, or a copy of `bytes`. */

@@ -128,6 +128,15 @@ static void test_values_checked(void **unused)
 	    {"--disk-mb", "x"},
 	    {"--window", "0"},
 	    {"--gap-ms", "-1"},
+	    {"--gpu-metrics", ""},
+	    {"--gpu-metrics", "sm__cycles_active.avg,"},
+	    {"--gpu-metrics", "a,,b"},
+	    {"--gpu-metrics", "a b"},
+	    {"--gpu-metrics", "a;b"},
+	    {"--gpu-metrics", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"},
+	    {"--gpu-metrics-hz", "0"},
+	    {"--gpu-metrics-hz", "1001"},
+	    {"--gpu-metrics-hz", "5x"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct cli_args a = {0};
@@ -135,12 +144,23 @@ static void test_values_checked(void **unused)
 		                 CLI_EXIT_USAGE);
 	}
 	static const char *const good[][2] = {
-	    {"--follow", "all"},          {"--follow", "none"},
-	    {"--follow", "a,b"},          {"--overhead-budget", "off"},
-	    {"--overhead-budget", "100"}, {"--overhead-budget", "0.1"},
-	    {"--sample-hz", "0"},         {"--osrt-threshold-us", "off"},
-	    {"--memory-mb", "16"},        {"--gap-ms", "0"},
+	    {"--follow", "all"},
+	    {"--follow", "none"},
+	    {"--follow", "a,b"},
+	    {"--overhead-budget", "off"},
+	    {"--overhead-budget", "100"},
+	    {"--overhead-budget", "0.1"},
+	    {"--sample-hz", "0"},
+	    {"--osrt-threshold-us", "off"},
+	    {"--memory-mb", "16"},
+	    {"--gap-ms", "0"},
 	    {"--window", "0.5"},
+	    {"--gpu-metrics", "off"},
+	    {"--gpu-metrics", "on"},
+	    {"--gpu-metrics", "TPC.TriageCompute.sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_"
+	                      "sustained_elapsed,dram__bytes_read.sum"},
+	    {"--gpu-metrics-hz", "1"},
+	    {"--gpu-metrics-hz", "1000"},
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		struct cli_args a = {0};
@@ -153,6 +173,15 @@ static void test_values_checked(void **unused)
 	assert_int_equal(PARSE(CLI_EXPORT, &a, "export", "--from", "0", "--to", "1.5", "f"), -1);
 	assert_true(a.from_s == 0 && a.to_s == 1.5);
 	assert_int_equal(PARSE(CLI_EXPORT, &a, "export", "--from", "-1", "f"), CLI_EXIT_USAGE);
+	/* The GPU metric options reach the launch options (the collector's environment); readers refuse them.
+	 */
+	struct cli_args g = {0};
+	assert_int_equal(
+	    PARSE(CLI_RECORD, &g, "record", "-o", "x", "--gpu-metrics", "off", "--gpu-metrics-hz", "20", "c"),
+	    -1);
+	assert_string_equal(g.launch.gpu_metrics, "off");
+	assert_string_equal(g.launch.gpu_metrics_hz, "20");
+	assert_int_equal(PARSE(CLI_STATS, &g, "stats", "--gpu-metrics", "off", "f"), CLI_EXIT_USAGE);
 }
 
 /* --help works for every verb and ends parsing with status 0. */

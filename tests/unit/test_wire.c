@@ -427,6 +427,38 @@ static void test_upgrade_v1(void **state)
 	}
 }
 
+/* Version 3 captures: only their hello changes (its version); GPU metric frames check their size. */
+static void test_upgrade_v3_and_gpu_metrics(void **state)
+{
+	(void)state;
+	uint8_t in[256], out[256 + WIRE_UPGRADE_GROWTH];
+	uint32_t out_len = 0;
+	const char *cause = NULL;
+	uint32_t len = make_hello(in, sizeof in, 3);
+	assert_int_equal(wire_hello_check(in, len, &cause), -EPROTO);
+	assert_int_equal(wire_frame_upgrade(3, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), 1);
+	assert_int_equal(out_len, len);
+	assert_int_equal(wire_hello_check(out, out_len, &cause), 0);
+	struct wire_hello h;
+	memcpy(&h, out, sizeof h);
+	assert_int_equal(h.version, WIRE_VERSION);
+	assert_int_equal(h.pid, 1234);
+	assert_memory_equal(out + sizeof h, in + sizeof h, len - sizeof h);
+	/* A hello that is not version 3's, claimed as version 3, is refused. */
+	len = make_hello(in, sizeof in, 2);
+	assert_int_equal(wire_frame_upgrade(3, WIRE_FRAME_HELLO, in, len, out, &out_len, &cause), -EPROTO);
+	uint8_t bye[sizeof(struct wire_bye)] = {0};
+	assert_int_equal(wire_frame_upgrade(3, WIRE_FRAME_BYE, bye, sizeof bye, out, &out_len, &cause), 0);
+
+	struct wire_gpu_metric m[2];
+	memset(m, 0, sizeof m);
+	assert_int_equal(wire_frame_check(WIRE_FRAME_GPU_METRICS, m, sizeof m, &cause), 0);
+	assert_int_equal(wire_frame_check(WIRE_FRAME_GPU_METRICS, m, 0, &cause), 0);
+	assert_int_equal(wire_frame_check(WIRE_FRAME_GPU_METRICS, m, sizeof m - 8, &cause), -EPROTO);
+	assert_string_equal(wire_frame_type_name(WIRE_FRAME_GPU_METRICS), "gpu_metrics");
+	assert_string_equal(wire_cost_source_name(WIRE_COST_GPU_METRICS), "gpu_metrics");
+}
+
 static void test_frame_check_bye_and_unknown(void **state)
 {
 	(void)state;
@@ -756,6 +788,7 @@ int main(void)
 	    cmocka_unit_test(test_frame_check_gpu),
 	    cmocka_unit_test(test_frame_check_notice),
 	    cmocka_unit_test(test_upgrade_v1),
+	    cmocka_unit_test(test_upgrade_v3_and_gpu_metrics),
 	    cmocka_unit_test(test_frame_check_bye_and_unknown),
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_decoder_split_every_boundary),
