@@ -82,7 +82,7 @@ static const struct cli_verb_entry verbs[] = {
      "                         perf events; default = that set; none = off)\n"
      "      --gpu-metrics on|off|LIST  GPU hardware metrics (SM, warps, tensor pipes, DRAM, PCIe,\n"
      "                         NVLink) by CUPTI PM sampling, one sampler per GPU; LIST names\n"
-     "                         metrics (default on: the set in README); refused, NVML instead\n"
+     "                         metrics (on: the set in README; default off); refused, NVML\n"
      "      --gpu-metrics-hz N GPU metric samples per second (default 50; 1-1000)\n"
      "      --python-perf      start CPython >= 3.12 with perf trampolines (Python frames in stacks)\n"
      "      --torch            PyTorch operators (aten::addmm, ...) as ranges on the thread that\n"

@@ -44,4 +44,27 @@ void stats_table_write(FILE *out, const struct table *t, enum stats_format forma
 extern const struct column stats_metric_cols[STATS_METRIC_COLS];
 void stats_metrics_section(const struct store *st, struct table *t);
 
+/* stats_gpu.c: the GPU sections. */
+#define STATS_KERNEL_COLS 8
+extern const struct column stats_kernel_cols[STATS_KERNEL_COLS];
+void stats_section_kernels(const struct store *st, struct table *t);
+#define STATS_MEMCPY_COLS 7
+extern const struct column stats_memcpy_cols[STATS_MEMCPY_COLS];
+void stats_section_memcpy(const struct store *st, struct table *t);
+#define STATS_MEMSET_COLS 3
+extern const struct column stats_memset_cols[STATS_MEMSET_COLS];
+void stats_section_memset(const struct store *st, struct table *t);
+#define STATS_SYNC_COLS 3
+extern const struct column stats_sync_cols[STATS_SYNC_COLS];
+void stats_section_sync(const struct store *st, struct table *t);
+#define STATS_GPU_COLS 3
+extern const struct column stats_gpu_cols[STATS_GPU_COLS];
+void stats_section_gpus(const struct store *st, struct table *t);
+#define STATS_STREAM_COLS 7
+extern const struct column stats_stream_cols[STATS_STREAM_COLS];
+void stats_section_streams(const struct store *st, struct table *t);
+#define STATS_API_COLS 4
+extern const struct column stats_api_cols[STATS_API_COLS];
+void stats_section_api(const struct store *st, struct table *t);
+
 #endif

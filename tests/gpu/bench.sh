@@ -20,7 +20,7 @@
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
 # BENCH_BUDGET_S (total seconds, 450: no round starts that would not fit),
 # (--torch's cost: cu-torch = the defaults with --torch, nsys-torch = nsys --pytorch=autograd-nvtx),
-# (GPU hardware metrics' cost: cu-nomet = the defaults with --gpu-metrics off),
+# (GPU hardware metrics' cost: cu-met = the defaults with --gpu-metrics on, off by default),
 # BENCH_RUN_TIMEOUT_S (one run, 150), BENCH_GRACE_S (how long a run may go on after its result line,
 # 30: nsys writes its report then; the timing is already read), NSYS (path of nsys; default: searched), BUILD, CUSCOPE,
 # PYTHON, OUT (if set, the table is also written to $OUT/gpu-bench.txt).
@@ -147,7 +147,7 @@ run_one()
 	cu-pre) pre=("$CUSCOPE_PRE" record -o "$T/b.cuscope" --) ;;
 	cu-post) pre=("$CUSCOPE_POST" record -o "$T/b.cuscope" --) ;;
 	cu-torch) pre=("${rec[@]}" --torch --) ;;
-	cu-nomet) pre=("${rec[@]}" --gpu-metrics off --) ;;
+	cu-met) pre=("${rec[@]}" --gpu-metrics on --) ;;
 	nsys) pre=("$NSYS" profile "--trace=cuda,nvtx" -o "$T/nsys-out" --force-overwrite true) ;;
 	nsys-torch) pre=("$NSYS" profile "--trace=cuda,nvtx" --pytorch=autograd-nvtx -o "$T/nsys-out" --force-overwrite true) ;;
 	*)

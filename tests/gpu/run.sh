@@ -436,7 +436,7 @@ tm()
 check_gpu_metrics()
 {
 	need_torch gpu_metrics || return
-	rec gpu_metrics 90 "$PY" "$ROOT/tests/gpu/pm_gemm.py"
+	CUSCOPE_GPU_METRICS=on rec gpu_metrics 90 "$PY" "$ROOT/tests/gpu/pm_gemm.py"
 	record_ok gpu_metrics || return
 	stats gpu_metrics || return
 	local rc=0
@@ -449,7 +449,7 @@ check_gpu_metrics()
 	verdict gpu_metrics "$T/gpu_metrics.trace.json" "$T/gpu_metrics.json" "$T/gpu_metrics.out" "$T/gpu_metrics.err"
 	# A second rank on the same GPU: one sampler at a time (the first to take the GPU's lock; the
 	# other takes over only once it ended).
-	rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
+	CUSCOPE_GPU_METRICS=on rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
 	record_ok gpu_metrics_one || return
 	rc=0
 	timeout -k 5 120 "$CUSCOPE" export -o "$T/gpu_metrics_one.trace.json" "$T/gpu_metrics_one.cap" 2>"$T/gpu_metrics_one.export.err" || rc=$?

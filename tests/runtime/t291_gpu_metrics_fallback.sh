@@ -35,7 +35,7 @@ run()
 metric_lines() { grep -c 'GPU metrics' "$T/$1.err"; }
 
 # Refused for privileges: one warning naming the chip, the refusal and the fallbacks' reasons.
-run refused 1
+run refused 1 --gpu-metrics on
 [ "$(metric_lines refused)" = 1 ] || fail "refused: want one GPU metrics line: $(grep 'GPU metrics' "$T/refused.err" | tr '\n' '|')"
 line=$(grep 'GPU metrics' "$T/refused.err")
 case $line in
@@ -58,21 +58,23 @@ if S["gpu_metrics"]:
 PY
 
 # Enabled, but the config (built by the real libnvperf_host for GH100) refused: said once.
-FAKE_CUPTI_PM_ENABLE=0 run config 1
+FAKE_CUPTI_PM_ENABLE=0 run config 1 --gpu-metrics on
 [ "$(metric_lines config)" = 1 ] || fail "config: want one GPU metrics line: $(grep 'GPU metrics' "$T/config.err" | tr '\n' '|')"
 grep -q 'GPU metrics unavailable on GPU0: PM sampling config: fake CUPTI error' "$T/config.err" ||
 	[ ! -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvperf_host.so" ] ||
 	fail "config: warning does not name the config step: $(grep 'GPU metrics' "$T/config.err")"
 
 # Three GPUs refused alike: each asked once, said in one line naming all three.
-FAKE_CUDA_DEVICES=3 run three 3
+FAKE_CUDA_DEVICES=3 run three 3 --gpu-metrics on
 [ "$(metric_lines three)" = 1 ] || fail "three: want one GPU metrics line: $(grep 'GPU metrics' "$T/three.err" | tr '\n' '|')"
 grep -q 'GPU metrics unavailable on GPU0,1,2: PM sampling on GH100: ' "$T/three.err" ||
 	fail "three: the line does not name the three GPUs: $(grep 'GPU metrics' "$T/three.err")"
 
-# Off: CUPTI is never asked and nothing is said.
+# Off: CUPTI is never asked and nothing is said; so by default (until measured on a GPU host).
 run off 0 --gpu-metrics off
 [ "$(metric_lines off)" = 0 ] || fail "off: $(grep 'GPU metrics' "$T/off.err")"
+run default 0
+[ "$(metric_lines default)" = 0 ] || fail "default: $(grep 'GPU metrics' "$T/default.err")"
 
 for bad in "--gpu-metrics=" "--gpu-metrics=sm__cycles_active.avg,,x" "--gpu-metrics=a;rm" "--gpu-metrics-hz=0" "--gpu-metrics-hz=5000" "--gpu-metrics-hz=ten"; do
 	"$CUSCOPE" record -o "$T/bad.cap" "$bad" -- true >"$T/bad.out" 2>"$T/bad.err"

@@ -23,7 +23,7 @@ rec()
 	shift
 	FAKE_CUPTI_FIRST_CALL_MS=1500 FAKE_CUDA_DEVICES=1 CUSCOPE_CUDA_API=callback CUSCOPE_CUPTI_PATH=$FAKE_CUPTI \
 		LD_LIBRARY_PATH=$NVML_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-		"$CUSCOPE" record -o "$T/$name.cap" -- "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
+		"$CUSCOPE" record -o "$T/$name.cap" --gpu-metrics on -- "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
 	local rc=$?
 	[ "$rc" = 0 ] || fail "$name: record exited $rc: $(tail -c 300 "$T/$name.err")"
 }
