@@ -165,7 +165,9 @@ void config_load(void)
 	 * the overhead budget (README "GPU hardware metrics") before it may be on by default. */
 	const char *gm = config_value("CUSCOPE_GPU_METRICS");
 	snprintf(collector_config.gpu_metrics, sizeof collector_config.gpu_metrics, "%s",
-	         !gm || !*gm ? "off" : strcmp(gm, "on") == 0 ? "" : gm);
+	         !gm || !*gm             ? "off"
+	         : strcmp(gm, "on") == 0 ? ""
+	                                 : gm);
 	collector_config.gpu_metrics_hz = (unsigned)config_env_size("CUSCOPE_GPU_METRICS_HZ", 50, 1, 1, 1000);
 	const char *hz = config_value("CUSCOPE_SAMPLE_HZ");
 	collector_config.sample_hz = hz && *hz ? (unsigned)strtoul(hz, NULL, 10) : 1000;
