@@ -38,8 +38,10 @@ if len(rows) != 1 or rows[0]["name"] != "step" or rows[0]["style"] != "Inferred"
 s = rows[0]
 if abs(s["count"] - n) > 1:
     fail("inferred %d steps, the loop ran %d" % (s["count"], n))
-# An iteration: the 2 ms pause and 18..33 launches; the eval steps are longer, never 10x.
-if not 2000000 <= s["p50_ns"] <= 20000000 or s["max_ns"] > 10 * s["p50_ns"]:
+# An iteration: the 2 ms pause and 18..33 launches. Only the median is bounded: on a loaded
+# machine one step can be descheduled for 100 ms (seen at load 7), while iterations merged or cut
+# wrongly move the median itself (and the count above).
+if not 2000000 <= s["p50_ns"] <= 20000000:
     fail("inferred step durations look wrong: %r" % s)
 ranks = J["ranks"]
 if len(ranks) != 1 or ranks[0]["rank"] != 0 or ranks[0]["steps_inferred"] is not True or ranks[0]["steps"] != s["count"]:
