@@ -372,9 +372,13 @@ int collector_fd_check(int fd);
 int collector_fd_close(int fd);
 /* Forgets fd without closing it (a forked child that must leave inherited numbers alone). */
 void collector_fd_forget(int fd);
+/* Whether fd may be a number of ours (one atomic load: the program's close wrappers look before
+ * anything costlier). */
+int collector_fd_app_may_hold(int fd);
 /* The program is about to close fd (close, dup2/dup3 onto it, close_range, closefrom): a number
- * of ours is given up, after any use of it under way on a collector thread has ended. Never
- * called on a collector thread (it would wait on itself): those close through collector_fd_close. */
+ * of ours is given up, after any use of it under way on a collector thread has ended (waited at
+ * most ~20 ms). Only in the collecting process (not a vfork child sharing our memory) and never
+ * on a collector thread (it would wait on itself): those close through collector_fd_close. */
 void collector_fd_app_closing(int fd);
 /* Forked child, first thing: the table is usable again (its lock may have been held). */
 void collector_fd_after_fork(void);

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -394,10 +395,21 @@ COLLECTOR_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 	return rc;
 }
 
-/* The program is about to close fd: see collector_fd_app_closing (our own threads pass). */
+/*
+ * Whether the program's close of a number of ours here is the collecting process's: a vfork child
+ * shares our memory (and our thread's TLS) but has its own fd table, and a child made without the
+ * fork handlers (_Fork, clone) keeps the parent's pid here; neither may give our numbers up. Our
+ * own threads pass too (collector_fd_close).
+ */
+static int inject_closes_ours(void)
+{
+	return !collector_thread_own() && collector_pid == (pid_t)syscall(SYS_getpid);
+}
+
+/* The program is about to close fd: see collector_fd_app_closing. */
 static void inject_app_closing(int fd)
 {
-	if (!collector_thread_own())
+	if (collector_fd_app_may_hold(fd) && inject_closes_ours())
 		collector_fd_app_closing(fd);
 }
 
@@ -422,7 +434,16 @@ COLLECTOR_EXPORT int dup2(int oldfd, int newfd)
 		real = (int (*)(int, int))collector_real("dup2");
 	if (oldfd != newfd)
 		inject_app_closing(newfd);
-	return real ? real(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+	if (real)
+		return real(oldfd, newfd);
+#ifdef SYS_dup2
+	return (int)syscall(SYS_dup2, oldfd, newfd);
+#else
+	/* aarch64, riscv: no dup2 system call; dup3 refuses oldfd == newfd, where dup2 checks oldfd. */
+	if (oldfd == newfd)
+		return fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
+	return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+#endif
 }
 
 COLLECTOR_EXPORT int dup3(int oldfd, int newfd, int flags)
@@ -438,10 +459,14 @@ COLLECTOR_EXPORT int dup3(int oldfd, int newfd, int flags)
 /* Every number of ours in [first, last] (close_range's CLOSE_RANGE_CLOEXEC closes nothing now). */
 static void inject_app_closing_range(unsigned first, unsigned last)
 {
-	if (collector_thread_own())
-		return;
-	for (unsigned fd = first; fd <= last && fd < 4096; fd++)
+	int checked = 0;
+	for (unsigned fd = first; fd <= last && fd < 4096; fd++) {
+		if (!collector_fd_app_may_hold((int)fd))
+			continue;
+		if (!checked++ && !inject_closes_ours())
+			return;
 		collector_fd_app_closing((int)fd);
+	}
 }
 
 COLLECTOR_EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -449,9 +474,8 @@ COLLECTOR_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	static int (*real)(unsigned, unsigned, int);
 	if (!real)
 		real = (int (*)(unsigned, unsigned, int))collector_real("close_range");
-#ifdef CLOSE_RANGE_CLOEXEC
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
-#endif
+	/* CLOEXEC closes nothing now; UNSHARE closes in the caller's new private table only. */
+	if (!(flags & (4 /* CLOSE_RANGE_CLOEXEC */ | 2 /* CLOSE_RANGE_UNSHARE */)))
 		inject_app_closing_range(first, last);
 	return real ? real(first, last, flags) : (int)syscall(SYS_close_range, first, last, flags);
 }
