@@ -319,6 +319,21 @@ tm_wait()
 	fi
 }
 
+# tm_wait_gone REGEX SECONDS WHAT: waits for the screen to stop matching REGEX (a redraw under
+# load can take longer than a fixed sleep), else fails with the screen.
+tm_screen_lacks()
+{
+	! tm_screen_has "$1"
+}
+
+tm_wait_gone()
+{
+	if ! wait_until "$2" tm_screen_lacks "$1"; then
+		tm_screen >"$T/screen.txt"
+		fail "$3: screen still showed /$1/ after ${2}s; first lines: $(head -n 3 "$T/screen.txt" | tr -s ' ' | tr '\n' '|')"
+	fi
+}
+
 tm_keys()
 {
 	tm send-keys -t t "$@"

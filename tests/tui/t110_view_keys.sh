@@ -20,8 +20,7 @@ for k in 'space' 'Home' 'End' 'Enter' 'n N' 'Tab' 'Esc' 'PgUp PgDn'; do
 	tm_screen_has "$k" || fail "help lacks '$k'"
 done
 tm_keys Escape
-sleep 0.3
-tm_screen_has 'cuscope keys' && fail "Esc did not close the help"
+tm_wait_gone 'cuscope keys' 5 "Esc did not close the help"
 
 # Zoom in until the axis is in milliseconds.
 tm_keys + + + + +
@@ -39,8 +38,7 @@ tm_screen_has 'parent +step' || fail "details lack the parent step: $(tm_screen 
 tm_screen_has 'thread +lr-main' || fail "details lack the thread"
 tm_screen_has 'duration +[0-9.]+ms' || fail "details lack the duration"
 tm_keys Escape
-sleep 0.3
-tm_screen_has 'event details' && fail "Esc did not close the details"
+tm_wait_gone 'event details' 5 "Esc did not close the details"
 # n moves to the next match: the axis changes.
 before=$(tm_screen | sed -n 2p)
 tm_keys n
@@ -58,15 +56,13 @@ tm_screen | sed -n 2p | grep -qE 'time 1s \+.* 500 |1\.5' || fail "g 1.5 did not
 tm_keys Home
 for _ in 1 2 3 4 5 6 7 8; do tm_keys Up; done
 tm_keys f
-sleep 0.5
-tm_screen_has 'loader-0' && fail "folding the process left its thread rows"
+tm_wait_gone 'loader-0' 5 "folding the process left its thread rows"
 tm_keys f
 tm_wait 'loader-0' 5 "unfold the process"
 
 # NVTX panel: h hides it, h shows it, Tab + Enter jumps to the slowest instance.
 tm_keys h
-sleep 0.4
-tm_screen_has 'NVTX ranges' && fail "h did not hide the NVTX panel"
+tm_wait_gone 'NVTX ranges' 5 "h did not hide the NVTX panel"
 tm_keys h
 tm_wait 'NVTX ranges' 5 "h shows the panel again"
 tm_keys Tab

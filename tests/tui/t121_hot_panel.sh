@@ -35,8 +35,7 @@ part=$(tm_screen | grep -oE 'Hot functions of hotspin [0-9]+ in view: [0-9]+ sam
 [ -n "$part" ] && [ "$part" -gt 0 ] && [ "$part" -lt "$all" ] ||
 	fail "zoomed in 8x: panel shows '$part' samples, want fewer than the whole view's $all"
 tm_keys H
-sleep 0.5
-tm_screen_has 'Hot functions' && fail "H did not hide the hot panel"
+tm_wait_gone 'Hot functions' 5 "H did not hide the hot panel"
 tm_keys q
 tm_wait_exit 0 10
 exit 0
