@@ -375,6 +375,11 @@ void collector_fd_forget(int fd);
 /* Whether fd may be a number of ours (one atomic load: the program's close wrappers look before
  * anything costlier). */
 int collector_fd_app_may_hold(int fd);
+/* Brackets a use of an fd of ours that no helper here wraps (the viewer stream's send): 0 when the
+ * program gave the number up (then no use, and no end); else the program's close of it waits for
+ * collector_fd_use_end. */
+int collector_fd_use_begin(int fd);
+void collector_fd_use_end(int fd);
 /* The program is about to close fd (close, dup2/dup3 onto it, close_range, closefrom): a number
  * of ours is given up, after any use of it under way on a collector thread has ended (waited at
  * most ~20 ms). Only in the collecting process (not a vfork child sharing our memory) and never

@@ -64,6 +64,16 @@ static void fd_use_end(int fd)
 		atomic_fetch_sub(&fd_fast_busy[fd], 1);
 }
 
+int collector_fd_use_begin(int fd)
+{
+	return fd_use_begin(fd);
+}
+
+void collector_fd_use_end(int fd)
+{
+	fd_use_end(fd);
+}
+
 static void fd_fast_set(int fd, int owned)
 {
 	if (fd >= 0 && fd < FD_FAST_MAX)

@@ -152,7 +152,14 @@ void viewer_accept(struct sender *s)
 /* Writes queued blocks until the socket would block. */
 void viewer_send(struct sender *s)
 {
-	if (s->viewer_fd >= 0 && sendq_send(&s->q, s->viewer_fd) != 0)
+	int fd = s->viewer_fd;
+	/* Given up by the program since the loop's check (its close went through inject.c): nothing
+	 * is sent into what may be its socket now; the next check forgets the number. */
+	if (fd < 0 || !collector_fd_use_begin(fd))
+		return;
+	int rc = sendq_send(&s->q, fd);
+	collector_fd_use_end(fd);
+	if (rc != 0)
 		viewer_disconnect(s);
 }
 
