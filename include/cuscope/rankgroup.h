@@ -47,7 +47,7 @@ int32_t rankgroup_restart(int32_t restart_count);
  * "launcher: N ranks" for a launcher (launcher_ranks > 0), "" otherwise.
  */
 void rankgroup_label(int32_t rank, int32_t restart_count, size_t launcher_ranks, char *buf, size_t size);
-/* Whether a kernel (its short or full name) is an NCCL collective, i.e. communication: "nccl..." */
+/* Whether a kernel (its short or full name) is NCCL's, i.e. communication: "nccl...", "oneRankReduce<...>" */
 int rankgroup_is_nccl_kernel(const char *name);
 
 #endif

@@ -123,6 +123,54 @@ static int pmsample_root_fd(void)
 }
 
 /*
+ * The sender's calls into CUPTI's PM sampling or NVML for the GPUs: entered only while the program's
+ * exit has not closed them (seq_cst on both flags: the closer sees busy, or the sender sees closed).
+ */
+static int pmsample_enter(void)
+{
+	atomic_store(&pms.busy, 1);
+	if (!atomic_load(&pms.closed))
+		return 1;
+	atomic_store(&pms.busy, 0);
+	return 0;
+}
+
+static void pmsample_leave(void)
+{
+	atomic_store(&pms.busy, 0);
+}
+
+/*
+ * At the program's exit, before CUPTI's, libnvperf's and the CUDA runtime's own exit handlers (this
+ * one is registered after they were loaded, and atexit runs in reverse order): stops PM sampling while
+ * the libraries and the context still exist. The collector's final stop runs after them, when calling
+ * into them crashed the program (a bf16 GEMM loop under --gpu-metrics on exited with SIGSEGV). Waits
+ * for the sender's decode in progress, at most PMSAMPLE_EXIT_WAIT_MS; past that the sampler is left
+ * running rather than pulled from under the sender.
+ */
+static void pmsample_at_exit(void)
+{
+	if (pms.pid != getpid() || atomic_exchange(&pms.closed, 1))
+		return;
+	for (int waited = 0; atomic_load(&pms.busy) && waited < PMSAMPLE_EXIT_WAIT_MS; waited++) {
+		struct timespec ms = {0, 1000000L};
+		nanosleep(&ms, NULL);
+	}
+	if (atomic_load(&pms.busy))
+		return;
+	for (size_t i = 0; i < pms.gpu_count; i++)
+		if (pms.gpu[i].mode == PMSAMPLE_PM)
+			pmsample_pm_release(&pms.gpu[i]);
+}
+
+/* Once a sampler started in this process (its libraries are loaded now). */
+static void pmsample_hook_exit(void)
+{
+	if (!atomic_exchange(&pms.exit_hooked, 1))
+		atexit(pmsample_at_exit);
+}
+
+/*
  * Takes the GPU's lock and starts the best way of sampling it that works; what to say about it
  * (why it fell back, who samples it) goes to its note, said by pmsample_say.
  */
@@ -153,16 +201,19 @@ static void pmsample_gpu_begin(struct pmsample_gpu *g, int root, uint64_t now)
 	g->note_level = WIRE_NOTICE_WARNING;
 	if (pmsample_pm_start(g, why_pm, sizeof why_pm) == 0) {
 		g->mode = PMSAMPLE_PM;
+		pmsample_hook_exit();
 		return;
 	}
 	if (pmsample_gpm_start(g, why_gpm, sizeof why_gpm) == 0) {
 		g->mode = PMSAMPLE_GPM;
+		pmsample_hook_exit();
 		g->note_head = "GPU metrics from NVML GPM on ";
 		snprintf(g->note_tail, sizeof g->note_tail, ": %s", why_pm);
 		return;
 	}
 	if (pmsample_util_start(g, why_nvml, sizeof why_nvml) == 0) {
 		g->mode = PMSAMPLE_NVML;
+		pmsample_hook_exit();
 		g->note_head = "GPU metrics from NVML utilisation only on ";
 		snprintf(g->note_tail, sizeof g->note_tail, ": %s; %s", why_pm, why_gpm);
 		return;
@@ -210,10 +261,15 @@ static int pmsample_devices(char *why, size_t why_size)
 	if (cuda && !uuid)
 		uuid = (int (*)(uint8_t *, int))dlsym(cuda, "cuDeviceGetUuid");
 	int n = 0;
-	if (!count || !get || !uuid || count(&n) != 0 || n <= 0) {
-		snprintf(why, why_size, "the CUDA driver lists no devices here");
+	int rc = count && get && uuid ? count(&n) : -1;
+	if (rc != 0 || n <= 0) {
 		if (cuda)
 			dlclose(cuda);
+		/* GPU tracing starts inside the program's cuInit, which may still be under way: the driver
+		 * answers CUDA_ERROR_NOT_INITIALIZED until it returns. */
+		if (rc == PMSAMPLE_CUDA_ERROR_NOT_INITIALIZED)
+			return -EAGAIN;
+		snprintf(why, why_size, "the CUDA driver lists no devices here (cuDeviceGetCount: %d)", rc);
 		return -ENOENT;
 	}
 	for (int i = 0; i < n && pms.gpu_count < PMSAMPLE_GPUS_MAX; i++) {
@@ -236,13 +292,27 @@ static int pmsample_devices(char *why, size_t why_size)
 	return 0;
 }
 
-static void pmsample_start(uint64_t now)
+static void pmsample_start(void)
 {
-	char why[160];
-	if (pmsample_devices(why, sizeof why) != 0) {
+	char why[160] = "";
+	int rc;
+	/* Waits on its own thread for the program's cuInit to return; a detach or stop cancels. */
+	for (int tries = 0; (rc = pmsample_devices(why, sizeof why)) == -EAGAIN; tries++) {
+		if (atomic_load(&pms.start_cancel))
+			return;
+		if (tries * PMSAMPLE_INIT_POLL_MS >= PMSAMPLE_INIT_WAIT_MS) {
+			snprintf(why, sizeof why, "the program's cuInit did not return within %d s",
+			         PMSAMPLE_INIT_WAIT_MS / 1000);
+			break;
+		}
+		struct timespec pause = {0, PMSAMPLE_INIT_POLL_MS * 1000000L};
+		nanosleep(&pause, NULL);
+	}
+	if (rc != 0) {
 		collector_notice(WIRE_NOTICE_WARNING, "GPU metrics unavailable: %s", why);
 		return;
 	}
+	uint64_t now = clock_mono_ns();
 	int root = pmsample_root_fd();
 	for (size_t i = 0; i < pms.gpu_count; i++)
 		pmsample_gpu_begin(&pms.gpu[i], root, now);
@@ -266,16 +336,18 @@ static void *pmsample_start_main(void *arg)
 	collector_mark_own_thread();
 	collector_register_own_tid(collector_gettid());
 	prctl(PR_SET_NAME, "cuscope-gpumet");
-	pmsample_start(clock_mono_ns());
+	pmsample_start();
 	atomic_store(&pms.start_cpu_ns, pmsample_thread_cpu());
 	atomic_store(&pms.start_state, PMSAMPLE_STARTED);
 	return NULL;
 }
 
 /* Sender thread: waits for the start thread (a stop or detach while it runs). */
-static void pmsample_join_start(void)
+static void pmsample_join_start(int cancel)
 {
 	if (pms.start_joinable) {
+		if (cancel)
+			atomic_store(&pms.start_cancel, 1);
 		pthread_join(pms.start_thread, NULL);
 		pms.start_joinable = 0;
 	}
@@ -312,6 +384,7 @@ static int pmsample_ready(uint64_t now_ns)
 		if (!now_ns || !cupti_running())
 			return 0;
 		pms.pid = getpid();
+		atomic_store(&pms.start_cancel, 0);
 		atomic_store(&pms.start_state, PMSAMPLE_STARTING);
 		sigset_t all, old;
 		sigfillset(&all);
@@ -324,7 +397,7 @@ static int pmsample_ready(uint64_t now_ns)
 	}
 	if (state != PMSAMPLE_STARTED)
 		return 0;
-	pmsample_join_start();
+	pmsample_join_start(0);
 	pms.started = 1;
 	return 1;
 }
@@ -334,7 +407,7 @@ void pmsample_poll(uint64_t now_ns)
 	if (!pms.enabled)
 		return;
 	if (!now_ns && atomic_load(&pms.start_state) == PMSAMPLE_STARTING)
-		pmsample_join_start(); /* final: what it starts is decoded once */
+		pmsample_join_start(1); /* final: what it started is decoded once; a wait for cuInit ends */
 	if (!pmsample_ready(now_ns))
 		return;
 	if (!pms.named)
@@ -343,6 +416,8 @@ void pmsample_poll(uint64_t now_ns)
 	if (now_ns && now < pms.next_ns)
 		return;
 	pms.next_ns = now + 1000000000ull / pms.hz;
+	if (!pmsample_enter())
+		return; /* the program is exiting: the samplers were closed */
 	int root = -2;
 	for (size_t i = 0; i < pms.gpu_count; i++) {
 		struct pmsample_gpu *g = &pms.gpu[i];
@@ -373,6 +448,7 @@ void pmsample_poll(uint64_t now_ns)
 			break;
 		}
 	}
+	pmsample_leave();
 	if (root >= 0)
 		collector_fd_close(root);
 	pmsample_flush();
@@ -382,24 +458,28 @@ void pmsample_poll(uint64_t now_ns)
 void pmsample_detach(void)
 {
 	if (pms.pid == getpid()) {
-		pmsample_join_start();
+		pmsample_join_start(1);
 		if (atomic_load(&pms.start_state) == PMSAMPLE_STARTED)
 			pms.started = 1;
 	}
 	if (pms.started && pms.pid == getpid()) {
+		/* After the program's exit closed them, CUPTI and NVML are not called again. */
+		int open = pmsample_enter();
 		for (size_t i = 0; i < pms.gpu_count; i++) {
 			struct pmsample_gpu *g = &pms.gpu[i];
-			if (g->mode == PMSAMPLE_PM)
+			if (g->mode == PMSAMPLE_PM && open)
 				pmsample_pm_release(g);
-			if (g->gpm[0] && pms.nv.gpm_free)
+			if (g->gpm[0] && pms.nv.gpm_free && open)
 				pms.nv.gpm_free(g->gpm[0]);
-			if (g->gpm[1] && pms.nv.gpm_free)
+			if (g->gpm[1] && pms.nv.gpm_free && open)
 				pms.nv.gpm_free(g->gpm[1]);
 			if (g->lock_fd >= 0)
 				collector_fd_close(g->lock_fd);
 			memset(g, 0, sizeof *g);
 			g->lock_fd = -1;
 		}
+		if (open)
+			pmsample_leave();
 	}
 	pms.gpu_count = 0;
 	pms.started = 0;
@@ -437,6 +517,10 @@ void pmsample_after_fork(void)
 	pms.start_joinable = 0;
 	atomic_store(&pms.start_state, PMSAMPLE_IDLE);
 	atomic_store(&pms.start_cpu_ns, 0);
+	/* The parent's exit hook is the child's too (atexit survives fork); it acts for the pid that
+	 * started, which the child becomes when it starts its own samplers. */
+	atomic_store(&pms.closed, 0);
+	atomic_store(&pms.busy, 0);
 	pms.batch_n = 0;
 	pms.samples = 0;
 	pms.cu.profiler_ready = 0;

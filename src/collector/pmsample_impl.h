@@ -101,6 +101,13 @@ struct pmsample_gpu {
 
 /* The start: its thread looks at the GPUs (slow: libnvperf_host, configs), the sender then samples. */
 enum { PMSAMPLE_IDLE = 0, PMSAMPLE_STARTING = 1, PMSAMPLE_STARTED = 2 };
+/* cuda.h's value, without including cuda.h for one number. */
+#define PMSAMPLE_CUDA_ERROR_NOT_INITIALIZED 3
+/* How long the start thread waits for the program's cuInit to return, and how often it looks. */
+#define PMSAMPLE_INIT_WAIT_MS 30000
+#define PMSAMPLE_INIT_POLL_MS 20
+/* How long the program's exit waits for the sender's decode in progress (pmsample_at_exit). */
+#define PMSAMPLE_EXIT_WAIT_MS 100
 
 struct pmsample_state {
 	int enabled; /* not --gpu-metrics off */
@@ -109,9 +116,15 @@ struct pmsample_state {
 	pthread_t start_thread;
 	int start_joinable;            /* start_thread is ours to join */
 	_Atomic uint64_t start_cpu_ns; /* its CPU time */
-	int named;                     /* the metric names were interned (sender thread) */
-	pid_t pid;                     /* the process that started (a forked child starts again) */
-	unsigned hz;                   /* samples per second */
+	_Atomic int start_cancel;      /* a detach or stop: the start thread gives up its wait */
+	/* The program's exit closed the samplers (pmsample_at_exit): the sender no longer calls CUPTI
+	 * or NVML for them; busy: the sender is inside such a call. */
+	_Atomic int closed;
+	_Atomic int busy;
+	_Atomic int exit_hooked; /* pmsample_at_exit is registered with atexit */
+	int named;               /* the metric names were interned (sender thread) */
+	pid_t pid;               /* the process that started (a forked child starts again) */
+	unsigned hz;             /* samples per second */
 	char list[2048];
 	const char *metrics[PMCONFIG_METRICS_MAX];
 	size_t metric_count;

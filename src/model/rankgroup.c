@@ -121,5 +121,18 @@ void rankgroup_label(int32_t rank, int32_t restart_count, size_t launcher_ranks,
 
 int rankgroup_is_nccl_kernel(const char *name)
 {
-	return name && strncmp(name, "nccl", 4) == 0;
+	static const char anon[] = "(anonymous namespace)::", one_rank[] = "oneRankReduce";
+	if (!name)
+		return 0;
+	if (strncmp(name, "void ", 5) == 0)
+		name += 5;
+	if (strncmp(name, "nccl", 4) == 0)
+		return 1;
+	/* A one-rank communicator's reduction, NCCL's file-local oneRankReduce<...> (ncclLaunchOneRank). */
+	if (strncmp(name, anon, sizeof anon - 1) == 0)
+		name += sizeof anon - 1;
+	if (strncmp(name, one_rank, sizeof one_rank - 1) != 0)
+		return 0;
+	char next = name[sizeof one_rank - 1];
+	return next == '\0' || next == '<' || next == '(';
 }

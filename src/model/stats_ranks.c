@@ -128,19 +128,24 @@ static int stats_ranks_is_nccl(const struct store *st, uint32_t name_id)
 	return rankgroup_is_nccl_kernel(store_short_name(st, name_id));
 }
 
+static uint32_t stats_ranks_pick_step(const struct store *st, size_t p, size_t lane);
+
 /*
- * A process's candidate main thread: the thread lane that made the most kernel launch calls
- * (*kernels = how many; counted on the thread's own CUDA API rows, not by joining every kernel to
- * its launch, which cost most of a recomputation), else the first thread lane with ranges
- * (*kernels = 0); SIZE_MAX when it has neither.
+ * A process's candidate main thread: of the thread lanes with a candidate step range, the one that
+ * made the most kernel launch calls; else the thread that made the most launch calls; else the first
+ * thread lane with ranges (*kernels = 0); SIZE_MAX when it has neither. Launches are counted on the
+ * thread's own CUDA API rows, not by joining every kernel to its launch, which cost most of a
+ * recomputation. The step ranges come first because the thread launching most kernels is not always
+ * the loop's: PyTorch runs the backward pass on its autograd thread, which on a small model launches
+ * more kernels than the training loop's thread and has no step range.
  */
 static size_t stats_ranks_main_lane(const struct store *st, size_t p, struct name_flags *launch,
                                     uint64_t *kernels)
 {
 	struct store_process_info pi;
 	store_process_get(st, p, &pi);
-	size_t first = SIZE_MAX, best = SIZE_MAX;
-	uint64_t best_count = 0;
+	size_t first = SIZE_MAX, best = SIZE_MAX, best_stepped = SIZE_MAX;
+	uint64_t best_count = 0, best_stepped_count = 0;
 	for (size_t l = 0; l < pi.lane_count; l++) {
 		struct store_lane_info li;
 		store_lane_get(st, p, l, &li);
@@ -162,6 +167,15 @@ static size_t stats_ranks_main_lane(const struct store *st, size_t p, struct nam
 			best = l;
 			best_count = count;
 		}
+		if (count && (best_stepped == SIZE_MAX || count > best_stepped_count) && li.row_count &&
+		    stats_ranks_pick_step(st, p, l)) {
+			best_stepped = l;
+			best_stepped_count = count;
+		}
+	}
+	if (best_stepped != SIZE_MAX) {
+		*kernels = best_stepped_count;
+		return best_stepped;
 	}
 	*kernels = best_count;
 	return best != SIZE_MAX ? best : first;

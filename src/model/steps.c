@@ -295,12 +295,14 @@ static void steps_check(struct steps_work *w)
 	size_t first = 0, scans = 0;
 	for (size_t i = 0; i < w->cand_count && scans < STEPS_CANDIDATES_MAX; i++) {
 		struct steps_cand *c = &w->cand[i];
+		/* Compared by occurrences that are not extra ones (steps_choose): a token that also
+		 * occurs in an eval every few steps counts more, yet cuts no more steps. */
 		if (first && (double)(c->count + steps_slack(first)) < 0.9 * (double)first)
 			break;
 		steps_consistency(w, c, presence, last);
 		scans++;
 		if (!first && c->consistent)
-			first = c->count;
+			first = c->effective;
 	}
 	free(presence);
 	free(last);
@@ -311,17 +313,27 @@ static void steps_check(struct steps_work *w)
  * that are not extra ones (an extra occurrence cuts an interval short), then the most regular, then the
  * lowest coefficient of variation; then its phase.
  */
+static int steps_better(const struct steps_cand *c, const struct steps_cand *best)
+{
+	size_t slack = steps_slack(best->count);
+	if (c->effective != best->effective &&
+	    (c->effective > best->effective + slack || c->effective + slack < best->effective))
+		return c->effective > best->effective;
+	/* Within the slack (the last extra occurrence has no interval to show it is one): the regular
+	 * one, whose segments are the loop's iterations and not an iteration cut before an eval. */
+	if (c->regular > best->regular + 0.02 || c->regular < best->regular - 0.02)
+		return c->regular > best->regular;
+	if (c->cv < best->cv - 1e-9 || c->cv > best->cv + 1e-9)
+		return c->cv < best->cv;
+	return c->effective > best->effective;
+}
+
 static const struct steps_cand *steps_choose(const struct steps_work *w)
 {
 	const struct steps_cand *best = NULL;
 	for (size_t i = 0; i < w->cand_count; i++) {
 		const struct steps_cand *c = &w->cand[i];
-		if (!c->consistent)
-			continue;
-		if (!best || c->effective > best->effective ||
-		    (c->effective == best->effective &&
-		     (c->regular > best->regular + 0.02 ||
-		      (c->regular >= best->regular - 0.02 && c->cv < best->cv - 1e-9))))
+		if (c->consistent && (!best || steps_better(c, best)))
 			best = c;
 	}
 	if (!best)

@@ -20,9 +20,29 @@
  */
 #define DEMANGLE_MAX_INPUT WIRE_MAX_STRING
 
+/*
+ * The mangled name inside nvcc's name for a kernel of internal linkage (static, or in an anonymous
+ * namespace): "__nv_static_<N>__<N characters naming the file>_Z..." (NCCL's one-rank reduction is
+ * one); the name itself when it has no such prefix.
+ */
+static const char *nv_static_unwrap(const char *name)
+{
+	static const char prefix[] = "__nv_static_";
+	if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+		return name;
+	const char *p = name + sizeof prefix - 1;
+	size_t n = 0;
+	while (*p >= '0' && *p <= '9' && n < 4096)
+		n = n * 10 + (size_t)(*p++ - '0');
+	if (p[0] != '_' || p[1] != '_' || strnlen(p + 2, n + 2) < n + 2 || strncmp(p + 2 + n, "_Z", 2) != 0)
+		return name;
+	return p + 2 + n;
+}
+
 /* Demangled text of a mangled C++ name (malloc'd), or NULL. */
 static char *demangle_alloc(const char *mangled)
 {
+	mangled = nv_static_unwrap(mangled);
 	if (strncmp(mangled, "_Z", 2) != 0 || strnlen(mangled, DEMANGLE_MAX_INPUT + 1) > DEMANGLE_MAX_INPUT)
 		return NULL;
 	return cplus_demangle_v3(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_NO_RECURSE_LIMIT);

@@ -56,6 +56,15 @@ def gloo(stats_path, run_out, prof_out):
         steps[0], steps[1], kernels[0], kernels[1], prof[0], prof[1]))
 
 
+def is_nccl_kernel(name):
+    """NCCL's kernels: ncclDevKernel_* and friends, and its one-rank reduction (ncclLaunchOneRank)."""
+    name = name[5:] if name.startswith("void ") else name
+    if name.startswith("nccl"):
+        return True
+    name = name[len("(anonymous namespace)::"):] if name.startswith("(anonymous namespace)::") else name
+    return name.startswith(("oneRankReduce<", "oneRankReduce("))
+
+
 def nccl(stats_path, export_path, run_out):
     j = json.load(open(stats_path))
     trace = json.load(open(export_path))["traceEvents"]
@@ -65,11 +74,16 @@ def nccl(stats_path, export_path, run_out):
         domains = sorted({r.get("domain") for r in j.get("nvtx", [])})
         fail("no NVTX range of domain NCCL in the export (stats domains: %r)" % domains)
     with_args = [e for e in ranges if set(e.get("args", {})) - {"domain", "style", "unfinished"}]
-    nccl_kernels = sum(k["count"] for k in j.get("kernels", []) if str(k.get("name", "")).startswith("nccl"))
+    kernels = sorted(j.get("kernels", []), key=lambda k: -k.get("count", 0))
+    nccl_kernels = sum(k["count"] for k in kernels if is_nccl_kernel(str(k.get("name", ""))))
+    problems = []
     if not nccl_kernels:
-        fail("no kernel named nccl* in the stats kernels section")
+        problems.append("no NCCL kernel (nccl*, oneRankReduce) in the stats kernels section (kernels: %s)"
+                        % ", ".join("%s x%d" % (str(k.get("name"))[:60], k.get("count", 0)) for k in kernels[:6]))
     if not with_args:
-        fail("%d NCCL ranges, none with payload fields in args (e.g. %r)" % (len(ranges), ranges[0]))
+        problems.append("%d NCCL ranges, none with payload fields in args (e.g. %r)" % (len(ranges), ranges[0]))
+    if problems:
+        fail("; ".join(problems))
     names = sorted({e["name"] for e in ranges})
     print("PASS\t%d NCCL ranges (%s), %d with payload args (e.g. %s), %d NCCL kernels" % (
         len(ranges), ", ".join(names[:4]), len(with_args), json.dumps(with_args[0]["args"])[:120], nccl_kernels))

@@ -7,7 +7,7 @@
 # Environment: BUILD (default build), CUSCOPE (default $BUILD/bin/cuscope), PYTHON (default
 # python3), GPU_TEST_BUDGET_S (total seconds, default 450; each check's timeout is cut to what is
 # left), OUT (if set, logs, stats JSON and the UI captures are copied to $OUT/gpu-tests/),
-# CUSCOPE_KEEP=1 (keep the temporary directory), GPU_LANE_RE (regex of a GPU lane label, default
+# CUSCOPE_KEEP=1 (keep the temporary directory), GPU_KEEP_CAPS=1 (with OUT: the captures too), GPU_LANE_RE (regex of a GPU lane label, default
 # 'GPU ?0').
 # Ends with a table, one line per check: name, PASS/FAIL/SKIP, numbers or reason; exits 1 on any
 # FAIL, else 0.
@@ -41,6 +41,12 @@ cleanup()
 		for f in "$T"/*.out "$T"/*.err "$T"/*.json "$T"/*.txt; do
 			[ -f "$f" ] && head -c 2000000 "$f" >"$OUT/gpu-tests/$(basename "$f")"
 		done
+		# GPU_KEEP_CAPS=1: the captures too (whole, or not at all: a cut capture does not read).
+		if [ "${GPU_KEEP_CAPS:-0}" = 1 ]; then
+			for f in "$T"/*.cap; do
+				[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 30000000 ] && cp "$f" "$OUT/gpu-tests/"
+			done
+		fi
 	fi
 	if [ "${CUSCOPE_KEEP:-0}" = 1 ]; then
 		echo "kept $T" >&2
@@ -436,7 +442,8 @@ tm()
 check_gpu_metrics()
 {
 	need_torch gpu_metrics || return
-	CUSCOPE_GPU_METRICS=on rec gpu_metrics 90 "$PY" "$ROOT/tests/gpu/pm_gemm.py"
+	# PYTHONFAULTHANDLER: a crash of the program prints where its threads were.
+	CUSCOPE_GPU_METRICS=on PYTHONFAULTHANDLER=1 rec gpu_metrics 90 "$PY" "$ROOT/tests/gpu/pm_gemm.py"
 	record_ok gpu_metrics || return
 	stats gpu_metrics || return
 	local rc=0
@@ -449,7 +456,7 @@ check_gpu_metrics()
 	verdict gpu_metrics "$T/gpu_metrics.trace.json" "$T/gpu_metrics.json" "$T/gpu_metrics.out" "$T/gpu_metrics.err"
 	# A second rank on the same GPU: one sampler at a time (the first to take the GPU's lock; the
 	# other takes over only once it ended).
-	CUSCOPE_GPU_METRICS=on rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
+	CUSCOPE_GPU_METRICS=on PYTHONFAULTHANDLER=1 rec gpu_metrics_one 90 bash -c "'$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1 & '$PY' '$ROOT/tests/gpu/pm_gemm.py' --seconds 1; wait"
 	record_ok gpu_metrics_one || return
 	rc=0
 	timeout -k 5 120 "$CUSCOPE" export -o "$T/gpu_metrics_one.trace.json" "$T/gpu_metrics_one.cap" 2>"$T/gpu_metrics_one.export.err" || rc=$?

@@ -59,6 +59,25 @@ static void test_long_template_demangled(void **state)
 	assert_string_equal(buf, "foo() [clone .cold]");
 }
 
+/* nvcc's name of a file-local kernel (NCCL's one-rank reduction) demangles past its prefix; a
+ * prefix whose length does not fit is left alone. */
+static void test_nv_static_demangled(void **state)
+{
+	(void)state;
+	char buf[256];
+	assert_non_null(
+	    store_demangle("__nv_static_32__b4148644_10_onerank_cu_fdf47990__ZN43_GLOBAL__N__"
+	                   "b4148644_10_onerank_cu_fdf4799013oneRankReduceI13FuncPreMulSumIfEEEvPvS3_mmb",
+	                   buf, sizeof buf));
+	assert_string_equal(buf,
+	                    "void (anonymous namespace)::oneRankReduce<FuncPreMulSum<float> >(void*, void*, "
+	                    "unsigned long, unsigned long, bool)");
+	assert_null(store_demangle("__nv_static_99__abc__Z3foov", buf, sizeof buf));
+	assert_null(store_demangle("__nv_static_3__ab_Z3foov", buf, sizeof buf));
+	assert_non_null(store_demangle("__nv_static_3__abc_Z3foov", buf, sizeof buf));
+	assert_string_equal(buf, "foo()");
+}
+
 static void test_too_long_left_alone(void **state)
 {
 	(void)state;
@@ -100,6 +119,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_long_template_demangled),
+	    cmocka_unit_test(test_nv_static_demangled),
 	    cmocka_unit_test(test_too_long_left_alone),
 	    cmocka_unit_test(test_long_kernel_name_interned_cut),
 	};

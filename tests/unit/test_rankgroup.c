@@ -119,6 +119,14 @@ static void test_nccl_kernels(void **state)
 	(void)state;
 	assert_true(rankgroup_is_nccl_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
 	assert_true(rankgroup_is_nccl_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"));
+	assert_true(rankgroup_is_nccl_kernel("oneRankReduce<FuncPreMulSum<float>>"));
+	assert_true(rankgroup_is_nccl_kernel(
+	    "void oneRankReduce<FuncPreMulSum<float> >(float*, float const*, unsigned long, unsigned long)"));
+	assert_true(rankgroup_is_nccl_kernel("(anonymous namespace)::oneRankReduce"));
+	assert_true(rankgroup_is_nccl_kernel(
+	    "void (anonymous namespace)::oneRankReduce<FuncPreMulSum<float>>(float*)"));
+	assert_false(rankgroup_is_nccl_kernel("oneRankReducer"));
+	assert_false(rankgroup_is_nccl_kernel("at::oneRankReduce"));
 	assert_false(rankgroup_is_nccl_kernel("gemm_kernel"));
 	assert_false(rankgroup_is_nccl_kernel("void at::native::nccl_like"));
 	assert_false(rankgroup_is_nccl_kernel("ncc"));

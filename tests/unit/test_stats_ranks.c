@@ -348,6 +348,33 @@ static void test_main_thread_and_names(void **state)
 }
 
 /*
+ * PyTorch's shape: the loop's thread (100) runs the "step" ranges and launches the forward's and the
+ * optimizer's kernels; the autograd thread (101) launches more (the backward) and has no range. The
+ * steps are the loop thread's, not none (the thread launching the most kernels alone would be 101).
+ */
+static void test_main_thread_autograd(void **state)
+{
+	(void)state;
+	struct store *st = store_new();
+	process(st, 0, 100, 1, 0);
+	for (uint64_t s = 0; s < 4; s++) {
+		uint64_t t0 = 1000 * MS + s * 20 * MS;
+		range(st, 0, 100, t0, t0 + 10 * MS, S_STEP, 0);
+		kernel(st, 0, 100, t0 + 2 * MS, t0 + 3 * MS, S_GEMM);
+		for (uint64_t k = 0; k < 3; k++)
+			kernel(st, 0, 101, t0 + 4 * MS + k * MS, t0 + 4 * MS + k * MS + MS / 2, S_GEMM);
+	}
+	struct stats_rank_row *v;
+	size_t n = stats_ranks_compute(st, NULL, &v);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].steps, 4);
+	assert_string_equal(store_string(st, v[0].step_name), "step");
+	assert_false(v[0].inferred);
+	free(v);
+	store_free(st);
+}
+
+/*
  * `srun sh -c 'python train.py'`: the shell has the rank but runs no ranges; its child (same rank,
  * folded into the shell's row) runs the steps, and they are the row's steps.
  */
@@ -431,7 +458,7 @@ int main(void)
 	    cmocka_unit_test(test_straggler_first),  cmocka_unit_test(test_worker_folds),
 	    cmocka_unit_test(test_restart_groups),   cmocka_unit_test(test_main_thread_and_names),
 	    cmocka_unit_test(test_steps_in_child),   cmocka_unit_test(test_no_ranks),
-	    cmocka_unit_test(test_hosts_equal_pids),
+	    cmocka_unit_test(test_hosts_equal_pids), cmocka_unit_test(test_main_thread_autograd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
