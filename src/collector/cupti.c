@@ -597,6 +597,8 @@ static void cupti_decode(const CUpti_Activity *record)
 		ev.shared_dynamic = (uint32_t)k->dynamicSharedMemory;
 		ev.graph_id = k->graphId;
 		ev.flags = k->isDeviceLaunched ? WIRE_GPU_FLAG_DEVICE_LAUNCH : 0;
+		if (!k->isDeviceLaunched)
+			cupti_api_kernel_seen(k->correlationId);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -1,16 +1,22 @@
 /*
  * Which CUDA API calls get a record, and how. Launch records link each kernel to the thread that
  * launched it (the gap explanation needs them); copies, memsets, synchronisation, graph launches
- * and allocation show what a thread waited on. By default they are CUPTI activity records, thinned
- * to those calls with the per-API enables; CUSCOPE_CUDA_API=callback records the same calls by CUPTI
- * callback instead, a 32-byte record written to the calling thread's ring like an NVTX range (see
- * README.md "Overhead (GPU side)" for what each costs; the other modes are measurements).
+ * and allocation show what a thread waited on. By default ("adaptive") they are recorded by CUPTI
+ * callback, a 32-byte record written to the calling thread's ring like an NVTX range: the runtime
+ * calls from the start, and the driver's launch calls once a kernel shows up that no recorded
+ * runtime call launched (cuBLAS, NCCL, Triton and other JITs launch through the driver). Until then
+ * CUPTI makes no driver callback inside each runtime launch, which was the largest cost left on a
+ * launch loop (README.md "Overhead (GPU side)"); the kernels launched before the switch, within one
+ * flush period, are not linked to their thread. CUSCOPE_CUDA_API=activity records the same calls as
+ * CUPTI activity records (the former default), =callback records both domains by callback from the
+ * start; the other modes are measurements.
  */
 #include "collector.h"
 #include "cupti_impl.h"
 #include "emit.h"
 #include "cuscope/wire.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +24,19 @@
 #define CUPTI_NAME_CACHE 4096
 
 static const struct cupti_fns *api_fn;
-enum { API_ACTIVITY, API_CALLBACK, API_CALLBACK_DRIVER_ONLY, API_CALLBACK_RUNTIME_ONLY };
+enum { API_ACTIVITY, API_CALLBACK, API_CALLBACK_DRIVER_ONLY, API_CALLBACK_RUNTIME_ONLY, API_ADAPTIVE };
 static int api_by_callback; /* one of the above */
+static CUpti_SubscriberHandle api_subscriber;
+/* Adaptive: the driver's launch callbacks are on (sender thread). */
+static int api_driver_on;
+/*
+ * Adaptive: the correlation id of each recorded runtime call, by its low bits (written on the calling
+ * thread, read on the sender): a kernel whose id is not there was launched through the driver. An id
+ * overwritten before its kernel's record arrived (API_MARKS later calls) only turns the driver
+ * callbacks on early.
+ */
+#define API_MARKS 65536u
+static _Atomic uint32_t api_marks[API_MARKS];
 /* Inside a recorded runtime call on this thread: the driver calls it makes are not recorded again. */
 static __thread int api_in_runtime_call __attribute__((tls_model("initial-exec")));
 /* API function name ids by domain and cbid (sender thread only). */
@@ -117,6 +134,8 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, cupti_api_wanted,
 	               enable_as_callback, subscriber);
+	if (api_by_callback == API_ADAPTIVE && !api_driver_on)
+		return;
 	/* Without driver callbacks, CUPTI has no callback to make inside each runtime launch (the
 	 * benchmark's question); kernels launched through the driver alone are then not linked. */
 	if (api_by_callback == API_CALLBACK_RUNTIME_ONLY)
@@ -128,6 +147,7 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
 {
 	api_fn = fn;
+	api_subscriber = subscriber;
 	api_by_callback = API_ACTIVITY;
 	/* CUSCOPE_CUDA_API: a benchmark knob (README.md "Overhead (GPU side)"). */
 	const char *mode = getenv("CUSCOPE_CUDA_API");
@@ -135,6 +155,11 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 		return;
 	if (!fn->callback_name) {
 		fn->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
+		return;
+	}
+	if (!mode || strcmp(mode, "adaptive") == 0) {
+		api_by_callback = API_ADAPTIVE;
+		cupti_api_enable_callbacks(fn, subscriber);
 		return;
 	}
 	if (mode && strcmp(mode, "driver") == 0) {
@@ -174,10 +199,15 @@ void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
 	const CUpti_CallbackData *call = data;
 	if (!api_by_callback || !call->correlationData)
 		return;
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
 		api_in_runtime_call = call->callbackSite == CUPTI_API_ENTER;
-	else if (api_in_runtime_call)
+		/* At the entry, before the kernel exists; at the exit too (a call without an entry). */
+		if (api_by_callback == API_ADAPTIVE)
+			atomic_store_explicit(&api_marks[call->correlationId % API_MARKS],
+			                      call->correlationId, memory_order_relaxed);
+	} else if (api_in_runtime_call) {
 		return;
+	}
 	if (call->callbackSite == CUPTI_API_ENTER) {
 		uint16_t flags = 0;
 		uint64_t start = emit_stamp(&flags);
@@ -194,6 +224,17 @@ void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
 	uint16_t flags = (start & CUPTI_API_TICKS_BIT) ? COLLECTOR_REC_TICKS : 0;
 	collector_emit_cuda_api(start & ~(CUPTI_API_TICKS_BIT | CUPTI_API_ENTERED_BIT), flags,
 	                        call->correlationId, (uint16_t)cbid, (uint32_t)domain);
+}
+
+void cupti_api_kernel_seen(uint32_t correlation_id)
+{
+	if (api_by_callback != API_ADAPTIVE || api_driver_on || !correlation_id ||
+	    atomic_load_explicit(&api_marks[correlation_id % API_MARKS], memory_order_relaxed) ==
+	        correlation_id)
+		return;
+	api_driver_on = 1;
+	cupti_api_each(api_fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+	               cupti_api_driver_wanted, enable_as_callback, api_subscriber);
 }
 
 uint32_t cupti_api_name(const struct cupti_fns *fn, CUpti_CallbackDomain domain, uint32_t cbid)

@@ -39,13 +39,19 @@ struct cupti_fns {
 /*
  * Turns on the records of the CUDA API calls worth one (launches, copies, memsets,
  * synchronisation, graph launches, allocation): by default as CUPTI callbacks written to the
- * calling thread's ring (cupti_api_callback), else as CUPTI activity records of those calls.
+ * calling thread's ring (cupti_api_callback; the driver's launches once needed), else as CUPTI
+ * activity records of those calls.
  */
 void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber);
 /* Callback recording only: turns the callbacks on again (after a detach turned the domains off). */
 void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber);
 /* A runtime or driver API callback of subscriber, on the program's thread, while tracing. */
 void cupti_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+/*
+ * Sender thread, for each kernel record (its launch's correlation id): in the adaptive mode, a kernel
+ * no recorded runtime call launched turns the driver's launch callbacks on.
+ */
+void cupti_api_kernel_seen(uint32_t correlation_id);
 /* Sender thread: the string id of an API function's name, cached by domain and cbid. */
 uint32_t cupti_api_name(const struct cupti_fns *fn, CUpti_CallbackDomain domain, uint32_t cbid);
 
