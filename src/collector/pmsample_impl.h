@@ -36,7 +36,9 @@
 #define PMSAMPLE_NVML_NS     200000000ull  /* plain NVML utilisation: read this often */
 #define PMSAMPLE_HW_BUFFER   (32ull << 20) /* device memory for raw samples (newest kept) */
 #define PMSAMPLE_MAX_SAMPLES 512u          /* samples one decode holds */
-#define PMSAMPLE_BATCH       64u           /* samples per wire frame */
+/* Without a completed sample this long after PM sampling started, the collector says why. */
+#define PMSAMPLE_SILENT_NS 3000000000ull
+#define PMSAMPLE_BATCH     64u /* samples per wire frame */
 
 /* NVML, declared here: the toolkit ships no nvml.h (the driver's library is loaded with dlopen). */
 typedef struct pmsample_nvml_device *pmsample_nvml_device_t;
@@ -88,6 +90,9 @@ struct pmsample_gpu {
 	char note_tail[400];
 	uint32_t note_level;
 	int decode_said;      /* a decode or evaluation failure was said (once per GPU) */
+	uint64_t pm_since_ns; /* PM sampling started (first decode), 0 before */
+	uint64_t pm_samples;  /* samples decoded since */
+	int overflow_said;
 	int64_t clock_offset; /* GPU timestamp -> CLOCK_MONOTONIC */
 	int clock_known;
 	/* NVML */

@@ -165,7 +165,9 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 	    .hardwareBufferSize = PMSAMPLE_HW_BUFFER,
 	    .samplingInterval = 1000000000ull / pms.hz,
 	    .triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
-	    .hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST,
+	    /* Oldest kept: the decode every PMSAMPLE_DECODE_NS drains the buffer long before it fills.
+	     * With KEEP_LATEST the H200 host completed no sample while sampling ran (2026-12-04). */
+	    .hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST,
 	};
 	rc = pms.cu.set_config(&set);
 	if (rc != CUPTI_SUCCESS) {
@@ -222,6 +224,16 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 	if (left[0])
 		collector_notice(WIRE_NOTICE_WARNING, "GPU metrics on GPU%d (%s): left out %s", g->ordinal,
 		                 chip.pChipName, left);
+	/* What this GPU samples, said once: which metrics the host permits is worth knowing. */
+	char list[768] = "";
+	off = 0;
+	for (size_t i = 0; i < used && off < sizeof list; i++) {
+		int w = snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", names[i]);
+		off += w > 0 ? (size_t)w : 0;
+	}
+	collector_notice(WIRE_NOTICE_INFO,
+	                 "GPU metrics on GPU%d (%s): CUPTI PM sampling at %u Hz of %zu metrics: %s",
+	                 g->ordinal, chip.pChipName, pms.hz, used, list);
 	return 0;
 fail:
 	pmsample_pm_release(g);
@@ -229,8 +241,26 @@ fail:
 }
 
 /* Decodes what the GPU sampled since the last call and sends it. */
+/* Says once when PM sampling runs but nothing comes out of it, with what the last decode said. */
+static void pmsample_pm_silent(struct pmsample_gpu *g, const CUpti_PmSampling_DecodeData_Params *dec,
+                               const CUpti_PmSampling_GetCounterDataInfo_Params *info, uint64_t now)
+{
+	if (g->pm_samples || g->decode_said || now - g->pm_since_ns < PMSAMPLE_SILENT_NS)
+		return;
+	g->decode_said = 1;
+	collector_notice(
+	    WIRE_NOTICE_WARNING,
+	    "GPU metrics on GPU%d: no PM sample completed in %llu s (last decode: stop reason %d, "
+	    "overflow %d, %zu of %zu samples populated)",
+	    g->ordinal, (unsigned long long)(PMSAMPLE_SILENT_NS / 1000000000ull), (int)dec->decodeStopReason,
+	    (int)dec->overflow, info ? info->numPopulatedSamples : 0, info ? info->numTotalSamples : 0);
+}
+
 void pmsample_pm_decode(struct pmsample_gpu *g)
 {
+	uint64_t now = clock_mono_ns();
+	if (!g->pm_since_ns)
+		g->pm_since_ns = now;
 	CUpti_PmSampling_DecodeData_Params dec = {
 	    .structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE,
 	    .pPmSamplingObject = g->obj,
@@ -239,6 +269,7 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 	};
 	CUptiResult rc = pms.cu.decode(&dec);
 	if (rc != CUPTI_SUCCESS) {
+		pmsample_pm_silent(g, &dec, NULL, now);
 		if (!g->decode_said++)
 			collector_notice(WIRE_NOTICE_WARNING,
 			                 "GPU metrics on GPU%d: decoding the samples failed: %s", g->ordinal,
@@ -250,8 +281,18 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 	    .pCounterDataImage = g->data,
 	    .counterDataImageSize = g->data_size,
 	};
-	if (pms.cu.data_info(&info) != CUPTI_SUCCESS)
+	if (dec.overflow && !g->overflow_said++)
+		collector_notice(WIRE_NOTICE_WARNING,
+		                 "GPU metrics on GPU%d: the PM sampling buffer overflowed; samples were lost",
+		                 g->ordinal);
+	rc = pms.cu.data_info(&info);
+	if (rc != CUPTI_SUCCESS) {
+		if (!g->decode_said++)
+			collector_notice(WIRE_NOTICE_WARNING,
+			                 "GPU metrics on GPU%d: reading the samples failed: %s", g->ordinal,
+			                 pmsample_cupti_error(rc));
 		return;
+	}
 	size_t used = pmconfig_used(g->cfg), failed = 0;
 	for (size_t i = 0; i < info.numCompletedSamples; i++) {
 		CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
@@ -273,7 +314,9 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 		uint64_t end = (uint64_t)((int64_t)si.endTimestamp + g->clock_offset);
 		for (size_t k = 0; k < used; k++)
 			pmsample_emit(g, g->ids[k], WIRE_GPU_METRIC_PM, start, end, values[k]);
+		g->pm_samples++;
 	}
+	pmsample_pm_silent(g, &dec, &info, now);
 	if (failed && failed == info.numCompletedSamples && !g->decode_said++)
 		collector_notice(WIRE_NOTICE_WARNING,
 		                 "GPU metrics on GPU%d: %zu samples could not be evaluated", g->ordinal,
