@@ -36,6 +36,8 @@
 #define PMSAMPLE_NVML_NS     200000000ull  /* plain NVML utilisation: read this often */
 #define PMSAMPLE_HW_BUFFER   (32ull << 20) /* device memory for raw samples (newest kept) */
 #define PMSAMPLE_MAX_SAMPLES 512u          /* samples one decode holds */
+/* Samples left free in the counter data image: with fewer, it is emptied (a pending one lost). */
+#define PMSAMPLE_IMAGE_SPARE 64u
 /* Without a completed sample this long after PM sampling started, the collector says why. */
 #define PMSAMPLE_SILENT_NS 3000000000ull
 #define PMSAMPLE_BATCH     64u /* samples per wire frame */
@@ -92,6 +94,7 @@ struct pmsample_gpu {
 	int decode_said;      /* a decode or evaluation failure was said (once per GPU) */
 	uint64_t pm_since_ns; /* PM sampling started (first decode), 0 before */
 	uint64_t pm_samples;  /* samples decoded since */
+	size_t image_sent;    /* samples of the counter data image already sent */
 	int overflow_said;
 	int64_t clock_offset; /* GPU timestamp -> CLOCK_MONOTONIC */
 	int clock_known;

@@ -294,7 +294,7 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 		return;
 	}
 	size_t used = pmconfig_used(g->cfg), failed = 0;
-	for (size_t i = 0; i < info.numCompletedSamples; i++) {
+	for (size_t i = g->image_sent; i < info.numCompletedSamples; i++) {
 		CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
 		    .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE,
 		    .pPmSamplingObject = g->obj,
@@ -317,11 +317,24 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 		g->pm_samples++;
 	}
 	pmsample_pm_silent(g, &dec, &info, now);
-	if (failed && failed == info.numCompletedSamples && !g->decode_said++)
+	size_t fresh =
+	    info.numCompletedSamples > g->image_sent ? info.numCompletedSamples - g->image_sent : 0;
+	if (failed && failed == fresh && !g->decode_said++)
 		collector_notice(WIRE_NOTICE_WARNING,
 		                 "GPU metrics on GPU%d: %zu samples could not be evaluated", g->ordinal,
 		                 failed);
-	/* Each decode starts on an empty image: completed samples were sent. */
+	g->image_sent = info.numCompletedSamples > g->image_sent ? info.numCompletedSamples : g->image_sent;
+	/*
+	 * A sample is completed by a later decode than the one that populated it (the H200 host showed
+	 * every sample of a 100 ms decode populated and none completed), so the image is decoded into
+	 * again, sending only the samples completed since, and emptied once nothing is pending or it is
+	 * (nearly) full; a sample pending then is lost.
+	 */
+	if (info.numPopulatedSamples > info.numCompletedSamples &&
+	    dec.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL &&
+	    info.numPopulatedSamples + PMSAMPLE_IMAGE_SPARE < info.numTotalSamples)
+		return;
+	g->image_sent = 0;
 	CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
 	    .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE,
 	    .pPmSamplingObject = g->obj,
