@@ -48,7 +48,9 @@ is_glibc()
 }
 
 # The collector loads libunwind with dlopen when sampling starts (ldd does not list it).
-UNWIND=$(ldconfig -p | awk '$1 == "libunwind-x86_64.so.8" { print $NF; exit }')
+# awk reads to the end (no early exit): ldconfig killed by SIGPIPE failed the pipeline (pipefail),
+# and `make dist` with it, now and then.
+UNWIND=$(ldconfig -p | awk '$1 == "libunwind-x86_64.so.8" && !found { found = $NF } END { print found }')
 [ -n "$UNWIND" ] || echo "make-dist: warning: libunwind-x86_64.so.8 not found: no CPU sampling" >&2
 for f in "$BIN" "$LIB" ${UNWIND:+"$UNWIND"}; do
 	[ "$f" = "${UNWIND:-}" ] && echo "$f"
