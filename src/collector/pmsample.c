@@ -408,16 +408,17 @@ void pmsample_poll(uint64_t now_ns)
 		return;
 	if (!now_ns && atomic_load(&pms.start_state) == PMSAMPLE_STARTING)
 		pmsample_join_start(1); /* final: what it started is decoded once; a wait for cuInit ends */
-	if (!pmsample_ready(now_ns))
+	/* Closed by the program's exit: not even the names are read (the exit freed the configs). */
+	if (!pmsample_ready(now_ns) || !pmsample_enter())
 		return;
 	if (!pms.named)
 		pmsample_name();
 	uint64_t now = now_ns ? now_ns : clock_mono_ns();
-	if (now_ns && now < pms.next_ns)
+	if (now_ns && now < pms.next_ns) {
+		pmsample_leave();
 		return;
+	}
 	pms.next_ns = now + 1000000000ull / pms.hz;
-	if (!pmsample_enter())
-		return; /* the program is exiting: the samplers were closed */
 	int root = -2;
 	for (size_t i = 0; i < pms.gpu_count; i++) {
 		struct pmsample_gpu *g = &pms.gpu[i];
