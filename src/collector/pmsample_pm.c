@@ -240,7 +240,6 @@ fail:
 	return err;
 }
 
-/* Decodes what the GPU sampled since the last call and sends it. */
 /* Says once when PM sampling runs but nothing comes out of it, with what the last decode said. */
 static void pmsample_pm_silent(struct pmsample_gpu *g, const CUpti_PmSampling_DecodeData_Params *dec,
                                const CUpti_PmSampling_GetCounterDataInfo_Params *info, uint64_t now)
@@ -256,6 +255,7 @@ static void pmsample_pm_silent(struct pmsample_gpu *g, const CUpti_PmSampling_De
 	    (int)dec->overflow, info ? info->numPopulatedSamples : 0, info ? info->numTotalSamples : 0);
 }
 
+/* Decodes what the GPU sampled since the last call and sends the samples completed since. */
 void pmsample_pm_decode(struct pmsample_gpu *g)
 {
 	uint64_t now = clock_mono_ns();

@@ -308,16 +308,11 @@ static void steps_check(struct steps_work *w)
 	free(last);
 }
 
-/*
- * The anchor among the consistent candidates (see the comment at the top), or NULL: the most occurrences
- * that are not extra ones (an extra occurrence cuts an interval short), then the most regular, then the
- * lowest coefficient of variation; then its phase.
- */
+/* Whether candidate c beats best (steps_choose). */
 static int steps_better(const struct steps_cand *c, const struct steps_cand *best)
 {
 	size_t slack = steps_slack(best->count);
-	if (c->effective != best->effective &&
-	    (c->effective > best->effective + slack || c->effective + slack < best->effective))
+	if (c->effective > best->effective + slack || c->effective + slack < best->effective)
 		return c->effective > best->effective;
 	/* Within the slack (the last extra occurrence has no interval to show it is one): the regular
 	 * one, whose segments are the loop's iterations and not an iteration cut before an eval. */
@@ -328,6 +323,11 @@ static int steps_better(const struct steps_cand *c, const struct steps_cand *bes
 	return c->effective > best->effective;
 }
 
+/*
+ * The anchor among the consistent candidates (see the comment at the top), or NULL: the most occurrences
+ * that are not extra ones (an extra occurrence cuts an interval short) beyond steps_slack, then the most
+ * regular, then the lowest coefficient of variation; then its phase.
+ */
 static const struct steps_cand *steps_choose(const struct steps_work *w)
 {
 	const struct steps_cand *best = NULL;
