@@ -156,7 +156,9 @@ run_one()
 		;;
 	esac
 	wait_gpu_free
-	BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
+	# PYTHONUNBUFFERED: the result line is read while the workload still runs (its teardown may be
+	# killed after BENCH_GRACE_S); a block-buffered stdout would lose it.
+	PYTHONUNBUFFERED=1 BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		i=$((i + 1))
@@ -170,6 +172,8 @@ run_one()
 		sleep 0.2
 	done
 	wait "$pid" 2>/dev/null
+	local rc=$? run_s
+	run_s=$(awk -v i="$i" 'BEGIN { printf "%.1f", i * 0.2 }')
 	val=$(sed -n "s/^$key \([0-9.][0-9.]*\).*/\1/p" "$T/run.out" | tail -n 1)
 	# The collector's own estimate of what it added (info's cost line), to set beside the A/B figure.
 	if [ -n "$val" ] && [ -f "$T/b.cuscope" ]; then
@@ -190,7 +194,7 @@ run_one()
 		done
 		printf '  %-11s %-8s %s\n' "$w" "$c" "$val"
 	else
-		echo "$w/$c: no $key line; stderr: $(grep -v '^[[:space:]]*$' "$T/run.err" | tail -n 2 | tr '\n' '|' | cut -c1-200)" | tee -a "$T/notes"
+		echo "$w/$c: no $key line (exit status $rc after ~${run_s} s); stderr: $(grep -v '^[[:space:]]*$' "$T/run.err" | tail -n 2 | tr '\n' '|' | cut -c1-200)" | tee -a "$T/notes"
 	fi
 }
 

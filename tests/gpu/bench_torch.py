@@ -64,7 +64,7 @@ def main():
     torch.cuda.synchronize()
     t0_ns = int(os.environ.get("BENCH_T0_NS", "0"))
     if t0_ns:
-        print("first_step_s %.3f" % ((time.time_ns() - t0_ns) / 1e9))
+        print("first_step_s %.3f" % ((time.time_ns() - t0_ns) / 1e9), flush=True)
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
@@ -77,7 +77,8 @@ def main():
     print("ms_per_step %.4f" % (dt * 1000.0 / steps))
     free, total = torch.cuda.mem_get_info()
     print("gpu_used_mb %.0f" % ((total - free) / 2**20))
-    print("rss_mb %.0f" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    # Flushed here, not at exit: a run killed (or crashing) in CUDA's teardown keeps its result.
+    print("rss_mb %.0f" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024), flush=True)
     return 0
 
 
