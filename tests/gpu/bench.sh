@@ -156,6 +156,9 @@ run_one()
 		;;
 	esac
 	wait_gpu_free
+	# The loop below may read run.out before the new run's redirection truncates it: the previous
+	# run's result line would count as this one's and kill it after BENCH_GRACE_S.
+	rm -f "$T/run.out" "$T/run.err"
 	# PYTHONUNBUFFERED: the result line is read while the workload still runs (its teardown may be
 	# killed after BENCH_GRACE_S); a block-buffered stdout would lose it.
 	PYTHONUNBUFFERED=1 BENCH_T0_NS=$(date +%s%N) "${pre[@]}" "${cmd[@]}" >"$T/run.out" 2>"$T/run.err" </dev/null &
