@@ -73,6 +73,9 @@ $(BUILD)/pic/%.o: src/%.c
 	@$(if $(Q),echo "  CC [collector] $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -DCUSCOPE_COLLECTOR -MMD -MP -c $< -o $@
 
+# cupti_profiler_host.h includes C++'s <string> (see src/collector/cxxshim/string).
+$(BUILD)/pic/collector/pmconfig.o $(BUILD)/pic-san/collector/pmconfig.o: CPPFLAGS += -isystem src/collector/cxxshim
+
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")

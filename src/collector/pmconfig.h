@@ -1,9 +1,11 @@
 /*
- * GPU hardware metrics through NVIDIA's host API (libnvperf_host, loaded with dlopen, private to
- * the collector and its unit test): for a chip name ("GH100") and a list of metric names, which
- * metrics the chip knows, the PM-sampling config image for them in one pass, and the evaluation
- * of decoded counter data into metric values. Needs no GPU: the chip name (or the device's
- * counter availability image) is enough, so the unit test runs on any machine with the library.
+ * GPU hardware metrics through CUPTI's profiler host API (cupti_profiler_host.h, in libcupti,
+ * resolved with dlsym; private to the collector and its unit test): for a chip name ("GH100") and
+ * a list of metric names, which metrics the chip knows, the PM-sampling config image for them in
+ * one pass, and the evaluation of decoded counter data into metric values. The same host object
+ * builds the config and evaluates the samples, so the counter data CUPTI decodes (laid out by
+ * metric name) and the evaluation agree. Needs no GPU: the chip name (or the device's counter
+ * availability image) is enough, so the unit test runs on any machine with the toolkit.
  */
 #ifndef CUSCOPE_COLLECTOR_PMCONFIG_H
 #define CUSCOPE_COLLECTOR_PMCONFIG_H
@@ -30,18 +32,18 @@ enum pmconfig_state {
 struct pmconfig;
 
 /*
- * Loads libnvperf_host: path, else CUSCOPE_NVPERF_PATH, else beside dir_hint (the directory of
- * the libcupti in use, may be NULL), $CUDA_HOME and /usr/local/cuda, else by name. 0, or -ENOENT
- * with why filled. Idempotent; the library stays loaded.
+ * Resolves the host API from libcupti: path (the libcupti the collector traces with), else
+ * CUSCOPE_CUPTI_PATH, else $CUDA_HOME's and /usr/local/cuda's, else by name. 0, or -ENOENT with
+ * why filled. Idempotent; the library stays loaded.
  */
-int pmconfig_load(const char *path, const char *dir_hint, char *why, size_t why_size);
+int pmconfig_load(const char *path, char *why, size_t why_size);
 
 /*
- * Builds the one-pass PM-sampling configuration for chip (or for the device whose counter
- * availability image is given; either may be NULL, not both) and the metrics named: each is
- * checked alone, unknown ones are left out, then metrics are dropped from the end of the list
- * until the rest fit one pass. *out is NULL and -errno returned with why filled when nothing
- * usable remains or the library refuses. Needs pmconfig_load first. Allocates with malloc.
+ * Builds the one-pass PM-sampling configuration for chip (with the device's counter availability
+ * image where known, else NULL) and the metrics named: each is checked alone, unknown ones are
+ * left out, then metrics are dropped from the end of the list until the rest fit one pass. *out
+ * is NULL and -errno returned with why filled when nothing usable remains or the chip is refused.
+ * Needs pmconfig_load first. Allocates with malloc.
  */
 int pmconfig_new(const char *chip, const uint8_t *availability, const char *const *metrics, size_t count,
                  struct pmconfig **out, char *why, size_t why_size);
@@ -61,8 +63,7 @@ enum pmconfig_state pmconfig_asked_state(const struct pmconfig *cfg, size_t i);
 
 /*
  * Evaluates sample `index` of a counter data image (filled by cuptiPmSamplingDecodeData) into
- * values[0..pmconfig_used): 0 or -EIO. The first call for an image takes the device's attributes
- * from it (clocks, unit counts), so the values are those of the real device.
+ * values[0..pmconfig_used): 0, or a negative CUPTI result (pmconfig_error names it).
  */
 int pmconfig_evaluate(struct pmconfig *cfg, const uint8_t *counter_data, size_t size, size_t index,
                       double *values);
@@ -77,7 +78,7 @@ int pmconfig_evaluate(struct pmconfig *cfg, const uint8_t *counter_data, size_t 
 #define PMCONFIG_REALTIME_NEAR (600ull * 1000000000ull)
 int64_t pmconfig_clock_offset(uint64_t gpu_ns, uint64_t mono_ns, uint64_t real_ns, const int64_t *prev);
 
-/* NVPA status text for messages ("insufficient privilege", ...), never NULL. */
-const char *pmconfig_status_name(int status);
+/* CUPTI's text for a result pmconfig returned negated, never NULL. */
+const char *pmconfig_error(int rc);
 
 #endif

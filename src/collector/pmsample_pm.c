@@ -135,18 +135,12 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		return -EPERM;
 	}
 	g->obj = en.pPmSamplingObject;
-	/* Refused (the common case) costs nothing more: libnvperf_host loads only now. */
+	/* The host API comes from the same libcupti (its path, for dlopen's reference count). */
 	Dl_info info;
-	char dir[PATH_MAX] = "";
-	if (dladdr((void *)pms.cu.enable, &info) && info.dli_fname) {
-		snprintf(dir, sizeof dir, "%s", info.dli_fname);
-		char *slash = strrchr(dir, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			dir[0] = '\0';
-	}
-	if (pmconfig_load(NULL, dir[0] ? dir : NULL, why, why_size) != 0) {
+	const char *cupti_path = NULL;
+	if (dladdr((void *)pms.cu.enable, &info) && info.dli_fname && strchr(info.dli_fname, '/'))
+		cupti_path = info.dli_fname;
+	if (pmconfig_load(cupti_path, why, why_size) != 0) {
 		free(image);
 		pmsample_pm_release(g);
 		return -ENOENT;
