@@ -16,18 +16,19 @@
 #include <cupti_result.h>
 
 const char *const pmconfig_default_metrics[] = {
-    "gr__cycles_active.avg", "sm__cycles_active.avg",
+    "gr__cycles_active.avg",
+    "sm__cycles_active.avg",
     "sm__warps_active_realtime.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum",
+    "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
     "dram__bytes_write.sum",
     /* Every tensor pipe (HMMA, HGMMA: cuBLAS bf16 GEMMs on Hopper run on wgmma), non-realtime. */
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    /*
-     * Not by default: pcie__read_bytes.sum, pcie__write_bytes.sum, nvlrx__bytes.sum and
-     * nvltx__bytes.sum configure in the same pass on GH100, but with any of them in the set the
-     * H200 host populated samples and completed none (2026-12-04), so nothing was shown. They
-     * can be asked for by name (--gpu-metrics LIST).
-     */
+    "pcie__read_bytes.sum",
+    "pcie__write_bytes.sum",
+    /* Left out, with a notice, on a GPU without NVLink (the H200 of the GPU host). */
+    "nvlrx__bytes.sum",
+    "nvltx__bytes.sum",
 };
 const size_t pmconfig_default_count = sizeof pmconfig_default_metrics / sizeof pmconfig_default_metrics[0];
 

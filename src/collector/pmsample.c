@@ -51,6 +51,7 @@ int pmsample_init(const struct collector_config *config)
 	if (!config->gpu_metrics[0]) {
 		for (size_t i = 0; i < pmconfig_default_count && i < PMCONFIG_METRICS_MAX; i++)
 			pms.metrics[pms.metric_count++] = pmconfig_default_metrics[i];
+		pms.default_set = 1;
 		return 0;
 	}
 	snprintf(pms.list, sizeof pms.list, "%s", config->gpu_metrics);

@@ -133,6 +133,7 @@ struct pmsample_state {
 	int named;               /* the metric names were interned (sender thread) */
 	pid_t pid;               /* the process that started (a forked child starts again) */
 	unsigned hz;             /* samples per second */
+	int default_set;         /* the metrics are pmconfig's defaults, not the user's list */
 	char list[2048];
 	const char *metrics[PMCONFIG_METRICS_MAX];
 	size_t metric_count;

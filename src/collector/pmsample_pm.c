@@ -201,7 +201,8 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		err = -EIO;
 		goto fail;
 	}
-	/* Metrics left out are said once, with the chip's name: the user asked for them. */
+	/* Metrics left out are said once, with the chip's name: a warning where the user asked for
+	 * them, information where the default set names what this GPU lacks (NVLink on a PCIe card). */
 	char left[512] = "";
 	size_t off = 0;
 	for (size_t i = 0; i < pmconfig_asked(g->cfg) && off < sizeof left; i++) {
@@ -216,8 +217,8 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		off += w > 0 ? (size_t)w : 0;
 	}
 	if (left[0])
-		collector_notice(WIRE_NOTICE_WARNING, "GPU metrics on GPU%d (%s): left out %s", g->ordinal,
-		                 chip.pChipName, left);
+		collector_notice(pms.default_set ? WIRE_NOTICE_INFO : WIRE_NOTICE_WARNING,
+		                 "GPU metrics on GPU%d (%s): left out %s", g->ordinal, chip.pChipName, left);
 	/* What this GPU samples, said once: which metrics the host permits is worth knowing. */
 	char list[768] = "";
 	off = 0;
