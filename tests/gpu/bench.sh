@@ -14,7 +14,8 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-cbrt, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-mono: the per-source breakdown described in README.md "Overhead (GPU side)"),
+# cu-f100, cu-mono, cu-floor, cu-floor-def: the per-source breakdown described in README.md
+# "Overhead (GPU side)"),
 # (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
 # CUSCOPE_POST, e.g. the commits before and after a redesign, side by side in one run),
 # BENCH_CONFIGS_launch/_mlp/_transformer (a subset of BENCH_CONFIGS for that workload),
@@ -70,6 +71,7 @@ for c in "${CONFIGS[@]}"; do
 	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
 	cu-pre) if [ -x "${CUSCOPE_PRE:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_PRE (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
 	cu-post) if [ -x "${CUSCOPE_POST:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_POST (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
+	cu-floor | cu-floor-def) if [ -x "$CUSCOPE" ] && [ -f "$G/libfloor_injector.so" ]; then cfgs+=("$c"); else echo "$c: cuscope or the floor injector not built, skipped" | tee -a "$T/notes"; fi ;;
 	cu-*) if [ -x "$CUSCOPE" ]; then cfgs+=("$c"); else echo "$c: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	*) echo "unknown config $c ignored" | tee -a "$T/notes" ;;
 	esac
@@ -142,6 +144,10 @@ run_one()
 	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-mono) pre=(env CUSCOPE_CUPTI_MONO_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;
+	# The floor injector's CUPTI under cuscope's preloaded collector with its GPU side off: what
+	# cuscope's presence costs besides CUPTI (interposers, Python hook, threads), lite and defaults.
+	cu-floor) pre=("${rec[@]}" "${lite[@]}" --no-gpu -- env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
+	cu-floor-def) pre=("${rec[@]}" --no-gpu -- env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
 	cu-pre) pre=("$CUSCOPE_PRE" record -o "$T/b.cuscope" --) ;;
