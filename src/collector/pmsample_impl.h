@@ -107,7 +107,7 @@ struct pmsample_gpu {
 	uint32_t nvml_ids[PMSAMPLE_GPM_COUNT];
 };
 
-/* The start: its thread looks at the GPUs (slow: libnvperf_host, configs), the sender then samples. */
+/* The start: its thread looks at the GPUs (slow: CUPTI profiler host API, configs), the sender then samples. */
 enum { PMSAMPLE_IDLE = 0, PMSAMPLE_STARTING = 1, PMSAMPLE_STARTED = 2 };
 /* cuda.h's value, without including cuda.h for one number. */
 #define PMSAMPLE_CUDA_ERROR_NOT_INITIALIZED 3

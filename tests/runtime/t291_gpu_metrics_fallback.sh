@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU hardware metrics where they are refused, without a GPU (the stand-in libcupti, fake devices
 # "GH100"): PM sampling refused for privileges, then with the config refused after the real
-# libnvperf_host built it, each falls back (NVML GPM, NVML utilisation: absent or not
+# libcupti's profiler host API built it, each falls back (NVML GPM, NVML utilisation: absent or not
 # initialising here) and says why in exactly one warning line (three GPUs alike: one line naming
 # them); the program's exit code comes
 # through; the cost row has the gpu_metrics source; --gpu-metrics off asks nothing of CUPTI and
@@ -57,11 +57,11 @@ if S["gpu_metrics"]:
     print("samples from a refused sampler: %r" % S["gpu_metrics"]); sys.exit(1)
 PY
 
-# Enabled, but the config (built by the real libnvperf_host for GH100) refused: said once.
+# Enabled, but the config (built by the real libcupti's host API for GH100) refused: said once.
 FAKE_CUPTI_PM_ENABLE=0 run config 1 --gpu-metrics on
 [ "$(metric_lines config)" = 1 ] || fail "config: want one GPU metrics line: $(grep 'GPU metrics' "$T/config.err" | tr '\n' '|')"
 grep -q 'GPU metrics unavailable on GPU0: PM sampling config: fake CUPTI error' "$T/config.err" ||
-	[ ! -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnvperf_host.so" ] ||
+	[ ! -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libcupti.so" ] ||
 	fail "config: warning does not name the config step: $(grep 'GPU metrics' "$T/config.err")"
 
 # Three GPUs refused alike: each asked once, said in one line naming all three.

@@ -537,6 +537,42 @@ FAKE_PM_UNSUPPORTED(cuptiPmSamplingCounterDataImageInitialize)
 FAKE_PM_UNSUPPORTED(cuptiPmSamplingGetCounterDataInfo)
 FAKE_PM_UNSUPPORTED(cuptiPmSamplingCounterDataGetSampleInfo)
 
+/*
+ * CUPTI's profiler host API needs no GPU: these forward to the real libcupti of the toolkit
+ * ($CUDA_HOME, else /usr/local/cuda), so the collector's PM-sampling config is built by the real
+ * host API for the fake "GH100" and then refused by the fake cuptiPmSamplingSetConfig. Without
+ * the toolkit they answer CUPTI_ERROR_NOT_SUPPORTED.
+ */
+static void *fake_real_cupti_symbol(const char *name)
+{
+	static void *real;
+	static atomic_flag tried = ATOMIC_FLAG_INIT;
+	if (!atomic_flag_test_and_set(&tried)) {
+		char path[512];
+		const char *home = getenv("CUDA_HOME");
+		snprintf(path, sizeof path, "%s/lib64/libcupti.so", home && *home ? home : "/usr/local/cuda");
+		real = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!real)
+			real =
+			    dlopen("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so", RTLD_NOW | RTLD_LOCAL);
+	}
+	return real ? dlsym(real, name) : NULL;
+}
+
+#define FAKE_HOST_FORWARD(name)                                                                              \
+	FAKE_EXPORT CUptiResult name(void *params)                                                           \
+	{                                                                                                    \
+		CUptiResult (*real_fn)(void *) = (CUptiResult(*)(void *))fake_real_cupti_symbol(#name);      \
+		return real_fn ? real_fn(params) : CUPTI_ERROR_NOT_SUPPORTED;                                \
+	}
+FAKE_HOST_FORWARD(cuptiProfilerHostInitialize)
+FAKE_HOST_FORWARD(cuptiProfilerHostDeinitialize)
+FAKE_HOST_FORWARD(cuptiProfilerHostConfigAddMetrics)
+FAKE_HOST_FORWARD(cuptiProfilerHostGetConfigImageSize)
+FAKE_HOST_FORWARD(cuptiProfilerHostGetConfigImage)
+FAKE_HOST_FORWARD(cuptiProfilerHostGetNumOfPasses)
+FAKE_HOST_FORWARD(cuptiProfilerHostEvaluateToGpuValues)
+
 /* ---- the fake CUDA runtime ---- */
 
 /* The GPU work a call queues: a kernel, or a copy of `bytes`. */
