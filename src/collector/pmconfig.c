@@ -93,20 +93,53 @@ static int pmconfig_resolve(void *lib, char *why, size_t why_size)
 	return 0;
 }
 
-int pmconfig_load(const char *path, char *why, size_t why_size)
+/*
+ * A sanitizer runtime in the process: libcupti opens libnvperf_host with RTLD_DEEPBIND, and
+ * AddressSanitizer's runtime ends the process when it sees that flag (so would the others').
+ */
+static const char *pmconfig_sanitizer(void)
+{
+	static const char *const runtimes[][2] = {{"__asan_init", "AddressSanitizer"},
+	                                          {"__hwasan_init", "HWAddressSanitizer"},
+	                                          {"__tsan_init", "ThreadSanitizer"},
+	                                          {"__msan_init", "MemorySanitizer"}};
+	for (size_t i = 0; i < sizeof runtimes / sizeof runtimes[0]; i++)
+		if (dlsym(RTLD_DEFAULT, runtimes[i][0]))
+			return runtimes[i][1];
+	return NULL;
+}
+
+int pmconfig_load(void *cupti, char *why, size_t why_size)
 {
 	if (cu.lib)
 		return 0;
+	const char *sanitizer = pmconfig_sanitizer();
+	if (sanitizer) {
+		snprintf(why, why_size,
+		         "the program runs under %s, which refuses how libcupti loads libnvperf_host "
+		         "(RTLD_DEEPBIND)",
+		         sanitizer);
+		return -ENOTSUP;
+	}
+	/* The libcupti the program traces with: never a second one beside it. */
+	if (cupti) {
+		int rc = pmconfig_resolve(cupti, why, why_size);
+		if (rc != 0) {
+			memset(&cu, 0, sizeof cu);
+			return rc;
+		}
+		cu.lib = cupti;
+		return 0;
+	}
 	char buf[512];
 	const char *env = getenv("CUSCOPE_CUPTI_PATH");
 	const char *cuda_home = getenv("CUDA_HOME");
 	const char *dirs[] = {cuda_home, "/usr/local/cuda"};
 	void *lib = NULL;
-	if (path || (env && *env)) {
-		const char *p = path ? path : env;
-		lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	if (env && *env) {
+		lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
 		if (!lib) {
-			snprintf(why, why_size, "cannot load %s: %s", p, dlerror());
+			snprintf(why, why_size, "cannot load %s: %s", env, dlerror());
 			return -ENOENT;
 		}
 	}
@@ -131,6 +164,12 @@ int pmconfig_load(const char *path, char *why, size_t why_size)
 	}
 	cu.lib = lib;
 	return 0;
+}
+
+/* CUPTI's answers that mean "this metric, or this set of them, is not for this chip". */
+static int pmconfig_metric_refused(int rc)
+{
+	return rc == -(int)CUPTI_ERROR_INVALID_PARAMETER || rc == -(int)CUPTI_ERROR_INVALID_METRIC_NAME;
 }
 
 static void pmconfig_host_free(CUpti_Profiler_Host_Object *host)
@@ -252,6 +291,8 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 		CUpti_Profiler_Host_Object *host = NULL;
 		size_t alone = 0;
 		rc = pmconfig_try(chip, availability, &metrics[i], 1, &host, NULL, NULL, &alone);
+		if (rc != 0 && !pmconfig_metric_refused(rc))
+			goto refused;
 		if (rc != 0)
 			continue;
 		pmconfig_host_free(host);
@@ -273,6 +314,8 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 			cfg->passes = 1;
 			break;
 		}
+		if (rc != 0 && !pmconfig_metric_refused(rc))
+			goto refused;
 		if (rc == 0) {
 			pmconfig_host_free(cfg->host);
 			cfg->host = NULL;
@@ -293,6 +336,11 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 	}
 	*out = cfg;
 	return 0;
+refused:
+	/* Not the metrics: the host API itself failed (memory, a library it needs). */
+	snprintf(why, why_size, "PM sampling config for %s: %s", chip, pmconfig_error(rc));
+	pmconfig_free(cfg);
+	return -EIO;
 }
 
 void pmconfig_free(struct pmconfig *cfg)

@@ -32,11 +32,12 @@ enum pmconfig_state {
 struct pmconfig;
 
 /*
- * Resolves the host API from libcupti: path (the libcupti the collector traces with), else
- * CUSCOPE_CUPTI_PATH, else $CUDA_HOME's and /usr/local/cuda's, else by name. 0, or -ENOENT with
- * why filled. Idempotent; the library stays loaded.
+ * Resolves the host API from libcupti: the handle given (the libcupti the collector traces
+ * with), else CUSCOPE_CUPTI_PATH, else $CUDA_HOME's and /usr/local/cuda's, else by name. 0, or
+ * -ENOENT with why filled; -ENOTSUP under a sanitizer runtime (libcupti's RTLD_DEEPBIND load of
+ * libnvperf_host would end the process). Idempotent; the library stays loaded.
  */
-int pmconfig_load(const char *path, char *why, size_t why_size);
+int pmconfig_load(void *cupti, char *why, size_t why_size);
 
 /*
  * Builds the one-pass PM-sampling configuration for chip (with the device's counter availability
@@ -78,7 +79,7 @@ int pmconfig_evaluate(struct pmconfig *cfg, const uint8_t *counter_data, size_t 
 #define PMCONFIG_REALTIME_NEAR (600ull * 1000000000ull)
 int64_t pmconfig_clock_offset(uint64_t gpu_ns, uint64_t mono_ns, uint64_t real_ns, const int64_t *prev);
 
-/* CUPTI's text for a result pmconfig returned negated, never NULL. */
+/* CUPTI's text for a CUPTI result negated (pmconfig_evaluate's), never NULL. */
 const char *pmconfig_error(int rc);
 
 #endif

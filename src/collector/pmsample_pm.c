@@ -135,12 +135,8 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		return -EPERM;
 	}
 	g->obj = en.pPmSamplingObject;
-	/* The host API comes from the same libcupti (its path, for dlopen's reference count). */
-	Dl_info info;
-	const char *cupti_path = NULL;
-	if (dladdr((void *)pms.cu.enable, &info) && info.dli_fname && strchr(info.dli_fname, '/'))
-		cupti_path = info.dli_fname;
-	if (pmconfig_load(cupti_path, why, why_size) != 0) {
+	/* The host API comes from the libcupti the program traces with. */
+	if (pmconfig_load(cupti_library(), why, why_size) != 0) {
 		free(image);
 		pmsample_pm_release(g);
 		return -ENOENT;
@@ -289,6 +285,7 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 		return;
 	}
 	size_t used = pmconfig_used(g->cfg), failed = 0;
+	int eval_rc = 0;
 	for (size_t i = g->image_sent; i < info.numCompletedSamples; i++) {
 		CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
 		    .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE,
@@ -299,7 +296,7 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 		};
 		double values[PMCONFIG_METRICS_MAX];
 		if (pms.cu.sample_info(&si) != CUPTI_SUCCESS ||
-		    pmconfig_evaluate(g->cfg, g->data, g->data_size, i, values) != 0) {
+		    (eval_rc = pmconfig_evaluate(g->cfg, g->data, g->data_size, i, values)) != 0) {
 			failed++;
 			continue;
 		}
@@ -316,8 +313,8 @@ void pmsample_pm_decode(struct pmsample_gpu *g)
 	    info.numCompletedSamples > g->image_sent ? info.numCompletedSamples - g->image_sent : 0;
 	if (failed && failed == fresh && !g->decode_said++)
 		collector_notice(WIRE_NOTICE_WARNING,
-		                 "GPU metrics on GPU%d: %zu samples could not be evaluated", g->ordinal,
-		                 failed);
+		                 "GPU metrics on GPU%d: %zu samples could not be evaluated (%s)", g->ordinal,
+		                 failed, eval_rc ? pmconfig_error(eval_rc) : "no sample information");
 	g->image_sent = info.numCompletedSamples > g->image_sent ? info.numCompletedSamples : g->image_sent;
 	/*
 	 * A sample is completed by a later decode than the one that populated it (the H200 host showed

@@ -543,20 +543,24 @@ FAKE_PM_UNSUPPORTED(cuptiPmSamplingCounterDataGetSampleInfo)
  * host API for the fake "GH100" and then refused by the fake cuptiPmSamplingSetConfig. Without
  * the toolkit they answer CUPTI_ERROR_NOT_SUPPORTED.
  */
+static void *fake_real_cupti;
+static pthread_once_t fake_real_cupti_once = PTHREAD_ONCE_INIT;
+
+static void fake_real_cupti_open(void)
+{
+	char path[512];
+	const char *home = getenv("CUDA_HOME");
+	snprintf(path, sizeof path, "%s/lib64/libcupti.so", home && *home ? home : "/usr/local/cuda");
+	fake_real_cupti = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!fake_real_cupti)
+		fake_real_cupti =
+		    dlopen("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so", RTLD_NOW | RTLD_LOCAL);
+}
+
 static void *fake_real_cupti_symbol(const char *name)
 {
-	static void *real;
-	static atomic_flag tried = ATOMIC_FLAG_INIT;
-	if (!atomic_flag_test_and_set(&tried)) {
-		char path[512];
-		const char *home = getenv("CUDA_HOME");
-		snprintf(path, sizeof path, "%s/lib64/libcupti.so", home && *home ? home : "/usr/local/cuda");
-		real = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		if (!real)
-			real =
-			    dlopen("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so", RTLD_NOW | RTLD_LOCAL);
-	}
-	return real ? dlsym(real, name) : NULL;
+	pthread_once(&fake_real_cupti_once, fake_real_cupti_open);
+	return fake_real_cupti ? dlsym(fake_real_cupti, name) : NULL;
 }
 
 #define FAKE_HOST_FORWARD(name)                                                                              \
