@@ -380,7 +380,17 @@ int cupti_start(void)
 	}
 	CUptiResult rc;
 	char incumbent[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
-	if (cu.fn.subscribe_v2) {
+	/*
+	 * Benchmark knob (README "Overhead (GPU side)", cu-kon-nosub): with no API recording asked
+	 * (CUSCOPE_CUDA_API=none), CUSCOPE_CUPTI_NO_SUBSCRIBE=1 leaves out the callback subscription,
+	 * as the floor injector does, to measure what subscribing costs the program. No flush at a
+	 * context's destruction then, and no detach: a benchmark run only.
+	 */
+	const char *api_mode = getenv("CUSCOPE_CUDA_API");
+	int subscribe = !(getenv("CUSCOPE_CUPTI_NO_SUBSCRIBE") && api_mode && strcmp(api_mode, "none") == 0);
+	if (!subscribe) {
+		rc = CUPTI_SUCCESS;
+	} else if (cu.fn.subscribe_v2) {
 		CUpti_SubscriberParams params;
 		memset(&params, 0, sizeof params);
 		params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
@@ -411,8 +421,9 @@ int cupti_start(void)
 	cu.buffers_max = collector_config.gpu_buffer_bytes / CUPTI_BUFFER_BYTES;
 	if (cu.buffers_max < 4)
 		cu.buffers_max = 4;
-	cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	if (subscribe)
+		cu.fn.enable_callback(1, cu.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+		                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	/* API records must name OS thread ids (gettid), like every other lane, not pthread_t values. */
 	if (cu.fn.set_thread_id_type && !getenv("CUSCOPE_CUPTI_PTHREAD_IDS"))
 		cu.fn.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -471,7 +482,8 @@ int cupti_start(void)
 			return -1;
 		}
 	}
-	cupti_api_enable(&cu.fn, cu.subscriber);
+	if (subscribe)
+		cupti_api_enable(&cu.fn, cu.subscriber);
 	int driver_version = 0;
 	int (*driver_get_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
 	if (driver_get_version)
@@ -507,7 +519,7 @@ void cupti_detach(void)
 	cu.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	cupti_drain();
 	atomic_store(&cu.active, 0);
-	if (cu.fn.finalize && cu.fn.enable_domain) {
+	if (cu.fn.finalize && cu.fn.enable_domain && cu.subscriber) {
 		atomic_store(&cu.detach_requested, 1);
 		cu.fn.enable_domain(1, cu.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 		cu.fn.enable_domain(1, cu.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);

@@ -14,7 +14,7 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-cbrt, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-mono, cu-floor, cu-floor-def: the per-source breakdown described in README.md
+# cu-f100, cu-mono, cu-floor, cu-floor-def, cu-kon-nosub: the per-source breakdown described in README.md
 # "Overhead (GPU side)"),
 # (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
 # CUSCOPE_POST, e.g. the commits before and after a redesign, side by side in one run),
@@ -148,6 +148,7 @@ run_one()
 	# cuscope's presence costs besides CUPTI (interposers, Python hook, threads), lite and defaults.
 	cu-floor) pre=("${rec[@]}" "${lite[@]}" --no-gpu -- env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
 	cu-floor-def) pre=("${rec[@]}" --no-gpu -- env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
+	cu-kon-nosub) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 CUSCOPE_CUPTI_NO_SUBSCRIBE=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-kon) pre=(env CUSCOPE_KERNELS_ONLY=1 CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cuscope) pre=("${rec[@]}" --) ;;
 	cu-pre) pre=("$CUSCOPE_PRE" record -o "$T/b.cuscope" --) ;;
