@@ -181,6 +181,20 @@ static void pmconfig_host_free(CUpti_Profiler_Host_Object *host)
 	cu.cuptiProfilerHostDeinitialize(&p);
 }
 
+/* A new PM-sampling host object for the chip: 0, or -(CUPTI result) when the chip is refused. */
+static int pmconfig_host_new(const char *chip, const uint8_t *availability, CUpti_Profiler_Host_Object **host)
+{
+	CUpti_Profiler_Host_Initialize_Params init = {
+	    .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE,
+	    .profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING,
+	    .pChipName = chip,
+	    .pCounterAvailabilityImage = availability,
+	};
+	CUptiResult rc = cu.cuptiProfilerHostInitialize(&init);
+	*host = rc == CUPTI_SUCCESS ? init.pHostObject : NULL;
+	return rc == CUPTI_SUCCESS ? 0 : -(int)rc;
+}
+
 /*
  * A host object configured with names[0..n): *host and, when image is not NULL, the config image
  * (a new buffer) and its pass count. 0, -(CUPTI result) when the chip or the set is refused.
@@ -190,24 +204,20 @@ static int pmconfig_try(const char *chip, const uint8_t *availability, const cha
                         size_t *passes)
 {
 	*host = NULL;
-	CUpti_Profiler_Host_Initialize_Params init = {
-	    .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE,
-	    .profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING,
-	    .pChipName = chip,
-	    .pCounterAvailabilityImage = availability,
-	};
-	CUptiResult rc = cu.cuptiProfilerHostInitialize(&init);
-	if (rc != CUPTI_SUCCESS)
-		return -(int)rc;
+	CUpti_Profiler_Host_Object *obj;
+	int err = pmconfig_host_new(chip, availability, &obj);
+	if (err != 0)
+		return err;
+	CUptiResult rc;
 	CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
 	    .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE,
-	    .pHostObject = init.pHostObject,
+	    .pHostObject = obj,
 	    .ppMetricNames = (const char **)names,
 	    .numMetrics = n,
 	};
 	CUpti_Profiler_Host_GetConfigImageSize_Params size = {
 	    .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE,
-	    .pHostObject = init.pHostObject,
+	    .pHostObject = obj,
 	};
 	uint8_t *buf = NULL;
 	if ((rc = cu.cuptiProfilerHostConfigAddMetrics(&add)) != CUPTI_SUCCESS ||
@@ -218,7 +228,7 @@ static int pmconfig_try(const char *chip, const uint8_t *availability, const cha
 		goto fail;
 	CUpti_Profiler_Host_GetConfigImage_Params get = {
 	    .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE,
-	    .pHostObject = init.pHostObject,
+	    .pHostObject = obj,
 	    .configImageSize = size.configImageSize,
 	    .pConfigImage = buf,
 	};
@@ -231,7 +241,7 @@ static int pmconfig_try(const char *chip, const uint8_t *availability, const cha
 	    (rc = cu.cuptiProfilerHostGetNumOfPasses(&np)) != CUPTI_SUCCESS)
 		goto fail;
 	*passes = np.numOfPasses;
-	*host = init.pHostObject;
+	*host = obj;
 	if (image) {
 		*image = buf;
 		*image_size = size.configImageSize;
@@ -241,7 +251,7 @@ static int pmconfig_try(const char *chip, const uint8_t *availability, const cha
 	return 0;
 fail:
 	free(buf);
-	pmconfig_host_free(init.pHostObject);
+	pmconfig_host_free(obj);
 	return -(int)rc;
 }
 
@@ -263,21 +273,14 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 		return -ENOMEM;
 	}
 	/* The chip itself first: one clear cause when the host API refuses it. */
-	CUpti_Profiler_Host_Initialize_Params init = {
-	    .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE,
-	    .profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING,
-	    .pChipName = chip,
-	    .pCounterAvailabilityImage = availability,
-	};
-	CUptiResult st = cu.cuptiProfilerHostInitialize(&init);
-	if (st != CUPTI_SUCCESS) {
-		snprintf(why, why_size, "PM sampling config for %s refused: %s", chip,
-		         pmconfig_error(-(int)st));
+	CUpti_Profiler_Host_Object *probe;
+	int rc = pmconfig_host_new(chip, availability, &probe);
+	if (rc != 0) {
+		snprintf(why, why_size, "PM sampling config for %s refused: %s", chip, pmconfig_error(rc));
 		free(cfg);
 		return -ENOTSUP;
 	}
-	pmconfig_host_free(init.pHostObject);
-	int rc;
+	pmconfig_host_free(probe);
 	for (size_t i = 0; i < count; i++) {
 		size_t k = cfg->n_asked++;
 		snprintf(cfg->asked[k], PMCONFIG_NAME_MAX, "%s", metrics[i]);
