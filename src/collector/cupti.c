@@ -467,6 +467,10 @@ int cupti_start(void)
 	for (size_t i = 0; i < n_kinds; i++) {
 		if (kinds_off && cupti_kind_listed(kinds_off, kinds[i]))
 			continue;
+		/* Host waits come from the API callbacks instead (cupti_api.c says why). */
+		if (kinds[i] == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION && subscribe &&
+		    cupti_api_sync_by_callback(&cu.fn))
+			continue;
 		/* Late start: the devices, contexts and streams that exist already are dumped at once. */
 		int dump =
 		    cu.late && cu.fn.enable_and_dump &&

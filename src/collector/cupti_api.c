@@ -7,7 +7,10 @@
  * runtime call launched (cuBLAS, NCCL, Triton and other JITs launch through the driver). Until then
  * CUPTI makes no driver callback inside each runtime launch, which was the largest cost left on a
  * launch loop (README.md "Overhead (GPU side)"); the kernels launched before the switch, within one
- * flush period, are not linked to their thread. CUSCOPE_CUDA_API=activity records the same calls as
+ * flush period, are not linked to their thread. Host waits (the synchronize calls) are recorded from
+ * the same callbacks as sync events, not with CUPTI's SYNCHRONIZATION activity kind: enabled, that
+ * kind cost a launch-bound PyTorch step ~15 points on the GPU host although the step makes no
+ * synchronize call (README.md "Overhead (GPU side)"). CUSCOPE_CUDA_API=activity records the same calls as
  * CUPTI activity records (the former default), =callback records both domains by callback from the
  * start; the other modes are measurements.
  */
@@ -39,6 +42,12 @@ static int api_driver_on;
 static _Atomic uint32_t api_marks[API_MARKS];
 /* Inside a recorded runtime call on this thread: the driver calls it makes are not recorded again. */
 static __thread int api_in_runtime_call __attribute__((tls_model("initial-exec")));
+/* Host waits become sync events from the API records (cupti_api_sync_by_callback). */
+static int api_sync_by_callback = -1; /* -1: not decided yet */
+/* By domain and cbid: 0 not looked up, else 1 + the sync type (WIRE_SYNC_TYPE_MAX: not a wait);
+ * sender thread only. */
+static uint8_t runtime_sync_types[CUPTI_NAME_CACHE];
+static uint8_t driver_sync_types[CUPTI_NAME_CACHE];
 /* API function name ids by domain and cbid (sender thread only). */
 static uint32_t runtime_names[CUPTI_NAME_CACHE];
 static uint32_t driver_names[CUPTI_NAME_CACHE];
@@ -66,11 +75,34 @@ static int cupti_api_wanted(const char *name)
 	return 0;
 }
 
-/* Driver calls worth a record: launches only (Triton and other JITs launch through the driver;
- * a runtime launch does not add a driver record of its own). */
+/* The host waits recorded as sync events, by the prefix of their API's name (CUPTI's names carry a
+ * version suffix, e.g. cudaStreamSynchronize_v3020, and per-thread-stream variants end in _ptsz). */
+static const struct {
+	const char *prefix;
+	uint16_t type; /* enum wire_sync_type */
+} sync_calls[] = {
+    {"cudaStreamSynchronize", WIRE_SYNC_STREAM}, {"cudaDeviceSynchronize", WIRE_SYNC_CONTEXT},
+    {"cudaEventSynchronize", WIRE_SYNC_EVENT},   {"cudaStreamWaitEvent", WIRE_SYNC_STREAM_WAIT_EVENT},
+    {"cuStreamSynchronize", WIRE_SYNC_STREAM},   {"cuCtxSynchronize", WIRE_SYNC_CONTEXT},
+    {"cuEventSynchronize", WIRE_SYNC_EVENT},     {"cuStreamWaitEvent", WIRE_SYNC_STREAM_WAIT_EVENT},
+};
+
+/* The sync type of an API function's name, or WIRE_SYNC_TYPE_MAX when it is not a host wait. */
+static uint16_t sync_type_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof sync_calls / sizeof sync_calls[0]; i++)
+		if (strncmp(name, sync_calls[i].prefix, strlen(sync_calls[i].prefix)) == 0)
+			return sync_calls[i].type;
+	return WIRE_SYNC_TYPE_MAX;
+}
+
+/* Driver calls worth a record: launches (Triton and other JITs launch through the driver; a runtime
+ * launch does not add a driver record of its own) and the host waits, which a program calling the
+ * driver directly makes there. */
 static int cupti_api_driver_wanted(const char *name)
 {
-	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0;
+	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0 ||
+	       sync_type_of(name) != WIRE_SYNC_TYPE_MAX;
 }
 
 /* The driver calls a runtime call of the wanted set makes, for recording the driver domain only
@@ -142,6 +174,34 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, cupti_api_driver_wanted,
 	               enable_as_callback, subscriber);
+}
+
+/* The API mode a callback records in (CUSCOPE_CUDA_API), else API_ACTIVITY. */
+static int cupti_api_callback_mode(const struct cupti_fns *fn, const char *mode)
+{
+	if (!fn->callback_name || (mode && strcmp(mode, "none") == 0))
+		return API_ACTIVITY;
+	if (!mode || strcmp(mode, "adaptive") == 0)
+		return API_ADAPTIVE;
+	if (strcmp(mode, "driver") == 0)
+		return API_CALLBACK_DRIVER_ONLY;
+	if (strcmp(mode, "callback") == 0)
+		return API_CALLBACK;
+	if (strcmp(mode, "callback-runtime") == 0)
+		return API_CALLBACK_RUNTIME_ONLY;
+	return API_ACTIVITY;
+}
+
+int cupti_api_sync_by_callback(const struct cupti_fns *fn)
+{
+	if (api_sync_by_callback < 0) {
+		/* CUSCOPE_GPU_SYNC=activity: CUPTI's SYNCHRONIZATION records instead (a benchmark knob). */
+		const char *sync = getenv("CUSCOPE_GPU_SYNC");
+		api_sync_by_callback =
+		    !(sync && strcmp(sync, "activity") == 0) &&
+		    cupti_api_callback_mode(fn, getenv("CUSCOPE_CUDA_API")) != API_ACTIVITY;
+	}
+	return api_sync_by_callback;
 }
 
 void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber)
@@ -260,6 +320,22 @@ uint32_t cupti_api_name(const struct cupti_fns *fn, CUpti_CallbackDomain domain,
 	return id;
 }
 
+/* The sync type of a recorded call (sender thread), WIRE_SYNC_TYPE_MAX when it is not a wait. */
+static uint16_t cupti_api_sync_type(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	uint8_t *cache = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_sync_types : driver_sync_types;
+	if (cbid < CUPTI_NAME_CACHE && cache[cbid])
+		return (uint16_t)(cache[cbid] - 1);
+	const char *name = NULL;
+	uint16_t type = WIRE_SYNC_TYPE_MAX;
+	if (api_fn && api_fn->callback_name && api_fn->callback_name(domain, cbid, &name) == CUPTI_SUCCESS &&
+	    name)
+		type = sync_type_of(name);
+	if (cbid < CUPTI_NAME_CACHE)
+		cache[cbid] = (uint8_t)(type + 1);
+	return type;
+}
+
 void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t tid)
 {
 	int runtime = rec->domain == CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -272,5 +348,19 @@ void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t ti
 	ev.tid = tid;
 	ev.subkind = rec->cbid;
 	ev.name_id = cupti_api_name(api_fn, (CUpti_CallbackDomain)rec->domain, rec->cbid);
+	sender_gpu_event(&ev);
+	if (api_sync_by_callback != 1)
+		return;
+	/* A host wait: also the sync event CUPTI's SYNCHRONIZATION kind would have made, after its
+	 * call so that it lands on the calling thread's lane. The stream or event it waited for is
+	 * not known here (the call's parameters are gone by now). */
+	uint16_t type = cupti_api_sync_type((CUpti_CallbackDomain)rec->domain, rec->cbid);
+	if (type == WIRE_SYNC_TYPE_MAX)
+		return;
+	ev.kind = WIRE_GPU_SYNC;
+	ev.subkind = type;
+	ev.name_id = 0;
+	ev.context = 0;
+	ev.stream = UINT32_MAX; /* CUPTI's "not a stream" */
 	sender_gpu_event(&ev);
 }

@@ -43,6 +43,9 @@ struct cupti_fns {
  * activity records of those calls.
  */
 void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber);
+/* Whether host waits become sync events from the API calls recorded by callback (the default), so
+ * that CUPTI's SYNCHRONIZATION activity kind stays off; decided once, before cupti_api_enable. */
+int cupti_api_sync_by_callback(const struct cupti_fns *fn);
 /* Callback recording only: turns the callbacks on again (after a detach turned the domains off). */
 void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHandle subscriber);
 /* A runtime or driver API callback of subscriber, on the program's thread, while tracing. */

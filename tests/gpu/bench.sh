@@ -14,7 +14,8 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-cbrt, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-mono, cu-floor, cu-floor-def, cu-kon-nosub: the per-source breakdown described in README.md
+# cu-f100, cu-mono, cu-floor, cu-floor-def, cu-kon-nosub, floor-all, cu-gpu-nooh, cu-gpu-nosync,
+# cu-gpu-nocopy: the per-source breakdown described in README.md
 # "Overhead (GPU side)"),
 # (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
 # CUSCOPE_POST, e.g. the commits before and after a redesign, side by side in one run),
@@ -68,7 +69,7 @@ for c in "${CONFIGS[@]}"; do
 	nsys | nsys-torch) if [ -n "$NSYS" ] && [ -x "$NSYS" ]; then cfgs+=("$c"); else echo "$c: nsys not found, skipped" | tee -a "$T/notes"; fi ;;
 	cuscope) if [ -x "$CUSCOPE" ]; then cfgs+=(cuscope); else echo "cuscope: $CUSCOPE not built, skipped" | tee -a "$T/notes"; fi ;;
 	none) cfgs+=(none) ;;
-	floor) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=(floor); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
+	floor | floor-all) if [ -f "$G/libfloor_injector.so" ]; then cfgs+=("$c"); else echo "floor: $G/libfloor_injector.so not built, skipped" | tee -a "$T/notes"; fi ;;
 	cu-pre) if [ -x "${CUSCOPE_PRE:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_PRE (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
 	cu-post) if [ -x "${CUSCOPE_POST:-}" ]; then cfgs+=("$c"); else echo "$c: CUSCOPE_POST (a cuscope binary) not set, skipped" | tee -a "$T/notes"; fi ;;
 	cu-floor | cu-floor-def) if [ -x "$CUSCOPE" ] && [ -f "$G/libfloor_injector.so" ]; then cfgs+=("$c"); else echo "$c: cuscope or the floor injector not built, skipped" | tee -a "$T/notes"; fi ;;
@@ -127,6 +128,8 @@ run_one()
 	case $c in
 	none) pre=() ;;
 	floor) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
+	# The floor injector with every activity kind cuscope enables, from the start.
+	floor-all) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so" FLOOR_KINDS=kernel,memcpy,memset,sync,overhead,device,context,stream) ;;
 	cu-gpu) pre=(env CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-api) pre=(env CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-lite) pre=("${rec[@]}" "${lite[@]}" --) ;;
@@ -141,6 +144,10 @@ run_one()
 	cu-drvl) pre=(env CUSCOPE_CUDA_API=driver-launch "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync,overhead "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset "${rec[@]}" "${lite[@]}" --) ;;
+	# cu-gpu without one group of activity kinds.
+	cu-gpu-nooh) pre=(env CUSCOPE_GPU_KINDS_OFF=overhead CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-gpu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
+	cu-gpu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
 	cu-f100) pre=(env CUSCOPE_FLUSH_MS=100 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-mono) pre=(env CUSCOPE_CUPTI_MONO_CLOCK=1 "${rec[@]}" "${lite[@]}" --) ;;

@@ -7,7 +7,14 @@
  * zero (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), zeroing a used one on CUPTI's completion
  * thread before reuse, so no program thread zeroes 4 MiB per buffer. At exit it prints "floor_injector: N
  * kernel records, M dropped" to stderr so a run can be checked for having traced at all. Environment:
- * FLOOR_FLUSH_MS (default 20).
+ * FLOOR_FLUSH_MS (default 20), FLOOR_KINDS (the activity kinds enabled at start, comma-separated
+ * from kernel,memcpy,memset,sync,overhead,device,context,stream; default kernel). The pseudo-kind
+ * "cb" subscribes to CUPTI's callbacks (once) and enables an empty callback on the runtime's kernel
+ * launches, as a tracer recording each launch on the calling thread does (cuscope's default).
+ *
+ * For tests/gpu/kind_cost.py, which measures what each activity kind costs the program inside one
+ * process: floor_injector_set_kinds(list) enables the kinds listed and disables the others (a
+ * diagnostic only: cuscope itself never disables a kind mid-run).
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -80,6 +87,88 @@ static void CUPTIAPI floor_buffer_completed(CUcontext context, uint32_t stream, 
 	pthread_mutex_unlock(&spares_lock);
 }
 
+/* The kinds FLOOR_KINDS and floor_injector_set_kinds name. */
+static const struct {
+	const char *name;
+	CUpti_ActivityKind kind;
+} floor_kinds[] = {
+    {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+    {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+    {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+    {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+    {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD},
+    {"device", CUPTI_ACTIVITY_KIND_DEVICE},
+    {"context", CUPTI_ACTIVITY_KIND_CONTEXT},
+    {"stream", CUPTI_ACTIVITY_KIND_STREAM},
+};
+#define FLOOR_KIND_COUNT (sizeof floor_kinds / sizeof floor_kinds[0])
+static int floor_kind_on[FLOOR_KIND_COUNT];
+
+static int floor_listed(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == 0))
+			return 1;
+	return 0;
+}
+
+/* The "cb" pseudo-kind: a callback on each runtime launch that only counts it. */
+static CUpti_SubscriberHandle floor_subscriber;
+static int floor_subscribed, floor_cb_on;
+static _Atomic unsigned long long launch_callbacks;
+
+static void CUPTIAPI floor_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void *data)
+{
+	(void)userdata;
+	(void)domain;
+	(void)cbid;
+	if (((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
+		atomic_fetch_add_explicit(&launch_callbacks, 1, memory_order_relaxed);
+}
+
+static int floor_set_callbacks(int on)
+{
+	if (on == floor_cb_on)
+		return 0;
+	if (!floor_subscribed) {
+		if (cuptiSubscribe(&floor_subscriber, floor_callback, NULL) != CUPTI_SUCCESS)
+			return 1;
+		floor_subscribed = 1;
+	}
+	static const CUpti_CallbackId launches[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	                                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	                                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	                                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
+	int refused = 0;
+	for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+		refused += cuptiEnableCallback((uint32_t)on, floor_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+		                               launches[i]) != CUPTI_SUCCESS;
+	floor_cb_on = on;
+	return refused;
+}
+
+/* Enables the kinds listed, disables the rest; returns how many calls CUPTI refused. */
+__attribute__((visibility("default"))) int floor_injector_set_kinds(const char *list)
+{
+	int refused = 0;
+	for (size_t i = 0; i < FLOOR_KIND_COUNT; i++) {
+		int want = floor_listed(list, floor_kinds[i].name);
+		if (want == floor_kind_on[i])
+			continue;
+		CUptiResult rc = want ? cuptiActivityEnable(floor_kinds[i].kind)
+		                      : cuptiActivityDisable(floor_kinds[i].kind);
+		if (rc == CUPTI_SUCCESS)
+			floor_kind_on[i] = want;
+		else
+			refused++;
+	}
+	refused += floor_set_callbacks(floor_listed(list, "cb"));
+	cuptiActivityFlushAll(0);
+	return refused;
+}
+
 static void *floor_flush_main(void *arg)
 {
 	(void)arg;
@@ -97,9 +186,10 @@ static void floor_at_exit(void)
 {
 	atomic_store(&flush_stop, 1);
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	fprintf(stderr, "floor_injector: %llu kernel records, %llu dropped\n",
+	fprintf(stderr, "floor_injector: %llu kernel records, %llu dropped, %llu launch callbacks\n",
 	        (unsigned long long)atomic_load(&kernel_records),
-	        (unsigned long long)atomic_load(&dropped_records));
+	        (unsigned long long)atomic_load(&dropped_records),
+	        (unsigned long long)atomic_load(&launch_callbacks));
 }
 
 /* Called by the CUDA driver at its first API call (CUDA_INJECTION64_PATH). */
@@ -109,8 +199,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	size_t zeroed_size = sizeof zeroed;
 	zeroed_by_us = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size,
 	                                         &zeroed) == CUPTI_SUCCESS;
+	const char *kinds = getenv("FLOOR_KINDS");
 	if (cuptiActivityRegisterCallbacks(floor_buffer_requested, floor_buffer_completed) != CUPTI_SUCCESS ||
-	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+	    floor_injector_set_kinds(kinds && *kinds ? kinds : "kernel") != 0) {
 		fprintf(stderr, "floor_injector: CUPTI refused; not tracing\n");
 		return 1;
 	}

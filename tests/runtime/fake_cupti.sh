@@ -29,6 +29,7 @@ fc_record()
 	FAKE_CUPTI_FIRST_CALL_MS=${FAKE_CUPTI_FIRST_CALL_MS:-150} CUSCOPE_CUDA_API=$mode \
 		CUSCOPE_CUPTI_PATH=$FAKE_CUPTI cs_record -b "$bin" "$T/$name.cap" "$name" -- \
 		"$PROGS/fake_cuda_app" "$@"
+	echo "$mode" >"$T/$name.mode"
 	[ "$RC" = 0 ] || fail "$name ($mode): cuscope record exited $RC, want the program's 0: $(tail -c 400 "$T/$name.err")"
 	grep -q '^fake_cupti ' "$T/$name.out" || fail "$name ($mode): no report from the stand-in libcupti: $(head -c 300 "$T/$name.out")"
 	timeout 60 "$bin" export -o "$T/$name.json" "$T/$name.cap" 2>"$T/$name.export.err" ||
@@ -43,12 +44,15 @@ fc_record()
 # zeroed buffers and system thread ids; the records' CUPTI clock (CLOCK_REALTIME in the stand-in,
 # as in libcupti) was moved to CLOCK_MONOTONIC: the main thread's first LAUNCHES calls and their
 # ops lie within the span it printed (with FC_WANT_TIMESTAMP_CALLBACK=1, CUSCOPE_CUPTI_MONO_CLOCK's
-# path: our timestamp callback was registered instead); no event lost in the capture.
+# path: our timestamp callback was registered instead); each cudaStreamSynchronize is also a "stream"
+# sync on its caller's lane, made from the recorded call with CUPTI's SYNCHRONIZATION kind left off
+# (with API activity records, the mode without callbacks, that kind is on instead); no event lost in
+# the capture.
 fc_check()
 {
 	local name=$1 launches=$2 min_worker=${3:-0}
 	"$PYTHON" - "$T/$name.json" "$T/$name.out" "$T/$name.stats.json" "$launches" "$min_worker" \
-		"${FC_WANT_TIMESTAMP_CALLBACK:-0}" <<'PY' >"$T/$name.check" 2>&1 || fail "$name: $(tail -n 1 "$T/$name.check")"
+		"${FC_WANT_TIMESTAMP_CALLBACK:-0}" "$(cat "$T/$name.mode")" <<'PY' >"$T/$name.check" 2>&1 || fail "$name: $(tail -n 1 "$T/$name.check")"
 import collections, json, sys
 
 def fail(msg):
@@ -59,6 +63,7 @@ trace = json.load(open(sys.argv[1]))["traceEvents"]
 out = open(sys.argv[2]).read().splitlines()
 stats = json.load(open(sys.argv[3]))
 launches, min_worker, want_callback = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+sync_by_callback = sys.argv[7] != "activity"
 
 tids = {}
 report = None
@@ -73,7 +78,8 @@ for line in out:
         report = dict(zip(f[1::2], map(int, f[2::2])))
 if not tids or report is None:
     fail("program output lacks tid lines or the report: %r" % out[:5])
-for key, want in (("dropped", 0), ("dirty_bytes", 0), ("zeroed", 1), ("system_tids", 1), ("timestamp", want_callback)):
+for key, want in (("dropped", 0), ("dirty_bytes", 0), ("zeroed", 1), ("system_tids", 1), ("timestamp", want_callback),
+                  ("sync_kind", 0 if sync_by_callback else 1)):
     if report.get(key) != want:
         fail("stand-in libcupti: %s = %r, want %r (%r)" % (key, report.get(key), want, report))
 if report["worker_buffers"] < min_worker:
@@ -131,6 +137,23 @@ for s in starts:
     f = fin_by_id.get(s["id"])
     if f is None or f["tid"] != op["tid"] or abs(f["ts"] - op["ts"]) > 0.002:
         fail("flow %d does not end at its op: %r vs %r" % (corr, f, op))
+
+# Host waits: each thread's cudaStreamSynchronize, as a stream sync on its own lane, spanning the
+# call (by callback); none without callbacks (the stand-in makes no SYNCHRONIZATION records).
+syncs = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "sync"]
+sync_rows = {r["type"]: r["count"] for r in stats.get("sync", [])}
+if sync_by_callback:
+    if sync_rows != {"stream": len(tids)}:
+        fail("sync rows %r, want {'stream': %d} (one cudaStreamSynchronize a thread)" % (sync_rows, len(tids)))
+    calls = {e["tid"]: e for e in api if e["name"].startswith("cudaStreamSynchronize")}
+    for e in syncs:
+        c = calls.get(e["tid"])
+        if e["name"] != "Sync stream" or c is None or abs(e["ts"] - c["ts"]) > 0.002 or abs(e["dur"] - c["dur"]) > 0.002:
+            fail("sync %r is not its thread's cudaStreamSynchronize %r" % (e, c))
+    if sorted(e["tid"] for e in syncs) != sorted(tids.values()):
+        fail("syncs on tids %r, want one on each of %r" % (sorted(e["tid"] for e in syncs), sorted(tids.values())))
+elif sync_rows or syncs:
+    fail("sync rows %r without callbacks, want none from the stand-in" % sync_rows)
 
 # One clock: the main thread's first LAUNCHES launches and their kernels, in CLOCK_MONOTONIC ns,
 # lie within the span the program measured around them (the stand-in's kernels run at most a few

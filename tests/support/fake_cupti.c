@@ -810,10 +810,11 @@ FAKE_EXPORT void fake_cuda_report(void)
 {
 	pthread_mutex_lock(&fc.lock);
 	printf("fake_cupti records %llu buffers %llu worker_buffers %llu dropped %llu dirty_bytes %llu "
-	       "zeroed %d system_tids %d timestamp %d\n",
+	       "zeroed %d system_tids %d timestamp %d sync_kind %d\n",
 	       (unsigned long long)fc.records, (unsigned long long)fc.buffers,
 	       (unsigned long long)fc.worker_buffers, (unsigned long long)fc.dropped_all,
-	       (unsigned long long)fc.dirty_bytes, fc.zeroed_by_client, fc.system_tids, fc.timestamp != NULL);
+	       (unsigned long long)fc.dirty_bytes, fc.zeroed_by_client, fc.system_tids, fc.timestamp != NULL,
+	       atomic_load(&fc.kind_on[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION]));
 	pthread_mutex_unlock(&fc.lock);
 	fflush(stdout);
 }
