@@ -72,13 +72,16 @@ case $runpath in
 esac
 
 # DT_RUNPATH (unlike DT_RPATH) does not apply to the libraries' own dependencies: say if a
-# bundled library still resolves from the system.
+# bundled library still resolves from the system. ldd prints the run path as found
+# ($ORIGIN/../lib, absolute); DEST may be relative: both are compared resolved.
+dest_real=$(cd "$DEST" && pwd -P)
 for so in "$DEST"/lib/*.so*; do
 	[ -f "$so" ] || continue
 	name=$(basename "$so")
 	where=$(ldd "$DEST/bin/cuscope" | awk -v n="$name" '$1 == n { print $3 }')
+	[ -n "$where" ] && where=$(readlink -f "$where")
 	case $where in
-	"" | "$DEST"/*) ;;
+	"" | "$dest_real"/*) ;;
 	*) echo "make-dist: warning: $name resolves to $where, not the bundled copy (DT_RUNPATH does not cover indirect dependencies; link with -Wl,--disable-new-dtags for DT_RPATH)" >&2 ;;
 	esac
 done
