@@ -318,7 +318,6 @@ static int cupti_kind_listed(const char *list, CUpti_ActivityKind kind)
 	const char *name = kind == CUPTI_ACTIVITY_KIND_MEMCPY            ? "memcpy"
 	                   : kind == CUPTI_ACTIVITY_KIND_MEMSET          ? "memset"
 	                   : kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ? "sync"
-	                   : kind == CUPTI_ACTIVITY_KIND_OVERHEAD        ? "overhead"
 	                                                                 : NULL;
 	size_t len = name ? strlen(name) : 0;
 	for (const char *p = list; name && *p;) {
@@ -452,16 +451,18 @@ int cupti_start(void)
 	static const CUpti_ActivityKind kinds_min[] = {
 	    CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
 	    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+	/* No OVERHEAD kind: nothing downstream read CUPTI's overhead records (the store dropped
+	 * them), so they were work for CUPTI and the sender for nothing. */
 	static const CUpti_ActivityKind kinds_all[] = {
 	    CUPTI_ACTIVITY_KIND_DEVICE,          CUPTI_ACTIVITY_KIND_CONTEXT,
 	    CUPTI_ACTIVITY_KIND_STREAM,          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 	    CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMSET,
-	    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+	    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
 	};
 	const CUpti_ActivityKind *kinds = getenv("CUSCOPE_KERNELS_ONLY") ? kinds_min : kinds_all;
 	size_t n_kinds = getenv("CUSCOPE_KERNELS_ONLY") ? sizeof kinds_min / sizeof kinds_min[0]
 	                                                : sizeof kinds_all / sizeof kinds_all[0];
-	/* Benchmark knob: CUSCOPE_GPU_KINDS_OFF=memcpy,memset,sync,overhead leaves those kinds off,
+	/* Benchmark knob: CUSCOPE_GPU_KINDS_OFF=memcpy,memset,sync leaves those kinds off,
 	 * to measure what each costs the program. */
 	const char *kinds_off = getenv("CUSCOPE_GPU_KINDS_OFF");
 	for (size_t i = 0; i < n_kinds; i++) {
@@ -692,17 +693,6 @@ static void cupti_decode(const CUpti_Activity *record)
 		             : s->flag == CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL       ? 2
 		                                                                       : 0;
 		ev.correlation_id = s->correlationId;
-		break;
-	}
-	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-		const CUpti_ActivityOverhead3 *o = (const void *)record;
-		ev.kind = WIRE_GPU_OVERHEAD;
-		ev.start_ns = cupti_mono(o->start);
-		ev.end_ns = cupti_mono(o->end);
-		ev.correlation_id = o->correlationId;
-		ev.subkind = (uint16_t)o->overheadKind;
-		if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
-			ev.tid = o->objectId.pt.threadId;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_DEVICE: {

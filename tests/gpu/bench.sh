@@ -14,7 +14,7 @@
 # Environment: BENCH_ROUNDS (5), BENCH_LAUNCHES (200000), BENCH_MLP_STEPS (300),
 # BENCH_TF_STEPS (30), BENCH_WORKLOADS ("launch mlp transformer"), BENCH_CONFIGS
 # ("none cuscope nsys"; also floor, cu-kon, cu-gpu, cu-api, cu-lite, cu-sample, cu-osrt, cu-rtl, cu-cb, cu-cbrt, cu-drv, cu-act, cu-ptid, cu-drvl, cu-nosync, cu-nocopy, cu-nodrv,
-# cu-f100, cu-mono, cu-floor, cu-floor-def, cu-kon-nosub, floor-all, cu-gpu-nooh, cu-gpu-nosync,
+# cu-f100, cu-mono, cu-floor, cu-floor-def, cu-kon-nosub, floor-all, cu-gpu-nosync,
 # cu-gpu-nocopy: the per-source breakdown described in README.md
 # "Overhead (GPU side)"),
 # (cu-pre, cu-post: the defaults of two other builds, the cuscope binaries named by CUSCOPE_PRE and
@@ -129,7 +129,7 @@ run_one()
 	none) pre=() ;;
 	floor) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so") ;;
 	# The floor injector with every activity kind cuscope enables, from the start.
-	floor-all) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so" FLOOR_KINDS=kernel,memcpy,memset,sync,overhead,device,context,stream) ;;
+	floor-all) pre=(env "CUDA_INJECTION64_PATH=$G/libfloor_injector.so" FLOOR_KINDS=kernel,memcpy,memset,sync,overhead,device,context,stream) ;; # as up to commit 1d37f41
 	cu-gpu) pre=(env CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-api) pre=(env CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-lite) pre=("${rec[@]}" "${lite[@]}" --) ;;
@@ -142,10 +142,9 @@ run_one()
 	cu-act) pre=(env CUSCOPE_CUDA_API=activity "${rec[@]}" "${lite[@]}" --) ;;
 	cu-ptid) pre=(env CUSCOPE_CUPTI_PTHREAD_IDS=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-drvl) pre=(env CUSCOPE_CUDA_API=driver-launch "${rec[@]}" "${lite[@]}" --) ;;
-	cu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync,overhead "${rec[@]}" "${lite[@]}" --) ;;
+	cu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset "${rec[@]}" "${lite[@]}" --) ;;
 	# cu-gpu without one group of activity kinds.
-	cu-gpu-nooh) pre=(env CUSCOPE_GPU_KINDS_OFF=overhead CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-gpu-nosync) pre=(env CUSCOPE_GPU_KINDS_OFF=sync CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-gpu-nocopy) pre=(env CUSCOPE_GPU_KINDS_OFF=memcpy,memset CUSCOPE_CUDA_API=none CUSCOPE_NO_NVTX=1 "${rec[@]}" "${lite[@]}" --) ;;
 	cu-nodrv) pre=(env CUSCOPE_CUDA_API=runtime "${rec[@]}" "${lite[@]}" --) ;;
