@@ -75,7 +75,8 @@ static int cupti_api_wanted(const char *name)
 	return 0;
 }
 
-/* The host waits recorded as sync events, by the prefix of their API's name (CUPTI's names carry a
+/* The calls recorded as sync events, as CUPTI's SYNCHRONIZATION kind types them (a stream wait
+ * on an event makes the GPU wait, not the host), by the prefix of their API's name (CUPTI's names carry a
  * version suffix, e.g. cudaStreamSynchronize_v3020, and per-thread-stream variants end in _ptsz). */
 static const struct {
 	const char *prefix;
@@ -96,13 +97,25 @@ static uint16_t sync_type_of(const char *name)
 	return WIRE_SYNC_TYPE_MAX;
 }
 
-/* Driver calls worth a record: launches (Triton and other JITs launch through the driver; a runtime
- * launch does not add a driver record of its own) and the host waits, which a program calling the
- * driver directly makes there. */
+/* Driver launches worth a record: Triton and other JITs launch through the driver; a runtime launch
+ * does not add a driver record of its own. */
+static int cupti_api_driver_launch_wanted(const char *name)
+{
+	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0;
+}
+
+/* Driver waits recorded by callback (the sync events come from them): a program calling the driver
+ * directly waits there. Inside a recorded runtime call the driver's own is skipped, so they cost
+ * one skipped callback per runtime wait; the driver's launches have no callback until needed. */
+static int cupti_api_driver_sync_wanted(const char *name)
+{
+	return strncmp(name, "cu", 2) == 0 && sync_type_of(name) != WIRE_SYNC_TYPE_MAX;
+}
+
+/* Driver calls recorded by callback: launches and waits. */
 static int cupti_api_driver_wanted(const char *name)
 {
-	return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0 ||
-	       sync_type_of(name) != WIRE_SYNC_TYPE_MAX;
+	return cupti_api_driver_launch_wanted(name) || cupti_api_driver_sync_wanted(name);
 }
 
 /* The driver calls a runtime call of the wanted set makes, for recording the driver domain only
@@ -166,12 +179,16 @@ void cupti_api_enable_callbacks(const struct cupti_fns *fn, CUpti_SubscriberHand
 		return;
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, cupti_api_wanted,
 	               enable_as_callback, subscriber);
-	if (api_by_callback == API_ADAPTIVE && !api_driver_on)
+	/* Without the driver's launch callbacks, CUPTI has no callback to make inside each runtime
+	 * launch (the adaptive mode until a kernel needs them; callback-runtime, the benchmark's
+	 * question, for good: kernels launched through the driver alone are then not linked). Its
+	 * waits are recorded from the start all the same: no activity kind records them any more. */
+	if ((api_by_callback == API_ADAPTIVE && !api_driver_on) ||
+	    api_by_callback == API_CALLBACK_RUNTIME_ONLY) {
+		cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+		               cupti_api_driver_sync_wanted, enable_as_callback, subscriber);
 		return;
-	/* Without driver callbacks, CUPTI has no callback to make inside each runtime launch (the
-	 * benchmark's question); kernels launched through the driver alone are then not linked. */
-	if (api_by_callback == API_CALLBACK_RUNTIME_ONLY)
-		return;
+	}
 	cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, cupti_api_driver_wanted,
 	               enable_as_callback, subscriber);
 }
@@ -244,9 +261,10 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 	if (!(mode && strcmp(mode, "driver-launch") == 0))
 		cupti_api_each(fn, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
 		               cupti_api_wanted, enable_as_activity, subscriber);
+	/* Launches only: with API activity records, CUPTI's SYNCHRONIZATION kind records the waits. */
 	if (!(mode && strcmp(mode, "runtime") == 0))
 		cupti_api_each(fn, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
-		               cupti_api_driver_wanted, enable_as_activity, subscriber);
+		               cupti_api_driver_launch_wanted, enable_as_activity, subscriber);
 }
 
 /* The entry's stamp travels in CUPTI's per-call slot, with the tick flag in its top bit and a mark
@@ -351,7 +369,7 @@ void cupti_api_ring_record(const struct collector_rec_cuda_api *rec, uint32_t ti
 	sender_gpu_event(&ev);
 	if (api_sync_by_callback != 1)
 		return;
-	/* A host wait: also the sync event CUPTI's SYNCHRONIZATION kind would have made, after its
+	/* A wait: also the sync event CUPTI's SYNCHRONIZATION kind would have made, after its
 	 * call so that it lands on the calling thread's lane. The stream or event it waited for is
 	 * not known here (the call's parameters are gone by now). */
 	uint16_t type = cupti_api_sync_type((CUpti_CallbackDomain)rec->domain, rec->cbid);

@@ -441,6 +441,11 @@ static void ingest_sync(struct process *pr, const struct wire_gpu_event *ev, str
 		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)api->tid, op->start_ns), op);
 		return;
 	}
+	/* A sync made from a recorded call names its thread (CUPTI's own records do not). */
+	if (ev->tid) {
+		lane_gpu_insert(pr, store_thread_lane(pr, (pid_t)ev->tid, op->start_ns), op);
+		return;
+	}
 	/* No thread known (yet): the stream it waited for, else its context's default stream. Sync
 	 * records name a context, not a device: the context record says which device. */
 	uint32_t device = ev->device, stream = ev->stream;

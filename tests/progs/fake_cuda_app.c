@@ -6,7 +6,8 @@
  * the runtime's calls.
  *
  * usage: fake_cuda_app LAUNCHES EXTRA THREADS [concurrent|short]
- *   The main thread launches LAUNCHES kernels (each after EXTRA cudaGetDevice calls), then THREADS
+ *   The main thread launches LAUNCHES kernels (each after EXTRA cudaGetDevice calls; after them one
+ *   cudaMemcpyAsync, one cudaStreamSynchronize, then a cuCtxSynchronize through the driver), then THREADS
  *   threads do the same: all at once (concurrent, the default), or one after another, each
  *   ending right after its last call (short). Prints "tid LABEL TID" for every launching thread,
  *   the main thread's time per launch, and the fake library's report line. Without
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 static void (*launch)(unsigned n, unsigned extra, const char *label);
+static void (*driver_sync)(void);
 static unsigned launches, extra;
 static pthread_barrier_t start_line;
 static int concurrent = 1;
@@ -39,6 +41,7 @@ static void *worker_main(void *arg)
 	if (concurrent)
 		pthread_barrier_wait(&start_line);
 	launch(launches, extra, w->label);
+	driver_sync();
 	return NULL; /* ends right after its last CUDA call */
 }
 
@@ -62,7 +65,8 @@ int main(int argc, char **argv)
 	launch = h ? (void (*)(unsigned, unsigned, const char *))dlsym(h, "fake_cuda_launch") : NULL;
 	void (*init)(void) = h ? (void (*)(void))dlsym(h, "fake_cuda_init") : NULL;
 	void (*report)(void) = h ? (void (*)(void))dlsym(h, "fake_cuda_report") : NULL;
-	if (!launch || !init || !report) {
+	driver_sync = h ? (void (*)(void))dlsym(h, "fake_cuda_driver_sync") : NULL;
+	if (!launch || !init || !report || !driver_sync) {
 		fprintf(stderr, "fake_cuda_app: no stand-in CUDA at CUSCOPE_CUPTI_PATH=%s\n",
 		        cudart ? cudart : "");
 		return 3;
@@ -76,6 +80,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	launch(launches, extra, "main");
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	driver_sync();
 	/* FAKE_CUDA_APP_SECONDS: the main thread goes on launching that long (to be attached to). */
 	const char *seconds = getenv("FAKE_CUDA_APP_SECONDS");
 	for (struct timespec now = t1; seconds && now.tv_sec - t0.tv_sec < atoi(seconds);

@@ -44,10 +44,12 @@ fc_record()
 # zeroed buffers and system thread ids; the records' CUPTI clock (CLOCK_REALTIME in the stand-in,
 # as in libcupti) was moved to CLOCK_MONOTONIC: the main thread's first LAUNCHES calls and their
 # ops lie within the span it printed (with FC_WANT_TIMESTAMP_CALLBACK=1, CUSCOPE_CUPTI_MONO_CLOCK's
-# path: our timestamp callback was registered instead); each cudaStreamSynchronize is also a "stream"
-# sync on its caller's lane, made from the recorded call with CUPTI's SYNCHRONIZATION kind left off
-# (with API activity records, the mode without callbacks, that kind is on instead); no event lost in
-# the capture.
+# path: our timestamp callback was registered instead); waits: every thread's cudaStreamSynchronize
+# (which waits in the driver's cuStreamSynchronize) and its direct cuCtxSynchronize are one "stream"
+# and one "context" sync each; with callbacks they are made from the recorded calls, on the caller's
+# lane, CUPTI's SYNCHRONIZATION kind left off, and the driver wait inside the runtime's is not
+# recorded a second time; with API activity records (no callbacks) the kind is on and they come from
+# its records; no event lost in the capture.
 fc_check()
 {
 	local name=$1 launches=$2 min_worker=${3:-0}
@@ -98,6 +100,8 @@ for label, tid in tids.items():
     want[(tid, "cudaLaunchKernel_v7000")] = launches
     want[(tid, "cudaMemcpyAsync_v3020")] = 1
     want[(tid, "cudaStreamSynchronize_v3020")] = 1
+    if sync_by_callback:
+        want[(tid, "cuCtxSynchronize")] = 1
 if got != want:
     diff = sorted(set(got.items()) ^ set(want.items()))[:8]
     fail("API calls by (tid, name) differ from the program's (got ^ want): %r" % diff)
@@ -138,22 +142,22 @@ for s in starts:
     if f is None or f["tid"] != op["tid"] or abs(f["ts"] - op["ts"]) > 0.002:
         fail("flow %d does not end at its op: %r vs %r" % (corr, f, op))
 
-# Host waits: each thread's cudaStreamSynchronize, as a stream sync on its own lane, spanning the
-# call (by callback); none without callbacks (the stand-in makes no SYNCHRONIZATION records).
+# Waits: a stream and a context sync a thread; by callback each spans its call on the caller's lane.
 syncs = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "sync"]
 sync_rows = {r["type"]: r["count"] for r in stats.get("sync", [])}
+if sync_rows != {"stream": len(tids), "context": len(tids)}:
+    fail("sync rows %r, want stream and context %d each (a cudaStreamSynchronize and a cuCtxSynchronize a thread)"
+         % (sync_rows, len(tids)))
 if sync_by_callback:
-    if sync_rows != {"stream": len(tids)}:
-        fail("sync rows %r, want {'stream': %d} (one cudaStreamSynchronize a thread)" % (sync_rows, len(tids)))
-    calls = {e["tid"]: e for e in api if e["name"].startswith("cudaStreamSynchronize")}
-    for e in syncs:
-        c = calls.get(e["tid"])
-        if e["name"] != "Sync stream" or c is None or abs(e["ts"] - c["ts"]) > 0.002 or abs(e["dur"] - c["dur"]) > 0.002:
-            fail("sync %r is not its thread's cudaStreamSynchronize %r" % (e, c))
-    if sorted(e["tid"] for e in syncs) != sorted(tids.values()):
-        fail("syncs on tids %r, want one on each of %r" % (sorted(e["tid"] for e in syncs), sorted(tids.values())))
-elif sync_rows or syncs:
-    fail("sync rows %r without callbacks, want none from the stand-in" % sync_rows)
+    for name, call_name in (("Sync stream", "cudaStreamSynchronize"), ("Sync context", "cuCtxSynchronize")):
+        calls = {e["tid"]: e for e in api if e["name"].startswith(call_name)}
+        these = [e for e in syncs if e["name"] == name]
+        for e in these:
+            c = calls.get(e["tid"])
+            if c is None or abs(e["ts"] - c["ts"]) > 0.002 or abs(e["dur"] - c["dur"]) > 0.002:
+                fail("%s %r is not its thread's %s %r" % (name, e, call_name, c))
+        if sorted(e["tid"] for e in these) != sorted(tids.values()):
+            fail("%s on tids %r, want one on each of %r" % (name, sorted(e["tid"] for e in these), sorted(tids.values())))
 
 # One clock: the main thread's first LAUNCHES launches and their kernels, in CLOCK_MONOTONIC ns,
 # lie within the span the program measured around them (the stand-in's kernels run at most a few

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CUPTI without a GPU (stand-in libcupti, tests/support/fake_cupti.c), one thread: with API calls
-# recorded by callback and by activity record, every kernel and copy is linked to the call that
+# recorded by callback (adaptive, the default; both domains; runtime only) and by activity record, every kernel and copy is linked to the call that
 # launched it, each recorded call is there once by name, the 8 cheap calls (cudaGetDevice) made
 # before each launch are not recorded, and the program's exit status comes through. The first
 # call lasts 150 ms (CUDA creates its context then), long enough for the collector to switch its
@@ -16,7 +16,7 @@
 . "$(dirname "$0")/fake_cupti.sh"
 need_fake_cupti
 
-for mode in callback callback-runtime activity; do
+for mode in adaptive callback callback-runtime activity; do
 	fc_record "$mode" "$mode" 3000 8 0
 	fc_check "$mode" 3000
 	fc_attach "$mode" "$mode-attach"

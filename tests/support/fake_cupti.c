@@ -42,8 +42,16 @@ static const struct {
     {CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000"},
 };
-/* A driver call, so that the driver domain has a named cbid too. */
-static const char fake_driver_launch_name[] = "cuLaunchKernel";
+/* The driver calls this fake plays (it launches only through the runtime; cuLaunchKernel names a
+ * driver cbid that the collector may enable), with the real callback ids. */
+static const struct {
+	CUpti_CallbackId cbid;
+	const char *name;
+} fake_driver_names[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
+};
 
 #define FAKE_DEVICE  0
 #define FAKE_CONTEXT 1
@@ -194,9 +202,12 @@ FAKE_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
 				*name = fake_runtime_names[i].name;
 				return CUPTI_SUCCESS;
 			}
-	} else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
-		*name = fake_driver_launch_name;
-		return CUPTI_SUCCESS;
+	} else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+		for (size_t i = 0; i < sizeof fake_driver_names / sizeof fake_driver_names[0]; i++)
+			if (fake_driver_names[i].cbid == cbid) {
+				*name = fake_driver_names[i].name;
+				return CUPTI_SUCCESS;
+			}
 	}
 	return CUPTI_ERROR_INVALID_PARAMETER;
 }
@@ -229,7 +240,8 @@ FAKE_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uin
 FAKE_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
 {
 	(void)enable;
-	/* The fake runtime makes no driver calls: nothing to record. */
+	/* The driver calls this fake makes are waits, which CUPTI records as API activity only when
+	 * asked; no test asks: nothing to record. */
 	return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
@@ -292,6 +304,7 @@ static size_t fake_record_size(CUpti_ActivityKind kind)
 	              : kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? sizeof(CUpti_ActivityMemcpy6)
 	              : kind == CUPTI_ACTIVITY_KIND_CONTEXT         ? sizeof(CUpti_ActivityContext3)
 	              : kind == CUPTI_ACTIVITY_KIND_DEVICE          ? sizeof(CUpti_ActivityDevice5)
+	              : kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ? sizeof(CUpti_ActivitySynchronization2)
 	                                                            : 0;
 	return (size + 7) & ~(size_t)7;
 }
@@ -694,6 +707,67 @@ static void fake_first_call_injects(void)
 		initialize();
 }
 
+/* The SYNCHRONIZATION record CUPTI writes for a wait when that kind is on (once, for the outermost
+ * call: a runtime wait's own driver wait makes none). */
+static void fake_sync_record(CUpti_ActivitySynchronizationType type, uint32_t stream, uint32_t correlation,
+                             uint64_t start, uint64_t end)
+{
+	if (!atomic_load(&fc.kind_on[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION]))
+		return;
+	CUpti_ActivitySynchronization2 r;
+	memset(&r, 0, sizeof r);
+	r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	r.type = type;
+	r.start = start;
+	r.end = end;
+	r.correlationId = correlation;
+	r.contextId = FAKE_CONTEXT;
+	r.streamId = stream;
+	r.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	fake_write(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, &r);
+}
+
+/* The correlation ids of a thread's calls in progress: a driver call inside a runtime call shares
+ * its id, as in CUDA. */
+static __thread uint32_t fake_outer_correlation;
+
+/* One driver wait as CUDA makes it (cuStreamSynchronize or cuCtxSynchronize): its callbacks when
+ * enabled, and a sync record when it is not inside a runtime call. */
+static void fake_driver_wait(CUpti_CallbackId cbid, const char *name)
+{
+	uint32_t outer = fake_outer_correlation;
+	uint32_t correlation = outer ? outer : atomic_fetch_add(&fake_correlation, 1) + 1;
+	uint64_t slot = 0;
+	CUpti_CallbackData data;
+	memset(&data, 0, sizeof data);
+	data.functionName = name;
+	data.context = (CUcontext)(uintptr_t)0x1000;
+	data.contextUid = FAKE_CONTEXT;
+	data.correlationData = &slot;
+	data.correlationId = correlation;
+	int traced = atomic_load(&fc.subscribed) && atomic_load(&fc.driver_cb[cbid]);
+	if (traced) {
+		data.callbackSite = CUPTI_API_ENTER;
+		fc.subscriber.callback(fc.subscriber.userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+	}
+	uint64_t start = fake_now();
+	struct timespec wait = {0, 200000}; /* the GPU catching up */
+	nanosleep(&wait, NULL);
+	uint64_t end = fake_now();
+	if (traced) {
+		data.callbackSite = CUPTI_API_EXIT;
+		fc.subscriber.callback(fc.subscriber.userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+	}
+	if (!outer)
+		fake_sync_record(cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize
+		                     ? CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+		                     : CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+		                 cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize
+		                     ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
+		                     : FAKE_STREAM,
+		                 correlation, start, end);
+}
+
 /* One runtime call as CUDA makes it: the enter callback, the call (which may queue GPU work), the
  * exit callback with the same correlationData slot and correlation id, the call's API activity
  * record when that call's activity is on, then the GPU op's record with the same correlation id. */
@@ -718,6 +792,13 @@ static void fake_runtime_call(CUpti_CallbackId cbid, const char *name, const str
 	fake_first_call_injects();
 	if (op)
 		fake_first_launch_wait();
+	/* cudaStreamSynchronize waits in the driver's cuStreamSynchronize. */
+	int wait = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
+	if (wait) {
+		fake_outer_correlation = correlation;
+		fake_driver_wait(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize");
+		fake_outer_correlation = 0;
+	}
 	uint64_t end = fake_now();
 	if (atomic_load(&fc.subscribed) && atomic_load(&fc.runtime_cb[cbid])) {
 		data.callbackSite = CUPTI_API_EXIT;
@@ -737,6 +818,9 @@ static void fake_runtime_call(CUpti_CallbackId cbid, const char *name, const str
 	}
 	if (op)
 		fake_gpu_op(op, correlation, end);
+	if (wait)
+		fake_sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, FAKE_STREAM,
+		                 correlation, start, end);
 }
 
 /* Kernel names, kept for the life of the process (CUPTI's names live as long); "fake_kernel" when
@@ -797,6 +881,12 @@ FAKE_EXPORT void fake_cuda_launch_kernel(const char *name)
 {
 	struct fake_op kernel = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, fake_intern(name), 0};
 	fake_runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", &kernel);
+}
+
+/* cuCtxSynchronize, called directly: a program waiting through the driver API. */
+FAKE_EXPORT void fake_cuda_driver_sync(void)
+{
+	fake_driver_wait(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize");
 }
 
 /* cudaFree(0): what programs call first to create CUDA's context. */
