@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # cuscope benchmarks (make bench). Prints numbers with their method; nothing here passes or fails.
+# `tests/bench/run.sh cpu` or `budget` runs that section alone.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${BUILD:-build}
@@ -111,6 +112,93 @@ budget_section()
 			"$(median <"$tmp/b.$cfg.settled")" "$(tr '\n' ' ' <"$tmp/b.$cfg.settled")"
 	done
 }
+# The CPU workloads against perf record -g (`tests/bench/run.sh cpu` runs this section alone).
+cpu_section()
+{
+	echo
+	echo "== CPU side: overhead per source (sampling, blocking calls, counters) against perf record -g =="
+	echo "method: $B/tests/bench/cpu_work times its own work (start-up excluded): 'cpu' = 2 threads of pure"
+	echo "        computation; 'pingpong' = a pipe ping-pong between 2 threads (every read blocks); 'loader' = 8"
+	echo "        threads moving buffers through a mutex/condvar queue and a pipe with a few us of compute each"
+	echo "        (data-loader-like: blocks and wakes all the time). Every run pinned with taskset -c $CPU_PIN"
+	echo "        (the workload, the collector's thread and the recorder share one CPU, so what cuscope spends"
+	echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Each round runs every config once,"
+	echo "        in a new random order (CPU_ROUNDS=$CPU_ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
+	echo "          none      no tracing"
+	echo "          nothing   --sample-hz 0 --osrt-threshold-us off --counters none (collector, nothing CPU-side)"
+	echo "          +sample   + stack sampling at the default 1 kHz of thread CPU time"
+	echo "          +block    + blocking calls over the default 100 us, with stacks"
+	echo "          +counters + default counters = cuscope's defaults"
+	echo "          perf      perf record -g -F 1000 (frame-pointer call graphs, 1 kHz: the anchor)"
+	echo "        per round: overhead = (traced - none) / none of that round; median and interquartile range."
+	CPU_UNITS=${CPU_UNITS:-2000}
+	PINGPONG_UNITS=${PINGPONG_UNITS:-60000}
+	LOADER_UNITS=${LOADER_UNITS:-40000}
+	WORK=$B/tests/bench/cpu_work
+	PIN="taskset -c $CPU_PIN"
+	perf_ok=0
+	perf record -q -g -F 1000 -o "$tmp/perf.data" -- true >/dev/null 2>&1 && perf_ok=1
+	[ "$perf_ok" = 1 ] || echo "perf record -g does not work here (not installed, or perf_event_paranoid): no perf column"
+	LITE="--sample-hz 0 --osrt-threshold-us off"
+	cpu_configs="none nothing +sample +block +counters perf"
+	# cpu_cmd CONFIG: the command prefix that runs a workload under CONFIG.
+	cpu_cmd()
+	{
+		local rec="$CLI record --no-gpu -o $tmp/w.cap"
+		case $1 in
+		none) echo "" ;;
+		nothing) echo "$rec $LITE --counters none --" ;;
+		+sample) echo "$rec --osrt-threshold-us off --counters none --" ;;
+		+block) echo "$rec --counters none --" ;;
+		+counters) echo "$rec --" ;;
+		perf) echo "perf record -q -g -F 1000 -o $tmp/perf.data --" ;;
+		esac
+	}
+	# iqr_line NAME FILE: median and interquartile range of the per-round overheads (%) in FILE.
+	iqr_line()
+	{
+		sort -g "$2" | awk -v n="$1" '{v[NR] = $1}
+			function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
+			END { if (!NR) { printf "  %-9s not available\n", n; exit }
+			      printf "  %-9s overhead median %+7.1f%%   IQR %+7.1f%% .. %+7.1f%%   (rounds:", n, q(0.5), q(0.25), q(0.75)
+			      for (i = 1; i <= NR; i++) printf " %+.0f", v[i]; print "%)" }'
+	}
+	for kind in cpu pingpong loader; do
+		case $kind in
+		cpu) arg="cpu $CPU_UNITS" ;;
+		pingpong) arg="block $PINGPONG_UNITS" ;;
+		loader) arg="loader $LOADER_UNITS" ;;
+		esac
+		for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
+		for _ in $(seq "$CPU_ROUNDS"); do
+			# A new order every round, so that the machine's other load does not favour one config.
+			# shellcheck disable=SC2086 # one config per word
+			for cfg in $(printf '%s\n' $cpu_configs | shuf); do
+				[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
+				# shellcheck disable=SC2046 # the prefix is words
+				$PIN $(cpu_cmd "$cfg") "$WORK" $arg 2>/dev/null | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
+			done
+			base=$(cat "$tmp/round.none")
+			for cfg in $cpu_configs; do
+				[ -s "$tmp/round.$cfg" ] || continue
+				cat "$tmp/round.$cfg" >>"$tmp/$kind.$cfg"
+				[ "$cfg" != none ] && [ -n "$base" ] &&
+					awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/$kind.$cfg.over"
+			done
+			rm -f "$tmp"/round.*
+		done
+		echo "-- $kind ($WORK $arg): none median $(median <"$tmp/$kind.none") s (rounds: $(tr '\n' ' ' <"$tmp/$kind.none"))"
+		for cfg in $cpu_configs; do
+			[ "$cfg" = none ] && continue
+			iqr_line "$cfg" "$tmp/$kind.$cfg.over"
+		done
+	done
+}
+
+if [ "${1:-}" = cpu ]; then
+	cpu_section
+	exit 0
+fi
 if [ "${1:-}" = budget ]; then
 	budget_section
 	exit 0
@@ -192,7 +280,7 @@ echo "method: taskset -c 0 $B/tests/bench/bench_pipeline: producer (2M pairs = 4
 echo "        so nothing is dropped) + collector sender + viewer-side tap and store all pinned to CPU 0;"
 echo "        events/s = events stored / time from first frame received to last connection closed."
 : >"$tmp/pipe"
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	CUSCOPE_RING_KB=262144 taskset -c 0 "$B/tests/bench/bench_pipeline" "$PRODUCER" 2000000 2000000 1 >"$tmp/out" 2>&1
 	grep '^events' "$tmp/out" | tee -a "$tmp/pipe.lines"
 	awk '/^events/ {for (i = 1; i < NF; i++) if ($i == "events_per_s") print $(i+1)}' "$tmp/out" >>"$tmp/pipe"
@@ -255,84 +343,7 @@ pe=$("$CLI" info "$tmp/p.cap" | awk '/^events/ {print $2}')
 read -r pw _ < <(wall_rss "$CLI" stats --report=processes "$tmp/p.cap")
 awk -v e="$pe" -v w="$pw" 'BEGIN {printf "recorded read: %.2f s = %.1f M events/s\n", w, e / w / 1e6}'
 
-echo
-echo "== CPU side: overhead per source (sampling, blocking calls, counters) against perf record -g =="
-echo "method: $B/tests/bench/cpu_work times its own work (start-up excluded): 'cpu' = 2 threads of pure"
-echo "        computation; 'pingpong' = a pipe ping-pong between 2 threads (every read blocks); 'loader' = 8"
-echo "        threads moving buffers through a mutex/condvar queue and a pipe with a few us of compute each"
-echo "        (data-loader-like: blocks and wakes all the time). Every run pinned with taskset -c $CPU_PIN"
-echo "        (the workload, the collector's thread and the recorder share one CPU, so what cuscope spends"
-echo "        anywhere shows; ping-pong on 2 free cores is bimodal). Each round runs every config once,"
-echo "        in a new random order (CPU_ROUNDS=$CPU_ROUNDS); cuscope always 'record --no-gpu' (no GPU here):"
-echo "          none      no tracing"
-echo "          nothing   --sample-hz 0 --osrt-threshold-us off --counters none (collector, nothing CPU-side)"
-echo "          +sample   + stack sampling at the default 1 kHz of thread CPU time"
-echo "          +block    + blocking calls over the default 100 us, with stacks"
-echo "          +counters + default counters = cuscope's defaults"
-echo "          perf      perf record -g -F 1000 (frame-pointer call graphs, 1 kHz: the anchor)"
-echo "        per round: overhead = (traced - none) / none of that round; median and interquartile range."
-CPU_UNITS=${CPU_UNITS:-2000}
-PINGPONG_UNITS=${PINGPONG_UNITS:-60000}
-LOADER_UNITS=${LOADER_UNITS:-40000}
-WORK=$B/tests/bench/cpu_work
-PIN="taskset -c $CPU_PIN"
-perf_ok=0
-perf record -q -g -F 1000 -o "$tmp/perf.data" -- true >/dev/null 2>&1 && perf_ok=1
-[ "$perf_ok" = 1 ] || echo "perf record -g does not work here (not installed, or perf_event_paranoid): no perf column"
-LITE="--sample-hz 0 --osrt-threshold-us off"
-cpu_configs="none nothing +sample +block +counters perf"
-# cpu_cmd CONFIG: the command prefix that runs a workload under CONFIG.
-cpu_cmd()
-{
-	local rec="$CLI record --no-gpu -o $tmp/w.cap"
-	case $1 in
-	none) echo "" ;;
-	nothing) echo "$rec $LITE --counters none --" ;;
-	+sample) echo "$rec --osrt-threshold-us off --counters none --" ;;
-	+block) echo "$rec --counters none --" ;;
-	+counters) echo "$rec --" ;;
-	perf) echo "perf record -q -g -F 1000 -o $tmp/perf.data --" ;;
-	esac
-}
-# iqr_line NAME FILE: median and interquartile range of the per-round overheads (%) in FILE.
-iqr_line()
-{
-	sort -g "$2" | awk -v n="$1" '{v[NR] = $1}
-		function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return v[l] + (h - l) * (v[l + 1 < NR ? l + 1 : NR] - v[l]) }
-		END { if (!NR) { printf "  %-9s not available\n", n; exit }
-		      printf "  %-9s overhead median %+7.1f%%   IQR %+7.1f%% .. %+7.1f%%   (rounds:", n, q(0.5), q(0.25), q(0.75)
-		      for (i = 1; i <= NR; i++) printf " %+.0f", v[i]; print "%)" }'
-}
-for kind in cpu pingpong loader; do
-	case $kind in
-	cpu) arg="cpu $CPU_UNITS" ;;
-	pingpong) arg="block $PINGPONG_UNITS" ;;
-	loader) arg="loader $LOADER_UNITS" ;;
-	esac
-	for cfg in $cpu_configs; do : >"$tmp/$kind.$cfg"; : >"$tmp/$kind.$cfg.over"; done
-	for _ in $(seq "$CPU_ROUNDS"); do
-		# A new order every round, so that the machine's other load does not favour one config.
-		# shellcheck disable=SC2086 # one config per word
-		for cfg in $(printf '%s\n' $cpu_configs | shuf); do
-			[ "$cfg" = perf ] && [ "$perf_ok" = 0 ] && continue
-			# shellcheck disable=SC2046 # the prefix is words
-			$PIN $(cpu_cmd "$cfg") "$WORK" $arg 2>/dev/null | awk '$1 == "seconds" {print $2}' >"$tmp/round.$cfg"
-		done
-		base=$(cat "$tmp/round.none")
-		for cfg in $cpu_configs; do
-			[ -s "$tmp/round.$cfg" ] || continue
-			cat "$tmp/round.$cfg" >>"$tmp/$kind.$cfg"
-			[ "$cfg" != none ] && [ -n "$base" ] &&
-				awk -v t="$(cat "$tmp/round.$cfg")" -v b="$base" 'BEGIN {printf "%.2f\n", (t - b) / b * 100}' >>"$tmp/$kind.$cfg.over"
-		done
-		rm -f "$tmp"/round.*
-	done
-	echo "-- $kind ($WORK $arg): none median $(median <"$tmp/$kind.none") s (rounds: $(tr '\n' ' ' <"$tmp/$kind.none"))"
-	for cfg in $cpu_configs; do
-		[ "$cfg" = none ] && continue
-		iqr_line "$cfg" "$tmp/$kind.$cfg.over"
-	done
-done
+cpu_section
 
 echo
 echo "== CPU side: host memory, short-lived children, the recorder's own CPU =="
