@@ -257,6 +257,13 @@ static void trig_bounds(struct trig_hook *h, struct trig_window *just)
 		}
 		return;
 	}
+	/* A window bigger than the whole allowance cannot be kept by any policy: say why once, with
+	 * what to change, rather than leave the user with removals only. */
+	if (just->bytes > h->dump_max_bytes && !h->said_too_big++)
+		log_warn("trigger: a window dump holds %.1f MB, more than --dump-max-mb %llu allows on its "
+		         "own: it is removed; raise --dump-max-mb or shorten --pre/--post (the capture "
+		         "keeps everything)",
+		         (double)just->bytes / 1e6, (unsigned long long)(h->dump_max_bytes >> 20));
 	for (size_t i = 0;
 	     i < h->win_n && (h->dumps_written > h->dump_max || h->dump_bytes > h->dump_max_bytes); i++) {
 		struct trig_window *o = &h->win[i];

@@ -54,6 +54,7 @@ struct trig_hook {
 	uint64_t
 	    file_from_ns; /* the capture dumps are cut from starts here (it restarted), 0 = at the start */
 	unsigned said_full;
+	unsigned said_too_big; /* a dump alone over --dump-max-mb: said once */
 };
 
 /*

@@ -63,8 +63,9 @@ o=$(last b1 osrt)
 
 # Stepping back up: at budget 10% sampling starts at 2500/s (the assumed cost of 10000 and 5000
 # is over 10% for a CPU-bound thread); measured far cheaper (timer samples come at most once a
-# tick), it goes back up towards 10000 after 2 s of room.
-WORK=(cpu 24000)
+# tick), it goes back up towards 10000 after 2 s of room (so the work lasts ~4.6 s on the 2-core
+# VM: at 24000 units it ended after 1.8 s on a faster VM, before any step up was due).
+WORK=(cpu 60000)
 rec up --sample-hz 10000 --overhead-budget 10
 WORK=()
 grep -qE "overhead budget 10%: CPU sampling 10000 -> 2500 samples/s" "$T/up.info" ||

@@ -3,7 +3,8 @@
 # --dump-max 3 --dump-keep oldest the first three firings' dumps stay and no other file appears;
 # with --dump-keep newest the last three stay (older ones removed as newer ones land). Every
 # firing stays listed in the capture either way. --dump-max-mb holds the total size of a busy
-# workload's dumps (--dump-keep newest), and nothing outside the dumps we wrote is removed.
+# workload's dumps (--dump-keep newest), and nothing outside the dumps we wrote is removed; a
+# dump alone over the cap is removed with one line saying so.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 need_cuscope
@@ -39,11 +40,12 @@ if keep == "oldest" and len(named) != 3:
 PY
 done
 
-# A busy workload fires on every step: its dumps are large; their total stays under 4 MiB.
+# A busy workload fires on every step: its ~30 dumps (paced at 2000 steps/s, ~0.25 MB each
+# whatever the machine's speed) add up to more than 4 MiB; their total stays under it.
 mkdir -m 700 "$T/mb"
 "$CUSCOPE" record -o "$T/mb.cap" --trigger 'range:step>1us' --pre 100ms --post 100ms \
 	--dump-dir "$T/mb" --dump-max-mb 4 --dump-keep newest \
-	-- "$PROGS/trigger_stall" busy 3 >"$T/mb.out" 2>"$T/mb.err" </dev/null
+	-- "$PROGS/trigger_stall" busy 3 2000 >"$T/mb.out" 2>"$T/mb.err" </dev/null
 rc=$?
 [ "$rc" = 0 ] || fail "record (busy) exited $rc: $(tail -c 300 "$T/mb.err")"
 total=$(find "$T/mb" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
@@ -52,4 +54,20 @@ n=$(find "$T/mb" -type f | wc -l)
 [ "$total" -le $((4 << 20)) ] || fail "--dump-max-mb 4: $n dumps hold $total bytes"
 grep -q "removed .*--dump-keep newest" "$T/mb.err" ||
 	fail "the busy workload's dumps never reached 4 MiB (nothing removed): $n files, $total bytes"
+
+# Unpaced, one window alone holds more than the cap allows: all are removed, with one line that
+# says why and what to change.
+mkdir -m 700 "$T/big"
+"$CUSCOPE" record -o "$T/big.cap" --trigger 'range:step>1us' --pre 100ms --post 100ms \
+	--dump-dir "$T/big" --dump-max-mb 1 --dump-keep newest \
+	-- "$PROGS/trigger_stall" busy 2 >"$T/big.out" 2>"$T/big.err" </dev/null
+rc=$?
+[ "$rc" = 0 ] || fail "record (big) exited $rc: $(tail -c 300 "$T/big.err")"
+if [ -n "$(find "$T/big" -type f)" ]; then
+	size=$(find "$T/big" -type f -printf '%s\n' | sort -n | tail -1)
+	[ "$size" -le $((1 << 20)) ] || fail "--dump-max-mb 1: a dump of $size bytes was kept"
+else
+	[ "$(grep -c 'more than --dump-max-mb 1 allows on its own' "$T/big.err")" = 1 ] ||
+		fail "no dump kept and not one line saying why: $(grep -m 3 'trigger:' "$T/big.err" | tr '\n' '|')"
+fi
 exit 0
