@@ -270,13 +270,13 @@ print()
 print("==== cuscope GPU overhead (%s rounds, %s s) ====" % (rounds, secs))
 print("value: median and min-max of the workload's own timing. overhead: per round, (traced - none)/none")
 print("of that round's time per launch or step (+ = slower); median over rounds and its interquartile range.")
-print("%-12s %-9s %-11s %10s %23s %9s %17s" % ("workload", "config", "unit", "median", "min - max", "overhead", "IQR"))
+print("%-12s %-13s %-11s %10s %23s %9s %17s" % ("workload", "config", "unit", "median", "min - max", "overhead", "IQR"))
 for w in works:
     base = load(w, "none")
     for c in cfgs:
         v = load(w, c)
         if not v:
-            print("%-12s %-9s %-11s %10s" % (w, c, unit.get(w, "?"), "n/a"))
+            print("%-12s %-13s %-11s %10s" % (w, c, unit.get(w, "?"), "n/a"))
             continue
         xs = list(v.values())
         m = statistics.median(xs)
@@ -292,13 +292,13 @@ for w in works:
                 ovs = "%+.1f%%" % statistics.median(ov)
                 lo, hi = quartiles(ov)
                 iqr = "[%+.1f, %+.1f]" % (lo, hi)
-        print("%-12s %-9s %-11s %10s %10s - %-10s %9s %17s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(xs)), f(max(xs)), ovs, iqr, len(xs)))
+        print("%-12s %-13s %-11s %10s %10s - %-10s %9s %17s  (n=%d)" % (w, c, unit.get(w, "?"), f(m), f(min(xs)), f(max(xs)), ovs, iqr, len(xs)))
 # What else a tracer adds: time to the first step (from exec, including the tracer's start-up),
 # the process's peak RSS (an injected collector lives in it; nsys's own processes are not
 # counted) and device memory in use at the end. Medians, and the difference to "none".
 extras = [("first_step_s", "s"), ("rss_mb", "MB"), ("gpu_used_mb", "MB")]
 print()
-print("%-12s %-9s %22s %22s %22s" % ("workload", "config", "first step (s)", "peak RSS (MB)", "GPU memory (MB)"))
+print("%-12s %-13s %22s %22s %22s" % ("workload", "config", "first step (s)", "peak RSS (MB)", "GPU memory (MB)"))
 for w in works:
     for c in cfgs:
         cells = []
@@ -315,14 +315,14 @@ for w in works:
                 cell += (" (%+.2f)" % d) if key == "first_step_s" else (" (%+.0f)" % d)
             cells.append(cell)
         if any(x != "n/a" for x in cells):
-            print("%-12s %-9s %22s %22s %22s" % (w, c, cells[0], cells[1], cells[2]))
+            print("%-12s %-13s %22s %22s %22s" % (w, c, cells[0], cells[1], cells[2]))
 # The live estimate (cost rows / info: added time of the program's threads over the whole run,
 # start-up included; CUPTI's time in the driver not counted) beside the A/B overhead.
 for w in works:
     for c in cfgs:
         e = load(w, c + ".est_pct")
         if e:
-            print("%-12s %-9s collector's own estimate: median +%.1f%% (n=%d)" % (w, c, statistics.median(e.values()), len(e)))
+            print("%-12s %-13s collector's own estimate: median +%.1f%% (n=%d)" % (w, c, statistics.median(e.values()), len(e)))
 # Paired per round: the defaults' overhead minus nsys's, in points (negative = cheaper than nsys).
 for w in works:
     base, cu, ns = load(w, "none"), load(w, "cuscope"), load(w, "nsys")
