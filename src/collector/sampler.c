@@ -114,6 +114,15 @@ void sampler_perf_fd_publish(int fd, uint64_t id)
 		atomic_store_explicit(&perf_fd_ids[fd], id, memory_order_release);
 }
 
+/* Marks a retired perf fd's id: never equal to a live event's (kernel ids stay far below 2^63). */
+#define PERF_FD_RETIRED (1ull << 63)
+
+void sampler_perf_fd_retire(int fd)
+{
+	if (fd >= 0 && fd < SAMPLER_FD_MAX)
+		atomic_fetch_or_explicit(&perf_fd_ids[fd], PERF_FD_RETIRED, memory_order_release);
+}
+
 /*
  * Signal handler: 1 while fd is still the perf event we opened under that number. The program may
  * have closed it and reused the number for an eventfd or epoll fd (the same anonymous inode), so
@@ -143,6 +152,7 @@ int sampler_signal_is_ours(const siginfo_t *info)
 		return 0;
 	if (info->si_code == SI_TIMER)
 		return info->si_value.sival_ptr == (void *)&sampler_cookie;
+	/* A retired fd's id still counts: a sample signal queued before we closed it arrives after. */
 	if (info->si_code == POLL_IN || info->si_code == POLL_HUP)
 		return perf_fd_id(info->si_fd) != 0;
 	return sampler_signal_is_calibration(info);

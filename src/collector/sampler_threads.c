@@ -163,11 +163,24 @@ static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 	return 0;
 }
 
-/* Stops sampling one thread; a perf fd is closed only while it is still ours. */
-static void sampler_release(struct sampled_thread *t)
+/*
+ * Stops sampling one thread; a perf fd is disarmed and closed only while it is still ours. In a
+ * forked child (inherited = 1) the fd shares its open file with the parent's event, which must go
+ * on: it is only closed.
+ */
+static void sampler_release(struct sampled_thread *t, int inherited)
 {
-	if (t->fd >= 0) {
+	if (t->fd >= 0 && inherited) {
 		sampler_perf_fd_publish(t->fd, 0);
+		collector_fd_close(t->fd);
+		t->fd = -1;
+	} else if (t->fd >= 0) {
+		if (sampler_fd_same(t)) {
+			/* Disarmed first: an armed perf fd signals POLL_HUP as it closes. */
+			ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+			fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) & ~O_ASYNC);
+			sampler_perf_fd_retire(t->fd);
+		}
 		collector_fd_close(t->fd);
 		t->fd = -1;
 	} else {
@@ -279,7 +292,7 @@ void sampler_thread_removed(pid_t tid)
 	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count; i++) {
 		if (sampled[i].tid == tid) {
-			sampler_release(&sampled[i]);
+			sampler_release(&sampled[i], 0);
 			sampled[i] = sampled[--sampled_count];
 			break;
 		}
@@ -292,7 +305,7 @@ void sampler_stop(void)
 	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_on, 0);
 	for (size_t i = 0; i < sampled_count; i++)
-		sampler_release(&sampled[i]);
+		sampler_release(&sampled[i], 0);
 	sampled_count = 0;
 	pthread_mutex_unlock(&sampler_lock);
 }
@@ -306,7 +319,7 @@ void sampler_forget_after_fork(void)
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
 		if (sampled[i].fd >= 0)
-			sampler_release(&sampled[i]);
+			sampler_release(&sampled[i], 1);
 	sampled_count = 0;
 }
 
