@@ -116,11 +116,24 @@ void sampler_perf_fd_publish(int fd, uint64_t id)
 
 /* Marks a retired perf fd's id: never equal to a live event's (kernel ids stay far below 2^63). */
 #define PERF_FD_RETIRED (1ull << 63)
+/* The thread a retired fd signalled: only there can one of its signals still be pending. */
+static _Atomic pid_t perf_fd_owner[SAMPLER_FD_MAX];
 
-void sampler_perf_fd_retire(int fd)
+void sampler_perf_fd_retire(int fd, pid_t owner)
 {
-	if (fd >= 0 && fd < SAMPLER_FD_MAX)
-		atomic_fetch_or_explicit(&perf_fd_ids[fd], PERF_FD_RETIRED, memory_order_release);
+	if (fd < 0 || fd >= SAMPLER_FD_MAX)
+		return;
+	atomic_store_explicit(&perf_fd_owner[fd], owner, memory_order_relaxed);
+	atomic_fetch_or_explicit(&perf_fd_ids[fd], PERF_FD_RETIRED, memory_order_release);
+}
+
+/* 1 if a perf signal with this si_fd is ours: a live fd of ours, or one retired on this thread. */
+static int perf_signal_fd_ours(int fd)
+{
+	uint64_t id = perf_fd_id(fd);
+	if (!(id & PERF_FD_RETIRED))
+		return id != 0;
+	return atomic_load_explicit(&perf_fd_owner[fd], memory_order_relaxed) == collector_gettid();
 }
 
 /*
@@ -152,9 +165,9 @@ int sampler_signal_is_ours(const siginfo_t *info)
 		return 0;
 	if (info->si_code == SI_TIMER)
 		return info->si_value.sival_ptr == (void *)&sampler_cookie;
-	/* A retired fd's id still counts: a sample signal queued before we closed it arrives after. */
+	/* A retired fd still counts on its thread: a sample queued before we closed it comes after. */
 	if (info->si_code == POLL_IN || info->si_code == POLL_HUP)
-		return perf_fd_id(info->si_fd) != 0;
+		return perf_signal_fd_ours(info->si_fd);
 	return sampler_signal_is_calibration(info);
 }
 

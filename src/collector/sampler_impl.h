@@ -24,12 +24,13 @@ extern const char sampler_cookie;
 /* Tells the handler that fd (below SAMPLER_FD_MAX) is our perf event with that id (0: not ours). */
 void sampler_perf_fd_publish(int fd, uint64_t id);
 /*
- * Before we close our perf fd: its signals still pending in the thread (a sample queued as it was
- * disarmed) keep being recognised as ours, and dropped, instead of reaching the program's default
- * action for the signal, which ends the process. The mark stays until the number is published
- * again; the handler never re-arms a retired fd.
+ * Before we close our perf fd of thread owner, or when the program took its number: its signals
+ * still pending in that thread (a sample queued as it was disarmed) keep being recognised as ours,
+ * there only, and dropped, instead of reaching the program's default action for the signal, which
+ * ends the process. The mark stays until the number is published again; the handler never re-arms
+ * a retired fd.
  */
-void sampler_perf_fd_retire(int fd);
+void sampler_perf_fd_retire(int fd, pid_t owner);
 /* libc's sigaction, never the interposed one; -1 (ENOSYS) until it is found. Async-signal-safe. */
 int sampler_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* Finds libc's sigaction if not yet found (dlsym: never from a signal handler). */

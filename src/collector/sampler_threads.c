@@ -67,7 +67,7 @@ static int sampler_fd_same(const struct sampled_thread *t)
 		return 0;
 	if (collector_fd_check(t->fd))
 		return 1;
-	sampler_perf_fd_publish(t->fd, 0);
+	sampler_perf_fd_retire(t->fd, t->tid);
 	return 0;
 }
 
@@ -163,23 +163,31 @@ static int sampler_open_timer(struct sampled_thread *t, int sig, int arm)
 	return 0;
 }
 
+/* How a thread's sampling ends (sampler_release). */
+enum sampler_end {
+	SAMPLER_END_STOP,   /* the thread runs on: its queued samples must not reach the program */
+	SAMPLER_END_GONE,   /* the thread has exited: no signal of its can be pending any more */
+	SAMPLER_END_FORKED, /* a forked child's copy of the parent's fd: the parent's event goes on */
+};
+
 /*
- * Stops sampling one thread; a perf fd is disarmed and closed only while it is still ours. In a
- * forked child (inherited = 1) the fd shares its open file with the parent's event, which must go
- * on: it is only closed.
+ * Stops sampling one thread; a perf fd is disarmed and closed only while it is still ours. A
+ * forked child's fd shares its open file with the parent's event, which must go on: it is only
+ * closed.
  */
-static void sampler_release(struct sampled_thread *t, int inherited)
+static void sampler_release(struct sampled_thread *t, enum sampler_end end)
 {
-	if (t->fd >= 0 && inherited) {
+	if (t->fd >= 0 && end != SAMPLER_END_STOP) {
 		sampler_perf_fd_publish(t->fd, 0);
 		collector_fd_close(t->fd);
 		t->fd = -1;
 	} else if (t->fd >= 0) {
 		if (sampler_fd_same(t)) {
-			/* Disarmed first: an armed perf fd signals POLL_HUP as it closes. */
+			/* Retired first (a handler then re-arms it no more), then disarmed: an armed perf
+			 * fd signals POLL_HUP as it closes. */
+			sampler_perf_fd_retire(t->fd, t->tid);
 			ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
 			fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) & ~O_ASYNC);
-			sampler_perf_fd_retire(t->fd);
 		}
 		collector_fd_close(t->fd);
 		t->fd = -1;
@@ -292,7 +300,7 @@ void sampler_thread_removed(pid_t tid)
 	pthread_mutex_lock(&sampler_lock);
 	for (size_t i = 0; i < sampled_count; i++) {
 		if (sampled[i].tid == tid) {
-			sampler_release(&sampled[i], 0);
+			sampler_release(&sampled[i], SAMPLER_END_GONE);
 			sampled[i] = sampled[--sampled_count];
 			break;
 		}
@@ -305,7 +313,7 @@ void sampler_stop(void)
 	pthread_mutex_lock(&sampler_lock);
 	atomic_store(&sampler_on, 0);
 	for (size_t i = 0; i < sampled_count; i++)
-		sampler_release(&sampled[i], 0);
+		sampler_release(&sampled[i], SAMPLER_END_STOP);
 	sampled_count = 0;
 	pthread_mutex_unlock(&sampler_lock);
 }
@@ -319,7 +327,7 @@ void sampler_forget_after_fork(void)
 	/* POSIX timers are not inherited; perf fds are, and count the parent's threads: close them. */
 	for (size_t i = 0; i < sampled_count; i++)
 		if (sampled[i].fd >= 0)
-			sampler_release(&sampled[i], 1);
+			sampler_release(&sampled[i], SAMPLER_END_FORKED);
 	sampled_count = 0;
 }
 
