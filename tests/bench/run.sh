@@ -135,6 +135,10 @@ cpu_section()
 	PINGPONG_UNITS=${PINGPONG_UNITS:-60000}
 	LOADER_UNITS=${LOADER_UNITS:-40000}
 	WORK=$B/tests/bench/cpu_work
+	if [ ! -x "$WORK" ]; then
+		echo "$WORK not built (make bench builds it): CPU section skipped"
+		return
+	fi
 	PIN="taskset -c $CPU_PIN"
 	perf_ok=0
 	perf record -q -g -F 1000 -o "$tmp/perf.data" -- true >/dev/null 2>&1 && perf_ok=1
