@@ -21,6 +21,12 @@ int perfmap_ours(int python_perf);
  * Returns 0 when removed, -ENOENT when there is none, -EPERM when it is not that process's file.
  */
 int perfmap_remove(pid_t pid, uid_t owner, uint64_t start_ticks);
+/*
+ * The same for a process that ended before any connection (its whole stream in PID.final): the
+ * map must have been last written between start_real_ns (its collector's start, from the stream's
+ * handshake) and end_real_ns (when PID.final was last written), CLOCK_REALTIME.
+ */
+int perfmap_remove_ended(pid_t pid, uid_t owner, uint64_t start_real_ns, uint64_t end_real_ns);
 
 /* Processes whose connection ended, waited on until they are gone (an exiting process still runs
  * for a moment after its collector's last word; one that exec'd runs on). */

@@ -33,9 +33,11 @@ static time_t perfmap_boot_time(void)
 	return (time_t)btime;
 }
 
-int perfmap_remove(pid_t pid, uid_t owner, uint64_t start_ticks)
+/* Removes /tmp/perf-PID.map when it is that process's file: a regular file of owner's, one link,
+ * last written at or after since (seconds, CLOCK_REALTIME) and, with until, not after it. */
+static int perfmap_remove_written(pid_t pid, uid_t owner, time_t since, time_t until)
 {
-	if (pid <= 0 || !start_ticks)
+	if (pid <= 0 || !since)
 		return -EPERM;
 	/* /tmp is root's and sticky: a name in it can be replaced only by its owner (checked below). */
 	int dir = safefs_open_dir("/tmp", 0, 0);
@@ -64,20 +66,35 @@ int perfmap_remove(pid_t pid, uid_t owner, uint64_t start_ticks)
 	close(fd);
 	if (rc == 0 && (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino))
 		rc = -EPERM; /* replaced between the two looks */
-	if (rc == 0) {
-		/* Written after the process started: not a stale map of an earlier process with that pid.
-		 * btime has whole seconds: a second of slack. */
-		long hz = sysconf(_SC_CLK_TCK);
-		time_t boot = perfmap_boot_time();
-		time_t started = boot && hz > 0 ? boot + (time_t)(start_ticks / (uint64_t)hz) - 1 : 0;
-		if (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1 || !started ||
-		    st.st_mtim.tv_sec < started)
-			rc = -EPERM;
-	}
+	/* Written while the process ran: not a stale map of an earlier process with that pid, nor
+	 * one of a later process that got the pid again. */
+	if (rc == 0 && (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1 ||
+	                st.st_mtim.tv_sec < since || (until && st.st_mtim.tv_sec > until)))
+		rc = -EPERM;
 	if (rc == 0 && unlinkat(dir, name, 0) != 0)
 		rc = -errno;
 	close(dir);
 	return rc;
+}
+
+int perfmap_remove(pid_t pid, uid_t owner, uint64_t start_ticks)
+{
+	if (!start_ticks)
+		return -EPERM;
+	/* btime has whole seconds: a second of slack. */
+	long hz = sysconf(_SC_CLK_TCK);
+	time_t boot = perfmap_boot_time();
+	time_t started = boot && hz > 0 ? boot + (time_t)(start_ticks / (uint64_t)hz) - 1 : 0;
+	return perfmap_remove_written(pid, owner, started, 0);
+}
+
+int perfmap_remove_ended(pid_t pid, uid_t owner, uint64_t start_real_ns, uint64_t end_real_ns)
+{
+	if (!start_real_ns || !end_real_ns || end_real_ns < start_real_ns)
+		return -EPERM;
+	/* Whole seconds (st_mtim is compared by its seconds): a second of slack either side. */
+	return perfmap_remove_written(pid, owner, (time_t)(start_real_ns / 1000000000ull) - 1,
+	                              (time_t)(end_real_ns / 1000000000ull) + 1);
 }
 
 /* 1 while the process with that pid and start time exists and is not a zombie. */

@@ -29,7 +29,9 @@ struct tap_conn {
 	uint64_t start_ticks; /* the process's start time (/proc/PID/stat), 0 when unknown */
 	ino_t inode;
 	int got_hello;
-	int got_bye; /* its collector's BYE arrived (an exit, or the answer to a detach) */
+	int got_bye;            /* its collector's BYE arrived (an exit, or the answer to a detach) */
+	uint64_t start_real_ns; /* its collector's start (handshake), CLOCK_REALTIME; 0 unknown */
+	uint64_t final_real_ns; /* when its PID.final was last written (CLOCK_REALTIME); 0 none */
 	struct wire_decoder dec;
 };
 
@@ -226,6 +228,10 @@ static void tap_final_alone(struct tap *tap, pid_t pid)
 	wire_decoder_init(&c.dec);
 	tap_take_final(tap, &c);
 	wire_decoder_fini(&c.dec);
+	/* No connection, so no watch for its end: the map CPython wrote for --python-perf goes now,
+	 * when it was written while this process ran (it has ended: its final stream is complete). */
+	if (tap->perf_maps && c.got_hello)
+		perfmap_remove_ended(pid, tap->owner, c.start_real_ns, c.final_real_ns);
 	if (tap->cb.closed)
 		tap->cb.closed(tap->cb.ctx, c.source);
 }
@@ -315,6 +321,12 @@ static int tap_conn_feed(struct tap *tap, struct tap_conn *c, const char *buf, s
 				break;
 			}
 			c->got_hello = 1;
+			/* Its collector's start on the wall clock, through the clock anchor it sent. */
+			struct wire_hello h;
+			memcpy(&h, payload, sizeof h);
+			if (h.anchor_real_ns && h.anchor_mono_ns >= h.start_mono_ns &&
+			    h.anchor_real_ns > h.anchor_mono_ns - h.start_mono_ns)
+				c->start_real_ns = h.anchor_real_ns - (h.anchor_mono_ns - h.start_mono_ns);
 		}
 		if (type == WIRE_FRAME_BYE)
 			c->got_bye = 1;
@@ -352,6 +364,7 @@ static void tap_take_final(struct tap *tap, struct tap_conn *c)
 		close(fd);
 		return;
 	}
+	c->final_real_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
 	unlinkat(tap->dir_fd, name, 0);
 	char buf[65536];
 	ssize_t n;

@@ -6,7 +6,8 @@
 #   other  a regular file owned by another uid (65534; root only, else that case is skipped)
 #   stale  a regular file last written an hour before the process started
 #   fifo   a FIFO (never opened)
-# and, as a control, `own` leaves CPython's map in place: it is removed.
+# and, as a control, `own` leaves CPython's map in place: it is removed; so are the maps of
+# short-lived Python children that ended before their collector connected.
 # Needs a CPython >= 3.12 with perf trampolines (else a visible SKIP).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -67,5 +68,25 @@ for mode in $modes; do
 	esac
 	rm -f "$map"
 done
+
+# Children that end before their collector connects (their whole stream in PID.final): their maps
+# go too (they were left behind: /tmp filled with one per short-lived Python child).
+cat >"$T/kids.py" <<'PYEOF'
+import os, subprocess, sys
+for _ in range(3):
+    subprocess.run([sys.executable, "-c", "import os; print('kid', os.getpid())"], check=True)
+print("parent", os.getpid())
+PYEOF
+RC=0
+timeout 60 "$CUSCOPE" record --python-perf -o "$T/kids.cuscope" -- "$PY" "$T/kids.py" >"$T/kids.out" 2>"$T/kids.err" </dev/null || RC=$?
+[ "$RC" = 0 ] || fail "kids: record exited $RC: $(head -c 300 "$T/kids.err")"
+pids=$(awk '$1 == "kid" || $1 == "parent" {print $2}' "$T/kids.out")
+[ "$(echo "$pids" | wc -w)" = 4 ] || fail "kids: want 4 pids, got: $(head -c 200 "$T/kids.out")"
+left=""
+for p in $pids; do
+	[ -e "/tmp/perf-$p.map" ] && left="$left /tmp/perf-$p.map"
+	rm -f "/tmp/perf-$p.map"
+done
+[ -z "$left" ] || fail "kids: CPython's maps left behind:$left"
 [ "$(id -u)" = 0 ] || echo "note: not root: the other-owner case was not run" >&2
 exit 0
