@@ -19,6 +19,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_torch  # noqa: E402 (beside this file)
+
 # "cb": a callback on each runtime launch (the floor injector's pseudo-kind), as cuscope records
 # launches by default.
 SETS = [
@@ -54,17 +57,7 @@ def main():
         return 2
     dev = torch.device("cuda", 0)
     torch.manual_seed(0)
-    layers = []
-    for _ in range(8):
-        layers += [torch.nn.Linear(256, 256), torch.nn.ReLU()]
-    m = torch.nn.Sequential(*layers).to(dev)
-    x = torch.randn(32, 256, device=dev)
-    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        m(x).square().mean().backward()
-        opt.step()
+    step = bench_torch.build("mlp", dev)  # the very step bench.sh times
 
     def timed():
         for _ in range(a.warmup):

@@ -29,11 +29,14 @@
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
-/* The runtime calls this fake plays, with the real callback ids (cupti_runtime_cbid.h). */
-static const struct {
+/* A call this fake plays: its real callback id and CUPTI's name for it. */
+struct fake_call_name {
 	CUpti_CallbackId cbid;
 	const char *name;
-} fake_runtime_names[] = {
+};
+
+/* The runtime calls this fake plays (cupti_runtime_cbid.h). */
+static const struct fake_call_name fake_runtime_names[] = {
     {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020"},
     {CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree_v3020"},
@@ -43,11 +46,8 @@ static const struct {
     {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000"},
 };
 /* The driver calls this fake plays (it launches only through the runtime; cuLaunchKernel names a
- * driver cbid that the collector may enable), with the real callback ids. */
-static const struct {
-	CUpti_CallbackId cbid;
-	const char *name;
-} fake_driver_names[] = {
+ * driver cbid that the collector may enable). */
+static const struct fake_call_name fake_driver_names[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
     {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
@@ -196,19 +196,20 @@ FAKE_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
 {
 	if (!name)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	const struct fake_call_name *table = NULL;
+	size_t n = 0;
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-		for (size_t i = 0; i < sizeof fake_runtime_names / sizeof fake_runtime_names[0]; i++)
-			if (fake_runtime_names[i].cbid == cbid) {
-				*name = fake_runtime_names[i].name;
-				return CUPTI_SUCCESS;
-			}
+		table = fake_runtime_names;
+		n = sizeof fake_runtime_names / sizeof fake_runtime_names[0];
 	} else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-		for (size_t i = 0; i < sizeof fake_driver_names / sizeof fake_driver_names[0]; i++)
-			if (fake_driver_names[i].cbid == cbid) {
-				*name = fake_driver_names[i].name;
-				return CUPTI_SUCCESS;
-			}
+		table = fake_driver_names;
+		n = sizeof fake_driver_names / sizeof fake_driver_names[0];
 	}
+	for (size_t i = 0; i < n; i++)
+		if (table[i].cbid == cbid) {
+			*name = table[i].name;
+			return CUPTI_SUCCESS;
+		}
 	return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
