@@ -234,18 +234,9 @@ void cupti_api_enable(const struct cupti_fns *fn, CUpti_SubscriberHandle subscri
 		fn->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
 		return;
 	}
-	if (!mode || strcmp(mode, "adaptive") == 0) {
-		api_by_callback = API_ADAPTIVE;
-		cupti_api_enable_callbacks(fn, subscriber);
-		return;
-	}
-	if (mode && strcmp(mode, "driver") == 0) {
-		api_by_callback = API_CALLBACK_DRIVER_ONLY;
-		cupti_api_enable_callbacks(fn, subscriber);
-		return;
-	}
-	if (mode && (strcmp(mode, "callback") == 0 || strcmp(mode, "callback-runtime") == 0)) {
-		api_by_callback = strcmp(mode, "callback") == 0 ? API_CALLBACK : API_CALLBACK_RUNTIME_ONLY;
+	int by_callback = cupti_api_callback_mode(fn, mode);
+	if (by_callback != API_ACTIVITY) {
+		api_by_callback = by_callback;
 		cupti_api_enable_callbacks(fn, subscriber);
 		return;
 	}
