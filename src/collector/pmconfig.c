@@ -62,6 +62,7 @@ struct pmconfig {
 	size_t n_asked;
 	char asked[PMCONFIG_METRICS_MAX][PMCONFIG_NAME_MAX];
 	enum pmconfig_state state[PMCONFIG_METRICS_MAX];
+	int refusal[PMCONFIG_METRICS_MAX]; /* CUPTI's result for a PMCONFIG_REFUSED metric */
 };
 
 int64_t pmconfig_clock_offset(uint64_t gpu_ns, uint64_t mono_ns, uint64_t real_ns, const int64_t *prev)
@@ -281,6 +282,7 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 		return -ENOTSUP;
 	}
 	pmconfig_host_free(probe);
+	int refusal = 0; /* the last failure of a metric alone that was not a refusal of its name */
 	for (size_t i = 0; i < count; i++) {
 		size_t k = cfg->n_asked++;
 		snprintf(cfg->asked[k], PMCONFIG_NAME_MAX, "%s", metrics[i]);
@@ -294,10 +296,17 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 		CUpti_Profiler_Host_Object *host = NULL;
 		size_t alone = 0;
 		rc = pmconfig_try(chip, availability, &metrics[i], 1, &host, NULL, NULL, &alone);
-		if (rc != 0 && !pmconfig_metric_refused(rc))
-			goto refused;
-		if (rc != 0)
+		if (rc != 0) {
+			/* One metric's failure leaves that metric out, whatever CUPTI answered: on the H200
+			 * (PCIe) the NVLink metrics fail with CUPTI_ERROR_UNKNOWN, not as unknown names. Any
+			 * other answer is kept and said with the metric (and in why when none is left). */
+			if (!pmconfig_metric_refused(rc)) {
+				cfg->state[k] = PMCONFIG_REFUSED;
+				cfg->refusal[k] = rc;
+				refusal = rc;
+			}
 			continue;
+		}
 		pmconfig_host_free(host);
 		if (alone != 1) {
 			cfg->state[k] = PMCONFIG_NOT_SAMPLED;
@@ -317,33 +326,35 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 			cfg->passes = 1;
 			break;
 		}
-		if (rc != 0 && !pmconfig_metric_refused(rc))
-			goto refused;
 		if (rc == 0) {
 			pmconfig_host_free(cfg->host);
 			cfg->host = NULL;
 			free(cfg->image);
 			cfg->image = NULL;
 		}
+		/* The last one goes: too many passes, or CUPTI failed the set (then its answer is kept
+		 * with the metric dropped, and the smaller set is tried). */
+		int failed = rc != 0 && !pmconfig_metric_refused(rc);
 		cfg->n_used--;
 		for (size_t k = cfg->n_asked; k-- > 0;)
 			if (cfg->state[k] == PMCONFIG_USED) {
-				cfg->state[k] = PMCONFIG_NO_PASS;
+				cfg->state[k] = failed ? PMCONFIG_REFUSED : PMCONFIG_NO_PASS;
+				cfg->refusal[k] = failed ? rc : 0;
+				refusal = failed ? rc : refusal;
 				break;
 			}
 	}
 	if (cfg->n_used == 0) {
-		snprintf(why, why_size, "none of the %zu metrics can be sampled on %s", count, chip);
+		if (refusal)
+			snprintf(why, why_size, "none of the %zu metrics can be sampled on %s (CUPTI: %s)",
+			         count, chip, pmconfig_error(refusal));
+		else
+			snprintf(why, why_size, "none of the %zu metrics can be sampled on %s", count, chip);
 		pmconfig_free(cfg);
 		return -ENOTSUP;
 	}
 	*out = cfg;
 	return 0;
-refused:
-	/* Not the metrics: the host API itself failed (memory, a library it needs). */
-	snprintf(why, why_size, "PM sampling config for %s: %s", chip, pmconfig_error(rc));
-	pmconfig_free(cfg);
-	return -EIO;
 }
 
 void pmconfig_free(struct pmconfig *cfg)
@@ -389,6 +400,11 @@ const char *pmconfig_asked_name(const struct pmconfig *cfg, size_t i)
 enum pmconfig_state pmconfig_asked_state(const struct pmconfig *cfg, size_t i)
 {
 	return i < cfg->n_asked ? cfg->state[i] : PMCONFIG_UNKNOWN;
+}
+
+const char *pmconfig_asked_error(const struct pmconfig *cfg, size_t i)
+{
+	return i < cfg->n_asked && cfg->state[i] == PMCONFIG_REFUSED ? pmconfig_error(cfg->refusal[i]) : NULL;
 }
 
 int pmconfig_evaluate(struct pmconfig *cfg, const uint8_t *counter_data, size_t size, size_t index,

@@ -27,6 +27,7 @@ enum pmconfig_state {
 	PMCONFIG_NO_PASS = 2,     /* known, but it did not fit the one pass with the others */
 	PMCONFIG_DUPLICATE = 3,   /* listed twice */
 	PMCONFIG_NOT_SAMPLED = 4, /* known, but not in one pass of PM sampling even alone */
+	PMCONFIG_REFUSED = 5,     /* CUPTI failed it alone with another error (pmconfig_asked_error) */
 };
 
 struct pmconfig;
@@ -41,9 +42,10 @@ int pmconfig_load(void *cupti, char *why, size_t why_size);
 
 /*
  * Builds the one-pass PM-sampling configuration for chip (with the device's counter availability
- * image where known, else NULL) and the metrics named: each is checked alone, unknown ones are
- * left out, then metrics are dropped from the end of the list until the rest fit one pass. *out
- * is NULL and -errno returned with why filled when nothing usable remains or the chip is refused.
+ * image where known, else NULL) and the metrics named: each is checked alone, those CUPTI fails
+ * (unknown names, or any other answer, kept as PMCONFIG_REFUSED) are left out, then metrics are
+ * dropped from the end of the list until the rest fit one pass. *out is NULL and -errno returned
+ * with why filled (with CUPTI's last answer) when nothing usable remains or the chip is refused.
  * Needs pmconfig_load first. Allocates with malloc.
  */
 int pmconfig_new(const char *chip, const uint8_t *availability, const char *const *metrics, size_t count,
@@ -61,6 +63,8 @@ const char *pmconfig_used_name(const struct pmconfig *cfg, size_t i);
 size_t pmconfig_asked(const struct pmconfig *cfg);
 const char *pmconfig_asked_name(const struct pmconfig *cfg, size_t i);
 enum pmconfig_state pmconfig_asked_state(const struct pmconfig *cfg, size_t i);
+/* For a PMCONFIG_REFUSED metric, CUPTI's answer as pmconfig_error names it; else NULL. */
+const char *pmconfig_asked_error(const struct pmconfig *cfg, size_t i);
 
 /*
  * Evaluates sample `index` of a counter data image (filled by cuptiPmSamplingDecodeData) into

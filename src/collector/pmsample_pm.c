@@ -209,6 +209,7 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		                 pmconfig_asked_name(g->cfg, i),
 		                 st == PMCONFIG_UNKNOWN   ? "unknown"
 		                 : st == PMCONFIG_NO_PASS ? "not in one pass"
+		                 : st == PMCONFIG_REFUSED ? pmconfig_asked_error(g->cfg, i)
 		                                          : "not sampled");
 		off += w > 0 ? (size_t)w : 0;
 	}

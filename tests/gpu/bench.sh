@@ -170,7 +170,8 @@ run_one()
 	esac
 	wait_gpu_free
 	# The loop below may read run.out before the new run's redirection truncates it: the previous
-	# run's result line would count as this one's and kill it after BENCH_GRACE_S.
+	# run's result line would count as this one's and kill it after BENCH_GRACE_S. Until the
+	# redirection has made the new run.out there is none to read (grep -s).
 	rm -f "$T/run.out" "$T/run.err"
 	# PYTHONUNBUFFERED: the result line is read while the workload still runs (its teardown may be
 	# killed after BENCH_GRACE_S); a block-buffered stdout would lose it.
@@ -178,7 +179,7 @@ run_one()
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		i=$((i + 1))
-		if [ "$seen" -lt 0 ] && grep -q "^$key " "$T/run.out"; then
+		if [ "$seen" -lt 0 ] && grep -qs "^$key " "$T/run.out"; then
 			seen=$i
 		fi
 		if [ "$i" -gt $((RUN_TIMEOUT * 5)) ] || { [ "$seen" -ge 0 ] && [ $((i - seen)) -gt $((GRACE * 5)) ]; }; then

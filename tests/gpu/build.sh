@@ -23,6 +23,15 @@ if [ ! "$floor" -nt tests/gpu/floor_injector.c ] || [ ! "$floor" -nt tests/gpu/b
 		-o "$floor" tests/gpu/floor_injector.c -L"$CUDA_HOME/extras/CUPTI/lib64" -L"$CUDA_HOME/lib64" \
 		-lcupti -lpthread "-Wl,-rpath,$CUDA_HOME/extras/CUPTI/lib64:$CUDA_HOME/lib64"
 fi
+# The PM-sampling counter availability image of a GPU (the data of tests/unit/test_pmconfig.c's
+# GH100 case), linked like the floor injector; libcuda from the toolkit's stub, the driver's at run time.
+pmav=$OUTDIR/pm_availability
+if [ ! "$pmav" -nt tests/gpu/pm_availability.c ] || [ ! "$pmav" -nt tests/gpu/build.sh ]; then
+	echo "  CC tests/gpu/pm_availability.c"
+	${CC:-gcc} -O2 -Wall -Wextra -I"$CUDA_HOME/include" -I"$CUDA_HOME/extras/CUPTI/include" \
+		-o "$pmav" tests/gpu/pm_availability.c -L"$CUDA_HOME/extras/CUPTI/lib64" -L"$CUDA_HOME/lib64" \
+		-L"$CUDA_HOME/lib64/stubs" -lcupti -lcuda "-Wl,-rpath,$CUDA_HOME/extras/CUPTI/lib64:$CUDA_HOME/lib64"
+fi
 for src in tests/gpu/cuda_counts.cu tests/gpu/cuda_graph.cu tests/gpu/cupti_rival.cu tests/gpu/launch_bench.cu; do
 	bin=$OUTDIR/$(basename "$src" .cu)
 	if [ "$bin" -nt "$src" ] && [ "$bin" -nt tests/gpu/build.sh ]; then

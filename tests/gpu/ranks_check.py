@@ -35,7 +35,9 @@ def gloo(stats_path, run_out, prof_out):
     pids = {r: int(v[0]) for r, v in lines_of(run_out, "pid").items()}
     prof = {r: int(v[0]) for r, v in lines_of(prof_out, "profiler_kernels").items()}
     if sorted(pids) != [0, 1] or sorted(prof) != [0, 1]:
-        fail("want ranks 0 and 1 in both runs' output, got %r and %r" % (sorted(pids), sorted(prof)))
+        # What each run printed, so that a rank's missing line can be told from a garbled one.
+        fail("want ranks 0 and 1 in both runs' output, got %r and %r; cuscope run's output: %r"
+             % (sorted(pids), sorted(prof), open(run_out, errors="replace").read()[-400:]))
     steps = {r: int(lines_of(run_out, "pid")[r][2]) for r in pids}
     rows = {r["rank"]: r for r in j.get("ranks", [])}
     if sorted(rows) != [0, 1]:

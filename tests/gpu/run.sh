@@ -665,7 +665,7 @@ check_attach_armed()
 		return
 	fi
 	read -r k first_k first last <<<"$times"
-	if [ "$first" -lt 0 ]; then
+	if [ "${first%%.*}" -lt 0 ]; then
 		result attach_armed FAIL "the attach capture holds no timed events"
 		return
 	fi

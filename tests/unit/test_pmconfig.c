@@ -15,7 +15,8 @@
 
 #include "../../src/collector/pmconfig.h"
 
-static const char *const state_names[] = {"used", "unknown", "no_pass", "duplicate", "not_sampled"};
+static const char *const state_names[] = {"used",      "unknown",     "no_pass",
+                                          "duplicate", "not_sampled", "refused"};
 
 static int loaded(void)
 {
@@ -179,6 +180,49 @@ static void test_too_many_for_one_pass(void **state)
 	pmconfig_free(cfg);
 }
 
+/*
+ * The H200 of the GPU host, with its own counter availability image (tests/gpu/pm_availability
+ * wrote it there): that PCIe card has no NVLink, and the host API fails both NVLink metrics with
+ * CUPTI_ERROR_UNKNOWN rather than as unknown names. They are left out with that answer and the
+ * rest of the default set still configures in one pass (the whole config used to be refused).
+ */
+static void test_h200_availability(void **state)
+{
+	(void)state;
+	if (!loaded())
+		skip();
+	static uint8_t image[1 << 16];
+	FILE *f = fopen("tests/data/gh100_h200_pm_availability.bin", "rb");
+	assert_non_null(f);
+	size_t size = fread(image, 1, sizeof image, f);
+	fclose(f);
+	assert_true(size > 0 && size < sizeof image);
+	struct pmconfig *cfg = NULL;
+	char why[256] = "";
+	int rc = pmconfig_new("GH100", image, pmconfig_default_metrics, pmconfig_default_count, &cfg, why,
+	                      sizeof why);
+	if (rc != 0)
+		fail_msg("pmconfig_new with the H200's availability: %d %s", rc, why);
+	size_t refused = 0;
+	for (size_t i = 0; i < pmconfig_asked(cfg); i++) {
+		const char *name = pmconfig_asked_name(cfg, i), *error = pmconfig_asked_error(cfg, i);
+		enum pmconfig_state st = pmconfig_asked_state(cfg, i);
+		printf("H200 %-75s %s %s\n", name, state_names[st], error ? error : "");
+		if (strncmp(name, "nvl", 3) == 0) {
+			assert_int_equal(st, PMCONFIG_REFUSED);
+			assert_string_equal(error, "CUPTI_ERROR_UNKNOWN");
+			refused++;
+		} else {
+			assert_int_equal(st, PMCONFIG_USED);
+			assert_null(error);
+		}
+	}
+	assert_int_equal(refused, 2);
+	assert_int_equal(pmconfig_used(cfg), pmconfig_default_count - 2);
+	assert_int_equal(pmconfig_passes(cfg), 1);
+	pmconfig_free(cfg);
+}
+
 /* Under a sanitizer runtime the host API is never loaded (libcupti's RTLD_DEEPBIND load of
  * libnvperf_host would end the process): one reason, the fallback takes over. */
 static void test_sanitizer_refused(void **state)
@@ -222,7 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_default_set_gh100),     cmocka_unit_test(test_issue_names_gh100),
 	    cmocka_unit_test(test_unknown_and_duplicate), cmocka_unit_test(test_nothing_usable),
 	    cmocka_unit_test(test_too_many_for_one_pass), cmocka_unit_test(test_clock_offset),
-	    cmocka_unit_test(test_sanitizer_refused),
+	    cmocka_unit_test(test_sanitizer_refused),     cmocka_unit_test(test_h200_availability),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
