@@ -208,6 +208,13 @@ if [ "${1:-}" = budget ]; then
 	exit 0
 fi
 
+for prog in "$PRODUCER" "$B/tests/bench/bench_pipeline"; do
+	if [ ! -x "$prog" ]; then
+		echo "tests/bench/run.sh: $prog is not built; 'make bench' builds the benchmark programs and runs this" >&2
+		exit 1
+	fi
+done
+
 echo "== 1. NVTX push+pop cost on the application thread =="
 echo "method: $PRODUCER, 1M push/pop pairs (nvtxRangePushA of one literal + nvtxRangePop) in batches of"
 echo "        4000 with 1 ms pauses (pauses not timed), $ROUNDS interleaved rounds: plain (NVTX without a"
