@@ -282,7 +282,7 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 		return -ENOTSUP;
 	}
 	pmconfig_host_free(probe);
-	int refusal = 0; /* the last failure of a metric alone that was not a refusal of its name */
+	int refusal = 0; /* CUPTI's last answer that did not refuse a name (for why) */
 	for (size_t i = 0; i < count; i++) {
 		size_t k = cfg->n_asked++;
 		snprintf(cfg->asked[k], PMCONFIG_NAME_MAX, "%s", metrics[i]);
@@ -332,19 +332,22 @@ int pmconfig_new(const char *chip, const uint8_t *availability, const char *cons
 			free(cfg->image);
 			cfg->image = NULL;
 		}
-		/* The last one goes: too many passes, or CUPTI failed the set (then its answer is kept
-		 * with the metric dropped, and the smaller set is tried). */
-		int failed = rc != 0 && !pmconfig_metric_refused(rc);
+		/* The last one goes, as the least important: the set needs more passes, or CUPTI failed
+		 * it (each of its metrics configured alone, so no one of them is to blame; the answer is
+		 * kept for why). */
+		if (rc != 0 && !pmconfig_metric_refused(rc))
+			refusal = rc;
 		cfg->n_used--;
 		for (size_t k = cfg->n_asked; k-- > 0;)
 			if (cfg->state[k] == PMCONFIG_USED) {
-				cfg->state[k] = failed ? PMCONFIG_REFUSED : PMCONFIG_NO_PASS;
-				cfg->refusal[k] = failed ? rc : 0;
-				refusal = failed ? rc : refusal;
+				cfg->state[k] = PMCONFIG_NO_PASS;
 				break;
 			}
 	}
 	if (cfg->n_used == 0) {
+		/* CUPTI's answer is said whatever its cause: the same one for every metric may be the
+		 * host API itself failing (memory, a library), or metrics this GPU lacks (the H200's
+		 * NVLink ones answer CUPTI_ERROR_UNKNOWN); the two cannot be told apart here. */
 		if (refusal)
 			snprintf(why, why_size, "none of the %zu metrics can be sampled on %s (CUPTI: %s)",
 			         count, chip, pmconfig_error(refusal));

@@ -27,7 +27,7 @@ enum pmconfig_state {
 	PMCONFIG_NO_PASS = 2,     /* known, but it did not fit the one pass with the others */
 	PMCONFIG_DUPLICATE = 3,   /* listed twice */
 	PMCONFIG_NOT_SAMPLED = 4, /* known, but not in one pass of PM sampling even alone */
-	PMCONFIG_REFUSED = 5,     /* CUPTI failed it alone with another error (pmconfig_asked_error) */
+	PMCONFIG_REFUSED = 5,     /* alone, CUPTI failed it with another answer (pmconfig_asked_error) */
 };
 
 struct pmconfig;
@@ -44,8 +44,9 @@ int pmconfig_load(void *cupti, char *why, size_t why_size);
  * Builds the one-pass PM-sampling configuration for chip (with the device's counter availability
  * image where known, else NULL) and the metrics named: each is checked alone, those CUPTI fails
  * (unknown names, or any other answer, kept as PMCONFIG_REFUSED) are left out, then metrics are
- * dropped from the end of the list until the rest fit one pass. *out is NULL and -errno returned
- * with why filled (with CUPTI's last answer) when nothing usable remains or the chip is refused.
+ * dropped from the end of the list until the rest fit one pass (or CUPTI takes the set). *out is
+ * NULL and -errno returned with why filled when the chip is refused or nothing usable remains
+ * (then why gives CUPTI's last answer that was not a name's refusal, if any).
  * Needs pmconfig_load first. Allocates with malloc.
  */
 int pmconfig_new(const char *chip, const uint8_t *availability, const char *const *metrics, size_t count,

@@ -205,8 +205,8 @@ int pmsample_pm_start(struct pmsample_gpu *g, char *why, size_t why_size)
 		enum pmconfig_state st = pmconfig_asked_state(g->cfg, i);
 		if (st == PMCONFIG_USED || st == PMCONFIG_DUPLICATE)
 			continue;
-		int w = snprintf(left + off, sizeof left - off, "%s%s (%s)", off ? ", " : "",
-		                 pmconfig_asked_name(g->cfg, i),
+		int w = snprintf(left + off, sizeof left - off, "%s%s (%s%s)", off ? ", " : "",
+		                 pmconfig_asked_name(g->cfg, i), st == PMCONFIG_REFUSED ? "refused: " : "",
 		                 st == PMCONFIG_UNKNOWN   ? "unknown"
 		                 : st == PMCONFIG_NO_PASS ? "not in one pass"
 		                 : st == PMCONFIG_REFUSED ? pmconfig_asked_error(g->cfg, i)

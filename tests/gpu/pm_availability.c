@@ -29,7 +29,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: pm_availability OUT_FILE [DEVICE]\n");
 		return 2;
 	}
-	size_t device = argc == 3 ? strtoul(argv[2], NULL, 10) : 0;
+	char *end = NULL;
+	size_t device = argc == 3 ? strtoul(argv[2], &end, 10) : 0;
+	if (argc == 3 && (end == argv[2] || *end)) {
+		fprintf(stderr, "pm_availability: DEVICE must be a device index, not '%s'\n", argv[2]);
+		return 2;
+	}
 	CUresult cr = cuInit(0);
 	if (cr != CUDA_SUCCESS) {
 		fprintf(stderr, "pm_availability: cuInit failed (%d)\n", (int)cr);
@@ -46,6 +51,10 @@ int main(int argc, char **argv)
 	    .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE, .deviceIndex = device};
 	if (!cupti_ok(cuptiPmSamplingGetCounterAvailability(&av), "counter availability size"))
 		return 1;
+	if (av.counterAvailabilityImageSize == 0) {
+		fprintf(stderr, "pm_availability: CUPTI reports no counter availability image\n");
+		return 1;
+	}
 	uint8_t *image = malloc(av.counterAvailabilityImageSize);
 	if (!image) {
 		fprintf(stderr, "pm_availability: no memory for %zu bytes\n",
