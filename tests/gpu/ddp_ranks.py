@@ -46,6 +46,14 @@ def train(a, rank):
     return loss.item()
 
 
+def say(line):
+    """One line in one write: the ranks share the run's stdout, and print(..., flush=True) can
+    write the text and its newline in two system calls (strace shows it), so another rank's line
+    could land between them (seen on the GPU host: "...loss 2.298721rank 1 pid ...\n\n")."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", choices=("gloo", "nccl"), required=True)
@@ -71,10 +79,10 @@ def main():
             trace = json.load(open(f.name))
         events = trace["traceEvents"] if isinstance(trace, dict) else trace
         kernels = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel")
-        print("rank %d profiler_kernels %d" % (rank, kernels), flush=True)
+        say("rank %d profiler_kernels %d" % (rank, kernels))
     else:
         loss = train(a, rank)
-    print("rank %d pid %d steps %d loss %.6f" % (rank, os.getpid(), a.steps, loss), flush=True)
+    say("rank %d pid %d steps %d loss %.6f" % (rank, os.getpid(), a.steps, loss))
     dist.destroy_process_group()
     return 0
 
