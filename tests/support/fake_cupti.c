@@ -732,6 +732,19 @@ static void fake_sync_record(CUpti_ActivitySynchronizationType type, uint32_t st
  * its id, as in CUDA. */
 static __thread uint32_t fake_outer_correlation;
 
+/* The callback data CUPTI hands both sites of one call: its name, the fake context, its
+ * correlation id and per-call slot. */
+static void fake_callback_data(CUpti_CallbackData *data, const char *name, uint32_t correlation,
+                               uint64_t *slot)
+{
+	memset(data, 0, sizeof *data);
+	data->functionName = name;
+	data->context = (CUcontext)(uintptr_t)0x1000;
+	data->contextUid = FAKE_CONTEXT;
+	data->correlationData = slot;
+	data->correlationId = correlation;
+}
+
 /* One driver wait as CUDA makes it (cuStreamSynchronize or cuCtxSynchronize): its callbacks when
  * enabled, and a sync record when it is not inside a runtime call. */
 static void fake_driver_wait(CUpti_CallbackId cbid, const char *name)
@@ -740,12 +753,7 @@ static void fake_driver_wait(CUpti_CallbackId cbid, const char *name)
 	uint32_t correlation = outer ? outer : atomic_fetch_add(&fake_correlation, 1) + 1;
 	uint64_t slot = 0;
 	CUpti_CallbackData data;
-	memset(&data, 0, sizeof data);
-	data.functionName = name;
-	data.context = (CUcontext)(uintptr_t)0x1000;
-	data.contextUid = FAKE_CONTEXT;
-	data.correlationData = &slot;
-	data.correlationId = correlation;
+	fake_callback_data(&data, name, correlation, &slot);
 	int traced = atomic_load(&fc.subscribed) && atomic_load(&fc.driver_cb[cbid]);
 	if (traced) {
 		data.callbackSite = CUPTI_API_ENTER;
@@ -777,12 +785,7 @@ static void fake_runtime_call(CUpti_CallbackId cbid, const char *name, const str
 	uint32_t correlation = atomic_fetch_add(&fake_correlation, 1) + 1;
 	uint64_t slot = 0; /* CUPTI's per-call correlationData: the subscriber's from enter to exit */
 	CUpti_CallbackData data;
-	memset(&data, 0, sizeof data);
-	data.functionName = name;
-	data.context = (CUcontext)(uintptr_t)0x1000;
-	data.contextUid = FAKE_CONTEXT;
-	data.correlationData = &slot;
-	data.correlationId = correlation;
+	fake_callback_data(&data, name, correlation, &slot);
 	if (atomic_load(&fc.subscribed) && atomic_load(&fc.runtime_cb[cbid])) {
 		data.callbackSite = CUPTI_API_ENTER;
 		fc.subscriber.callback(fc.subscriber.userdata, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
